@@ -1,0 +1,189 @@
+/*
+ * gmpi: MPI semantics on GPUs, with NCCL moving device data and MPI moving host data.
+ *
+ * One header. Every call returns a gmpi_status_t; out-parameters come last and are
+ * written only on success. On failure gmpi_last_error() tells, for the calling thread,
+ * which function failed, on which rank, and which argument or value was wrong.
+ */
+#ifndef GMPI_H
+#define GMPI_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GMPI_VERSION_MAJOR 0
+#define GMPI_VERSION_MINOR 3
+#define GMPI_VERSION_PATCH 0
+#define GMPI_VERSION_STRING "0.3.0"
+
+/* The status list, written once: X(name, value, text). It generates the enum and the
+ * strings of gmpi_strerror. */
+#define GMPI_STATUS_MAP(X)                                                                       \
+  X(SUCCESS, 0, "success")                                                                       \
+  X(ERR_INVALID_ARG, 1, "invalid argument")                                                      \
+  X(ERR_UNSUPPORTED, 2, "operation not supported on this backend or buffer")                     \
+  X(ERR_NO_DEVICE, 3, "no usable device for the requested backend")                              \
+  X(ERR_NO_MEMORY, 4, "out of memory or over the memory budget")                                 \
+  X(ERR_TRUNCATE, 5, "message longer than the receive buffer")                                   \
+  X(ERR_MISMATCH, 6, "ranks disagree on an operation")                                           \
+  X(ERR_TIMEOUT, 7, "operation did not complete within GMPI_TIMEOUT")                            \
+  X(ERR_STATE, 8, "communicator or object in a state that forbids this call")                    \
+  X(ERR_MPI, 9, "MPI call failed")                                                               \
+  X(ERR_BACKEND, 10, "backend (CUDA/NCCL) call failed")                                          \
+  X(ERR_INTERNAL, 11, "internal error in gmpi")
+
+typedef enum {
+#define GMPI_STATUS_ENUM_(name, value, text) GMPI_##name = value,
+  GMPI_STATUS_MAP(GMPI_STATUS_ENUM_)
+#undef GMPI_STATUS_ENUM_
+} gmpi_status_t;
+
+/* Short text for a status, pointing at the log for details. Never NULL. */
+const char *gmpi_strerror(gmpi_status_t status);
+/* Detail of this thread's last failure: function, argument, value, rank. "" if none. */
+const char *gmpi_last_error(void);
+
+/* Opaque handles. */
+typedef struct gmpi_comm *gmpi_comm_t;
+typedef struct gmpi_request *gmpi_request_t;
+typedef struct gmpi_plan *gmpi_plan_t;
+
+#define GMPI_ANY_SOURCE (-1)
+#define GMPI_ANY_TAG (-1)
+/* Color for gmpi_comm_split: this rank joins no new communicator (*newcomm = NULL). */
+#define GMPI_UNDEFINED (-32766)
+
+typedef enum {
+  GMPI_INT8 = 0,
+  GMPI_UINT8,
+  GMPI_INT16,
+  GMPI_UINT16,
+  GMPI_INT32,
+  GMPI_UINT32,
+  GMPI_INT64,
+  GMPI_UINT64,
+  GMPI_FLOAT16,
+  GMPI_BFLOAT16,
+  GMPI_FLOAT32,
+  GMPI_FLOAT64,
+  GMPI_COMPLEX64,  /* two float32: re, im */
+  GMPI_COMPLEX128, /* two float64: re, im */
+  GMPI_BOOL,       /* one byte, 0 or not 0 */
+  GMPI_BYTE,
+  GMPI_DTYPE_COUNT
+} gmpi_dtype_t;
+
+typedef enum {
+  GMPI_SUM = 0,
+  GMPI_PROD,
+  GMPI_MIN,
+  GMPI_MAX,
+  GMPI_AVG, /* sum divided by the number of ranks; integers divide as C does (truncation) */
+  GMPI_BAND,
+  GMPI_BOR,
+  GMPI_BXOR,
+  GMPI_LAND,
+  GMPI_LOR,
+  GMPI_LXOR,
+  GMPI_OP_COUNT
+} gmpi_op_t;
+
+typedef enum { GMPI_BACKEND_CPU = 0, GMPI_BACKEND_CUDA = 1 } gmpi_backend_t;
+
+/* Size in bytes of one element; 0 for an invalid dtype. */
+size_t gmpi_dtype_size(gmpi_dtype_t dtype);
+/* Name of a dtype or op ("float32", "sum"); "invalid" when out of range. */
+const char *gmpi_dtype_name(gmpi_dtype_t dtype);
+const char *gmpi_op_name(gmpi_op_t op);
+/* 1 when op may reduce dtype (the rules of MPI, plus AVG on integer and floating types). */
+int gmpi_op_valid(gmpi_dtype_t dtype, gmpi_op_t op);
+
+typedef struct {
+  int source;   /* rank the message came from */
+  int tag;      /* its tag */
+  size_t count; /* elements received */
+} gmpi_msg_status_t;
+
+/* ---- life cycle -------------------------------------------------------------------- */
+/* Collective over mpi_comm. Reads GMPI_* variables, picks the backend, binds a GPU.
+ * Calls MPI_Init_thread when MPI is not initialised (and MPI_Finalize in gmpi_finalize). */
+gmpi_status_t gmpi_init(MPI_Comm mpi_comm, gmpi_comm_t *comm);
+/* Collective. NULL-safe; sets *comm to NULL. Works after a timeout or failure. */
+gmpi_status_t gmpi_finalize(gmpi_comm_t *comm);
+/* Collective. color GMPI_UNDEFINED gives *newcomm = NULL. Free the result with gmpi_finalize. */
+gmpi_status_t gmpi_comm_split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *newcomm);
+gmpi_status_t gmpi_comm_rank(gmpi_comm_t comm, int *rank);
+gmpi_status_t gmpi_comm_size(gmpi_comm_t comm, int *size);
+gmpi_status_t gmpi_comm_backend(gmpi_comm_t comm, gmpi_backend_t *backend);
+/* CUDA device ordinal of this rank; -1 on the cpu backend. */
+gmpi_status_t gmpi_comm_device(gmpi_comm_t comm, int *device);
+/* The raw handles, for interop. ncclComm_t and cudaStream_t (NULL stream on cpu is
+ * GMPI_ERR_UNSUPPORTED). The MPI communicator gmpi uses internally (a duplicate). */
+gmpi_status_t gmpi_comm_nccl(gmpi_comm_t comm, void **nccl_comm);
+gmpi_status_t gmpi_comm_stream(gmpi_comm_t comm, void **stream);
+gmpi_status_t gmpi_comm_mpi(gmpi_comm_t comm, MPI_Comm *mpi_comm);
+/* cuda only: make the comm stream-ordered on a cudaStream_t (NULL returns to blocking mode). */
+gmpi_status_t gmpi_comm_set_stream(gmpi_comm_t comm, void *stream);
+/* Bytes of device memory the library itself holds on this rank (0 on cpu). */
+gmpi_status_t gmpi_comm_mem_usage(gmpi_comm_t comm, size_t *library_bytes, size_t *user_bytes);
+
+/* ---- memory ------------------------------------------------------------------------ */
+/* Memory the comm's backend moves fastest: host on cpu, device on cuda. */
+gmpi_status_t gmpi_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr);
+gmpi_status_t gmpi_mem_free(gmpi_comm_t comm, void *ptr);
+/* Copy bytes between any two buffers gmpi can move (host or this rank's device); complete on
+ * return. Lets host code fill and check device buffers without CUDA headers. */
+gmpi_status_t gmpi_mem_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes);
+
+/* ---- collectives (in place when sendbuf == recvbuf; see README for the layout) ----- */
+gmpi_status_t gmpi_allreduce(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
+                             gmpi_op_t op, gmpi_comm_t comm);
+gmpi_status_t gmpi_bcast(void *buf, size_t count, gmpi_dtype_t dtype, int root, gmpi_comm_t comm);
+gmpi_status_t gmpi_reduce(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
+                          gmpi_op_t op, int root, gmpi_comm_t comm);
+gmpi_status_t gmpi_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                             gmpi_dtype_t dtype, gmpi_comm_t comm);
+gmpi_status_t gmpi_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                  gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm);
+gmpi_status_t gmpi_alltoall(const void *sendbuf, void *recvbuf, size_t count_per_peer,
+                            gmpi_dtype_t dtype, gmpi_comm_t comm);
+gmpi_status_t gmpi_barrier(gmpi_comm_t comm);
+
+/* ---- point to point, with MPI matching ---------------------------------------------- */
+gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
+                        gmpi_comm_t comm);
+gmpi_status_t gmpi_recv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
+                        gmpi_comm_t comm, gmpi_msg_status_t *status);
+gmpi_status_t gmpi_isend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
+                         gmpi_comm_t comm, gmpi_request_t *request);
+gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
+                         gmpi_comm_t comm, gmpi_request_t *request);
+/* Completed requests are freed and set to NULL; a NULL request completes at once. */
+gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *status);
+gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests, gmpi_msg_status_t *statuses);
+gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *status);
+gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t sendtype, int dest,
+                            int sendtag, void *recvbuf, size_t recvcount, gmpi_dtype_t recvtype,
+                            int source, int recvtag, gmpi_comm_t comm, gmpi_msg_status_t *status);
+
+/* ---- plans: record once, compile collectively, replay -------------------------------- */
+gmpi_status_t gmpi_plan_begin(gmpi_comm_t comm);
+gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *plan);
+gmpi_status_t gmpi_plan_run(gmpi_plan_t plan);
+gmpi_status_t gmpi_plan_dump(gmpi_plan_t plan, FILE *out);
+gmpi_status_t gmpi_plan_free(gmpi_plan_t *plan);
+
+/* ---- versions -------------------------------------------------------------------------- */
+/* "gmpi 0.3.0", the MPI library's version string, and NCCL's ("none" when not built). */
+gmpi_status_t gmpi_versions(const char **gmpi, const char **mpi, const char **nccl);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GMPI_H */

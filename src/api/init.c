@@ -1,0 +1,192 @@
+/* Life cycle: gmpi_init, gmpi_finalize, gmpi_comm_split. Bootstrap order: configuration,
+ * MPI, the out-of-band channel, locality, the backend (agreed by all ranks), registration. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/comm.h"
+#include "../core/error.h"
+#include "../core/log.h"
+#include "../core/oob.h"
+#include "../core/plan.h"
+#include "../core/select.h"
+#include "../mpi/bootstrap.h"
+#include "../mpi/mpi_check.h"
+#include "../mpi/oob.h"
+
+/* What each rank tells the others while agreeing on the backend. */
+typedef struct {
+  int32_t status;
+  int32_t kind;
+} backend_vote_t;
+
+/* All ranks must run the same backend. auto falls back to cpu everywhere when any rank cannot
+ * use a GPU; an explicit choice that fails anywhere fails everywhere. */
+static gmpi_status_t agree_backend(gmpi_comm_t comm) {
+  const gmpi_backend_ops_t *ops = NULL;
+  gmpi_status_t mine = gmpi_backend_select(&comm->cfg, &ops);
+  backend_vote_t vote = {mine, ops ? (int32_t)ops->kind : -1};
+  backend_vote_t *votes = calloc((size_t)comm->size, sizeof(*votes));
+  if (!votes) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d votes", comm->size);
+  gmpi_status_t st = gmpi_oob_allgather(comm, &vote, votes, sizeof(vote));
+  int cpu_somewhere = 0;
+  for (int r = 0; r < comm->size && st == GMPI_SUCCESS; r++) {
+    if (votes[r].status != GMPI_SUCCESS) {
+      st = mine != GMPI_SUCCESS ? mine
+                                : gmpi_error((gmpi_status_t)votes[r].status,
+                                             "rank %d could not use the requested backend "
+                                             "(GMPI_BACKEND=%s); its log says why",
+                                             r, gmpi_backend_want_name(comm->cfg.backend));
+    }
+    cpu_somewhere |= votes[r].kind == GMPI_BACKEND_CPU;
+  }
+  free(votes);
+  if (st != GMPI_SUCCESS) return st;
+  if (cpu_somewhere && ops->kind != GMPI_BACKEND_CPU) {
+    gmpi_log(GMPI_LOG_WARN, "GMPI_BACKEND=auto: some ranks have no usable GPU; all use cpu");
+    ops = gmpi_backend_by_kind(GMPI_BACKEND_CPU);
+  }
+  comm->ops = ops;
+  return GMPI_SUCCESS;
+}
+
+/* Start the backend on comm (or on this rank's part of parent's split when comm is NULL) and
+ * make sure every rank of the group succeeded. */
+static gmpi_status_t start_backend(gmpi_comm_t group, const gmpi_backend_ops_t *ops,
+                                   gmpi_comm_t comm, gmpi_comm_t parent, int color, int key) {
+  gmpi_status_t mine = ops->comm_init(comm, parent, color, key);
+  int32_t vote = mine, *votes = calloc((size_t)group->size, sizeof(*votes));
+  if (!votes) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d votes", group->size);
+  gmpi_status_t st = gmpi_oob_allgather(group, &vote, votes, sizeof(vote));
+  for (int r = 0; r < group->size && st == GMPI_SUCCESS; r++)
+    if (votes[r] != GMPI_SUCCESS)
+      st = mine != GMPI_SUCCESS ? mine
+                                : gmpi_error((gmpi_status_t)votes[r],
+                                             "rank %d failed to start the %s backend; its log "
+                                             "says why",
+                                             r, ops->name);
+  free(votes);
+  if (st != GMPI_SUCCESS && mine == GMPI_SUCCESS && comm) ops->comm_fini(comm);
+  return st;
+}
+
+/* Fields every comm needs once its channel exists. */
+static gmpi_status_t describe_comm(gmpi_comm_t comm) {
+  MPI_Comm mc = gmpi_oob_mpi_comm(comm);
+  MPI_Comm_rank(mc, &comm->rank);
+  MPI_Comm_size(mc, &comm->size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &comm->world_rank);
+  comm->tag_ub = gmpi_mpi_tag_ub();
+  GMPI_CHECK(gmpi_mpi_locality(mc, &comm->local_rank, &comm->local_size, comm->host,
+                               sizeof(comm->host)));
+  if (gmpi_flight_init(&comm->flight, comm->cfg.flight_records) != GMPI_SUCCESS)
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the flight record");
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_init(MPI_Comm mpi_comm, gmpi_comm_t *out) {
+  gmpi_call_begin_nocomm(__func__);
+  if (!out) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'comm' (the result) is NULL");
+  gmpi_config_t cfg;
+  GMPI_CHECK(gmpi_config_load(&cfg));
+  gmpi_log_setup(cfg.debug, -1);
+  GMPI_CHECK(gmpi_mpi_start());
+  gmpi_status_t st = GMPI_SUCCESS;
+  gmpi_comm_t comm = NULL;
+  if (mpi_comm == MPI_COMM_NULL) {
+    st = gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'mpi_comm' is MPI_COMM_NULL");
+    goto stop_mpi;
+  }
+  if (!(comm = calloc(1, sizeof(*comm)))) {
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a communicator");
+    goto stop_mpi;
+  }
+  comm->cfg = cfg;
+  GMPI_CHECK_GOTO(gmpi_oob_create(mpi_comm, &comm->oob), st, free_comm);
+  GMPI_CHECK_GOTO(describe_comm(comm), st, destroy_oob);
+  gmpi_log_setup(cfg.debug, comm->world_rank);
+  gmpi_call_ctx()->rank = comm->rank;
+  GMPI_CHECK_GOTO(agree_backend(comm), st, free_flight);
+  GMPI_CHECK_GOTO(start_backend(comm, comm->ops, comm, NULL, 0, 0), st, free_flight);
+  gmpi_log(GMPI_LOG_INFO, "gmpi_init: rank %d/%d on %s (local %d/%d), backend %s", comm->rank,
+           comm->size, comm->host, comm->local_rank, comm->local_size, comm->ops->name);
+  gmpi_comm_register(comm);
+  *out = comm;
+  return GMPI_SUCCESS;
+free_flight:
+  gmpi_flight_free(&comm->flight);
+destroy_oob:
+  gmpi_oob_destroy(comm->oob, comm->failure != GMPI_SUCCESS);
+free_comm:
+  free(comm);
+stop_mpi:
+  gmpi_mpi_stop(0);
+  return st;
+}
+
+gmpi_status_t gmpi_finalize(gmpi_comm_t *pcomm) {
+  gmpi_call_begin_nocomm(__func__);
+  if (!pcomm || !*pcomm) return GMPI_SUCCESS;
+  gmpi_comm_t comm = *pcomm;
+  if (!gmpi_comm_is_live(comm))
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "argument '*comm' = %p is not a live communicator (finalized already?)",
+                      (void *)comm);
+  gmpi_call_ctx()->rank = comm->rank;
+  int failed = comm->failure != GMPI_SUCCESS;
+  gmpi_plan_abort_recording(comm);
+  gmpi_plan_orphan_all(comm);
+  comm->ops->comm_fini(comm);
+  gmpi_oob_destroy(comm->oob, failed);
+  gmpi_flight_free(&comm->flight);
+  gmpi_comm_unregister(comm);
+  free(comm);
+  *pcomm = NULL;
+  gmpi_mpi_stop(failed);
+  return GMPI_SUCCESS;
+}
+
+/* A child comm inherits what does not depend on the group. */
+static gmpi_status_t make_child(gmpi_comm_t parent, struct gmpi_oob *oob, gmpi_comm_t *out) {
+  gmpi_comm_t child = calloc(1, sizeof(*child));
+  if (!child) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a communicator");
+  child->cfg = parent->cfg;
+  child->ops = parent->ops;
+  child->oob = oob;
+  gmpi_status_t st = describe_comm(child);
+  if (st != GMPI_SUCCESS) {
+    free(child);
+    return st;
+  }
+  *out = child;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_comm_split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *newcomm) {
+  GMPI_API_ENTER(comm);
+  if (!newcomm) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'newcomm' is NULL");
+  if (color < 0 && color != GMPI_UNDEFINED)
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "argument 'color' = %d is negative and not GMPI_UNDEFINED", color);
+  if (comm->rec)
+    return gmpi_error(GMPI_ERR_STATE, "cannot split a communicator while it records a plan");
+  struct gmpi_oob *oob = NULL;
+  gmpi_comm_t child = NULL;
+  GMPI_CHECK(gmpi_oob_split(comm, color, key, &oob));
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (oob) GMPI_CHECK_GOTO(make_child(comm, oob, &child), st, destroy_oob);
+  GMPI_CHECK_GOTO(start_backend(comm, comm->ops, child, comm, color, key), st, free_child);
+  if (child) {
+    GMPI_CHECK_GOTO(gmpi_mpi_start(), st, fini_child); /* counts the new live comm */
+    gmpi_comm_register(child);
+  }
+  *newcomm = child;
+  return GMPI_SUCCESS;
+fini_child:
+  comm->ops->comm_fini(child);
+free_child:
+  if (child) gmpi_flight_free(&child->flight);
+  free(child);
+destroy_oob:
+  gmpi_oob_destroy(oob, 0);
+  return st;
+}

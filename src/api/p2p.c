@@ -1,0 +1,195 @@
+/* Public point to point: requests are started by core (gmpi_request_start) on the comm's
+ * backend and completed by wait/test, each wait bounded by GMPI_TIMEOUT. */
+#include <stdlib.h>
+
+#include "../core/comm.h"
+#include "../core/error.h"
+#include "../core/plan.h"
+#include "../core/request.h"
+#include "../core/wait.h"
+
+static const gmpi_msg_status_t empty_status = {GMPI_ANY_SOURCE, GMPI_ANY_TAG, 0};
+
+static gmpi_status_t start(gmpi_comm_t comm, gmpi_p2p_args_t a, gmpi_request_t *request) {
+  if (!request) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'request' is NULL");
+  return gmpi_request_start(comm, &a, request);
+}
+
+gmpi_status_t gmpi_isend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
+                         gmpi_comm_t comm, gmpi_request_t *request) {
+  GMPI_API_ENTER(comm);
+  return start(comm, (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag},
+               request);
+}
+
+gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
+                         gmpi_comm_t comm, gmpi_request_t *request) {
+  GMPI_API_ENTER(comm);
+  return start(comm, (gmpi_p2p_args_t){GMPI_P2P_RECV, buf, count, dtype, source, tag}, request);
+}
+
+/* A request may be waited only while its comm lives; a failed comm ends it with STATE. */
+static gmpi_status_t check_request(gmpi_request_t req, int index) {
+  if (!gmpi_comm_is_live(req->comm))
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "request %d belongs to a communicator that was finalized", index);
+  gmpi_call_ctx()->rank = req->comm->rank;
+  gmpi_status_t failure = req->comm->failure;
+  if (failure != GMPI_SUCCESS && !gmpi_plan_request_is_recorded(req)) {
+    gmpi_request_abandon(req);
+    return gmpi_error(GMPI_ERR_STATE, "request %d: its communicator failed earlier (%s)", index,
+                      gmpi_strerror(failure));
+  }
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *status) {
+  gmpi_call_begin_nocomm(__func__);
+  if (!request) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'request' is NULL");
+  gmpi_request_t req = *request;
+  if (!req) {
+    if (status) *status = empty_status;
+    return GMPI_SUCCESS;
+  }
+  gmpi_status_t st = check_request(req, 0);
+  if (st != GMPI_SUCCESS) {
+    if (st == GMPI_ERR_STATE) *request = NULL;
+    return st;
+  }
+  if (gmpi_plan_request_is_recorded(req)) {
+    *request = NULL;
+    return gmpi_plan_record_wait(req);
+  }
+  *request = NULL;
+  return gmpi_request_wait(req, status);
+}
+
+gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *status) {
+  gmpi_call_begin_nocomm(__func__);
+  if (!request) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'request' is NULL");
+  if (!done) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'done' is NULL");
+  gmpi_request_t req = *request;
+  if (!req) {
+    if (status) *status = empty_status;
+    *done = 1;
+    return GMPI_SUCCESS;
+  }
+  gmpi_status_t st = check_request(req, 0);
+  if (st != GMPI_SUCCESS) {
+    if (st == GMPI_ERR_STATE) *request = NULL;
+    return st;
+  }
+  if (gmpi_plan_request_is_recorded(req))
+    return gmpi_error(GMPI_ERR_STATE, "a request recorded in a plan cannot be tested; wait it "
+                      "inside the plan");
+  int flag = 0;
+  st = req->comm->ops->p2p_test(req, &flag);
+  if (st != GMPI_SUCCESS) return st;
+  *done = flag;
+  if (!flag) return GMPI_SUCCESS;
+  *request = NULL;
+  return gmpi_request_finish(req, status);
+}
+
+/* Waitall: test every pending request in turn until all are done, under one deadline. */
+static gmpi_status_t wait_many(int count, gmpi_request_t *reqs, gmpi_msg_status_t *statuses,
+                               double timeout_s) {
+  gmpi_status_t first_error = GMPI_SUCCESS;
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, timeout_s);
+  for (int pending = count; pending > 0;) {
+    pending = 0;
+    for (int i = 0; i < count; i++) {
+      if (!reqs[i]) continue;
+      int done = 0;
+      gmpi_status_t st = reqs[i]->comm->ops->p2p_test(reqs[i], &done);
+      if (st == GMPI_SUCCESS && !done) {
+        pending++;
+        continue;
+      }
+      if (st == GMPI_SUCCESS) st = gmpi_request_finish(reqs[i], statuses ? &statuses[i] : NULL);
+      else {
+        reqs[i]->comm->ops->p2p_abandon(reqs[i]);
+        free(reqs[i]);
+      }
+      reqs[i] = NULL;
+      if (first_error == GMPI_SUCCESS) first_error = st;
+    }
+    if (pending && gmpi_deadline_poll(&d)) {
+      for (int i = 0; i < count; i++) {
+        if (!reqs[i]) continue;
+        gmpi_status_t st = gmpi_request_wait_expired(reqs[i]);
+        reqs[i] = NULL;
+        if (first_error == GMPI_SUCCESS || first_error != GMPI_ERR_TIMEOUT) first_error = st;
+      }
+      return first_error;
+    }
+  }
+  return first_error;
+}
+
+gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests, gmpi_msg_status_t *statuses) {
+  gmpi_call_begin_nocomm(__func__);
+  if (count < 0) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'count' = %d < 0", count);
+  if (count > 0 && !requests)
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'requests' is NULL with count %d", count);
+  double timeout = 0;
+  int recorded = 0, live = 0;
+  for (int i = 0; i < count; i++) {
+    if (statuses) statuses[i] = empty_status;
+    if (!requests[i]) continue;
+    gmpi_status_t st = check_request(requests[i], i);
+    if (st == GMPI_ERR_STATE) requests[i] = NULL;
+    if (st != GMPI_SUCCESS) return st;
+    recorded += gmpi_plan_request_is_recorded(requests[i]);
+    live++;
+    timeout = requests[i]->comm->cfg.timeout_s;
+  }
+  if (recorded && recorded != live)
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "gmpi_waitall mixes requests recorded in a plan "
+                      "with requests that run now");
+  if (recorded) {
+    gmpi_status_t st = GMPI_SUCCESS;
+    for (int i = 0; i < count && st == GMPI_SUCCESS; i++) {
+      if (!requests[i]) continue;
+      st = gmpi_plan_record_wait(requests[i]);
+      requests[i] = NULL;
+    }
+    return st;
+  }
+  return wait_many(count, requests, statuses, timeout);
+}
+
+gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
+                        gmpi_comm_t comm) {
+  gmpi_request_t req = NULL;
+  GMPI_CHECK(gmpi_isend(buf, count, dtype, dest, tag, comm, &req));
+  gmpi_call_begin(__func__, comm->rank);
+  if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
+  return gmpi_request_wait(req, NULL);
+}
+
+gmpi_status_t gmpi_recv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
+                        gmpi_comm_t comm, gmpi_msg_status_t *status) {
+  gmpi_request_t req = NULL;
+  GMPI_CHECK(gmpi_irecv(buf, count, dtype, source, tag, comm, &req));
+  gmpi_call_begin(__func__, comm->rank);
+  if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
+  return gmpi_request_wait(req, status);
+}
+
+gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t sendtype, int dest,
+                            int sendtag, void *recvbuf, size_t recvcount, gmpi_dtype_t recvtype,
+                            int source, int recvtag, gmpi_comm_t comm, gmpi_msg_status_t *status) {
+  gmpi_request_t reqs[2] = {NULL, NULL};
+  gmpi_msg_status_t statuses[2];
+  GMPI_CHECK(gmpi_irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]));
+  gmpi_status_t st = gmpi_isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &reqs[1]);
+  if (st != GMPI_SUCCESS) {
+    gmpi_request_abandon(reqs[0]);
+    return st;
+  }
+  st = gmpi_waitall(2, reqs, statuses);
+  if (st == GMPI_SUCCESS && status) *status = statuses[0];
+  return st;
+}

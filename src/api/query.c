@@ -1,0 +1,114 @@
+/* Questions about a comm, and the raw handles for interop. */
+#include <stdint.h>
+
+#include "../core/comm.h"
+#include "../core/error.h"
+#include "../core/select.h"
+#include "../mpi/bootstrap.h"
+#include "../mpi/oob.h"
+
+#define NEED_OUT(p)                                                                                \
+  do {                                                                                             \
+    if (!(p)) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '" #p "' is NULL");                \
+  } while (0)
+
+gmpi_status_t gmpi_comm_rank(gmpi_comm_t comm, int *rank) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(rank);
+  *rank = comm->rank;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_comm_size(gmpi_comm_t comm, int *size) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(size);
+  *size = comm->size;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_comm_backend(gmpi_comm_t comm, gmpi_backend_t *backend) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(backend);
+  *backend = comm->ops->kind;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_comm_device(gmpi_comm_t comm, int *device) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(device);
+  if (comm->ops->kind == GMPI_BACKEND_CPU) {
+    *device = -1;
+    return GMPI_SUCCESS;
+  }
+  void *out = NULL;
+  GMPI_CHECK(comm->ops->query(comm, GMPI_QUERY_DEVICE, &out));
+  *device = (int)(intptr_t)out;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_comm_nccl(gmpi_comm_t comm, void **nccl_comm) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(nccl_comm);
+  return comm->ops->query(comm, GMPI_QUERY_NCCL_COMM, nccl_comm);
+}
+
+gmpi_status_t gmpi_comm_stream(gmpi_comm_t comm, void **stream) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(stream);
+  return comm->ops->query(comm, GMPI_QUERY_STREAM, stream);
+}
+
+gmpi_status_t gmpi_comm_mpi(gmpi_comm_t comm, MPI_Comm *mpi_comm) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(mpi_comm);
+  *mpi_comm = gmpi_oob_mpi_comm(comm);
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_comm_set_stream(gmpi_comm_t comm, void *stream) {
+  GMPI_API_ENTER(comm);
+  if (!comm->ops->set_stream)
+    return gmpi_error(GMPI_ERR_UNSUPPORTED, "the %s backend has no streams", comm->ops->name);
+  if (comm->rec)
+    return gmpi_error(GMPI_ERR_STATE, "cannot change the stream while recording a plan");
+  return comm->ops->set_stream(comm, stream);
+}
+
+gmpi_status_t gmpi_comm_mem_usage(gmpi_comm_t comm, size_t *library_bytes, size_t *user_bytes) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(library_bytes);
+  NEED_OUT(user_bytes);
+  comm->ops->mem_usage(comm, library_bytes, user_bytes);
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(ptr);
+  return comm->ops->mem_alloc(comm, bytes, ptr);
+}
+
+gmpi_status_t gmpi_mem_free(gmpi_comm_t comm, void *ptr) {
+  GMPI_API_ENTER(comm);
+  return comm->ops->mem_free(comm, ptr);
+}
+
+gmpi_status_t gmpi_mem_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes) {
+  GMPI_API_ENTER(comm);
+  if (bytes && (!dst || !src))
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL with bytes = %zu > 0",
+                      dst ? "src" : "dst", bytes);
+  return comm->ops->mem_copy(comm, dst, src, bytes);
+}
+
+gmpi_status_t gmpi_versions(const char **gmpi, const char **mpi, const char **nccl) {
+  gmpi_call_begin_nocomm(__func__);
+  NEED_OUT(gmpi);
+  NEED_OUT(mpi);
+  NEED_OUT(nccl);
+  const gmpi_backend_ops_t *cuda = gmpi_backend_by_kind(GMPI_BACKEND_CUDA);
+  *gmpi = "gmpi " GMPI_VERSION_STRING;
+  *mpi = gmpi_mpi_version();
+  *nccl = cuda && cuda->lib_version ? cuda->lib_version() : "none (built without CUDA)";
+  return GMPI_SUCCESS;
+}

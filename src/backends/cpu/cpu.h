@@ -1,0 +1,28 @@
+/* The cpu backend: host buffers, moved by MPI. Its engine functions are also what the cuda
+ * backend calls for host buffers ("host memory goes through the cpu path on the same comm"). */
+#ifndef GMPI_CPU_H
+#define GMPI_CPU_H
+
+#include <mpi.h>
+
+#include "../../core/backend.h"
+
+struct gmpi_envelope_engine;
+
+typedef struct {
+  MPI_Comm data;                    /* gmpi's duplicate carrying host data */
+  struct gmpi_envelope_engine *env; /* envelope matching when GMPI_P2P=envelope or CHECK=1 */
+  size_t user_bytes;                /* held by gmpi_mem_alloc */
+} gmpi_cpu_t;
+
+extern const gmpi_backend_ops_t gmpi_backend_cpu;
+
+/* Engine, usable by any backend on host buffers. */
+gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu);
+void gmpi_cpu_close(gmpi_comm_t comm, gmpi_cpu_t *cpu);
+gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
+gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req);
+gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done);
+void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req);
+
+#endif

@@ -1,0 +1,75 @@
+#include "comm.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "error.h"
+
+/* A small set of live handles. Membership is checked by address only, so a stale handle is
+ * never dereferenced. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static gmpi_comm_t *registry;
+static size_t registry_len, registry_cap;
+
+void gmpi_comm_register(gmpi_comm_t comm) {
+  pthread_mutex_lock(&registry_lock);
+  if (registry_len == registry_cap) {
+    size_t cap = registry_cap ? 2 * registry_cap : 16;
+    gmpi_comm_t *grown = realloc(registry, cap * sizeof(*grown));
+    if (!grown) abort(); /* a few pointers: failing here means the process is lost anyway */
+    registry = grown;
+    registry_cap = cap;
+  }
+  registry[registry_len++] = comm;
+  pthread_mutex_unlock(&registry_lock);
+}
+
+void gmpi_comm_unregister(gmpi_comm_t comm) {
+  pthread_mutex_lock(&registry_lock);
+  for (size_t i = 0; i < registry_len; i++) {
+    if (registry[i] == comm) {
+      registry[i] = registry[--registry_len];
+      break;
+    }
+  }
+  if (registry_len == 0) {
+    free(registry);
+    registry = NULL;
+    registry_cap = 0;
+  }
+  pthread_mutex_unlock(&registry_lock);
+}
+
+int gmpi_comm_is_live(gmpi_comm_t comm) {
+  int live = 0;
+  pthread_mutex_lock(&registry_lock);
+  for (size_t i = 0; i < registry_len && !live; i++) live = registry[i] == comm;
+  pthread_mutex_unlock(&registry_lock);
+  return live;
+}
+
+void gmpi_call_begin_nocomm(const char *func) { gmpi_call_begin(func, -1); }
+
+gmpi_status_t gmpi_comm_enter(const char *func, gmpi_comm_t comm) {
+  if (!comm) {
+    gmpi_call_begin(func, -1);
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'comm' is NULL");
+  }
+  if (!gmpi_comm_is_live(comm)) {
+    gmpi_call_begin(func, -1);
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "argument 'comm' = %p is not a live communicator (finalized, or never "
+                      "returned by gmpi_init/gmpi_comm_split)",
+                      (void *)comm);
+  }
+  gmpi_call_begin(func, comm->rank);
+  if (comm->failure != GMPI_SUCCESS)
+    return gmpi_error(GMPI_ERR_STATE,
+                      "the communicator failed earlier (%s); only gmpi_finalize is allowed",
+                      gmpi_strerror(comm->failure));
+  return GMPI_SUCCESS;
+}
+
+void gmpi_comm_fail(gmpi_comm_t comm, gmpi_status_t why) {
+  if (comm->failure == GMPI_SUCCESS) comm->failure = why;
+}

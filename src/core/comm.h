@@ -1,0 +1,51 @@
+/* The communicator: what every layer shares about one group of ranks. */
+#ifndef GMPI_CORE_COMM_H
+#define GMPI_CORE_COMM_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "config.h"
+#include "flight.h"
+#include "gmpi.h"
+
+struct gmpi_oob; /* the out-of-band channel (src/mpi): opaque here */
+struct gmpi_plan;
+struct gmpi_plan_rec;
+struct gmpi_envelope_engine;
+
+struct gmpi_comm {
+  int rank, size;
+  int world_rank;                   /* for log prefixes */
+  char host[64];                    /* host name, for messages and gmpi-info */
+  int local_rank, local_size;       /* among the ranks of this host */
+  const gmpi_backend_ops_t *ops;    /* the backend running this comm */
+  void *be;                         /* backend state */
+  struct gmpi_oob *oob;             /* MPI channel for bootstrap, checks, envelopes */
+  struct gmpi_envelope_engine *env; /* envelope matching (cuda, or cpu with GMPI_P2P) */
+  gmpi_config_t cfg;
+  int tag_ub;                /* largest valid tag */
+  int owns_mpi;              /* gmpi_init called MPI_Init_thread: finalize calls MPI_Finalize */
+  gmpi_status_t failure;     /* GMPI_SUCCESS while healthy; else why only finalize is allowed */
+  uint64_t coll_seq;         /* collectives issued, for GMPI_CHECK and the flight record */
+  struct gmpi_plan_rec *rec; /* the plan being recorded, or NULL */
+  struct gmpi_plan *plans;   /* live plans made on this comm (list through plan->next) */
+  gmpi_flight_t flight;      /* last operations, printed on timeout and mismatch */
+};
+
+/* Live comms are registered so that a finalized or foreign handle is reported, not used. */
+void gmpi_comm_register(gmpi_comm_t comm);
+void gmpi_comm_unregister(gmpi_comm_t comm);
+int gmpi_comm_is_live(gmpi_comm_t comm);
+
+/* Start a public call on comm: NULL, dead or failed comms are refused with a clear message. */
+gmpi_status_t gmpi_comm_enter(const char *func, gmpi_comm_t comm);
+/* Start a public call that has no comm yet (gmpi_init, gmpi_wait on NULL...). */
+void gmpi_call_begin_nocomm(const char *func);
+
+/* Mark comm failed (timeout, lost rank): later calls get GMPI_ERR_STATE; finalize works. */
+void gmpi_comm_fail(gmpi_comm_t comm, gmpi_status_t why);
+
+#define GMPI_API_ENTER(comm) GMPI_CHECK(gmpi_comm_enter(__func__, (comm)))
+
+#endif

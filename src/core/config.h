@@ -1,0 +1,42 @@
+/* Configuration read from the environment by gmpi_init. A bad value fails init with
+ * GMPI_ERR_INVALID_ARG naming the variable and the value. */
+#ifndef GMPI_CORE_CONFIG_H
+#define GMPI_CORE_CONFIG_H
+
+#include <stddef.h>
+
+#include "gmpi.h"
+#include "log.h"
+
+typedef enum {
+  GMPI_WANT_AUTO = 0, /* cuda when built and a GPU is usable, else cpu */
+  GMPI_WANT_CPU,
+  GMPI_WANT_CUDA,
+  GMPI_WANT_GPU, /* the GPU platform built in (cuda) */
+  GMPI_WANT_ROCM
+} gmpi_backend_want_t;
+
+typedef enum {
+  GMPI_P2P_AUTO = 0, /* native MPI matching on cpu unless GMPI_CHECK=1 */
+  GMPI_P2P_NATIVE,   /* cpu: MPI matches messages itself */
+  GMPI_P2P_ENVELOPE  /* gmpi matches envelopes and moves data in order (what cuda does) */
+} gmpi_p2p_mode_t;
+
+typedef struct {
+  gmpi_backend_want_t backend; /* GMPI_BACKEND */
+  double timeout_s;            /* GMPI_TIMEOUT: seconds, 0 = wait forever */
+  gmpi_log_level_t debug;      /* GMPI_DEBUG */
+  int check;                   /* GMPI_CHECK: 1 = agree on every collective's signature */
+  gmpi_p2p_mode_t p2p;         /* GMPI_P2P: auto, native, envelope */
+  size_t max_chunk;            /* GMPI_MAX_CHUNK: most elements per MPI call (tests lower it) */
+  char visible_devices[256];   /* GMPI_VISIBLE_DEVICES: comma list, "" = all */
+  double gpu_mem_fraction;     /* GMPI_GPU_MEM_FRACTION: share of the device for gmpi_mem_alloc */
+  int gpu_preallocate;         /* GMPI_GPU_PREALLOCATE: reserve that budget at init */
+  int flight_records;          /* GMPI_FLIGHT_RECORDS: operations kept for the flight record */
+} gmpi_config_t;
+
+/* Fill cfg from the environment. */
+gmpi_status_t gmpi_config_load(gmpi_config_t *cfg);
+const char *gmpi_backend_want_name(gmpi_backend_want_t want);
+
+#endif

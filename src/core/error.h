@@ -1,0 +1,42 @@
+/* Errors: one status enum (gmpi.h), a per-thread detail string, and the check macros.
+ *
+ * A failure is described once, where it is first seen, with gmpi_error(); callers above it
+ * only pass the status up with GMPI_CHECK / GMPI_CHECK_GOTO. Foreign errors (MPI, CUDA,
+ * NCCL) are converted by their own macros in the layer that calls them. */
+#ifndef GMPI_CORE_ERROR_H
+#define GMPI_CORE_ERROR_H
+
+#include "gmpi.h"
+
+/* Thread-local context of the public call in progress, used to prefix error details. */
+typedef struct {
+  const char *func; /* public function name, e.g. "gmpi_allreduce" */
+  int rank;         /* rank in the comm the call is on, -1 when unknown */
+  int described;    /* 1 once this call has described its failure */
+} gmpi_call_ctx_t;
+
+/* Start a public call: resets the "described" flag so the first failure below wins. */
+void gmpi_call_begin(const char *func, int rank);
+/* The context of the call in progress on this thread. */
+gmpi_call_ctx_t *gmpi_call_ctx(void);
+
+/* Describe a failure (printf format) and return status. Only the first description of a call
+ * is kept and logged (at info level, or warn for foreign and cross-rank failures). */
+gmpi_status_t gmpi_error(gmpi_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Pass a failing status up, without describing it again. */
+#define GMPI_CHECK(call)                                                                           \
+  do {                                                                                             \
+    gmpi_status_t gmpi_st_ = (call);                                                               \
+    if (gmpi_st_ != GMPI_SUCCESS) return gmpi_st_;                                                 \
+  } while (0)
+
+/* Same, but store the status in st and jump to a cleanup label. */
+#define GMPI_CHECK_GOTO(call, st, label)                                                           \
+  do {                                                                                             \
+    (st) = (call);                                                                                 \
+    if ((st) != GMPI_SUCCESS) goto label;                                                          \
+  } while (0)
+
+#endif

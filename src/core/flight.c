@@ -1,0 +1,51 @@
+#include "flight.h"
+
+#include <stdlib.h>
+
+#include "log.h"
+
+static const char *const state_name[] = {
+    [GMPI_FLIGHT_STARTED] = "started", [GMPI_FLIGHT_DONE] = "done", [GMPI_FLIGHT_FAILED] = "failed"};
+
+gmpi_status_t gmpi_flight_init(gmpi_flight_t *f, int cap) {
+  f->ring = calloc((size_t)cap, sizeof(*f->ring));
+  f->cap = f->ring ? cap : 0;
+  f->next_seq = 1;
+  return f->ring ? GMPI_SUCCESS : GMPI_ERR_NO_MEMORY;
+}
+
+void gmpi_flight_free(gmpi_flight_t *f) {
+  free(f->ring);
+  f->ring = NULL;
+  f->cap = 0;
+}
+
+uint64_t gmpi_flight_start(gmpi_flight_t *f, const char *what, size_t count, int peer, int tag) {
+  uint64_t seq = f->next_seq++;
+  if (f->cap == 0) return seq;
+  f->ring[seq % (uint64_t)f->cap] = (gmpi_flight_entry_t){
+      .seq = seq, .what = what, .count = count, .peer = peer, .tag = tag};
+  return seq;
+}
+
+void gmpi_flight_end(gmpi_flight_t *f, uint64_t seq, gmpi_status_t status) {
+  if (f->cap == 0) return;
+  gmpi_flight_entry_t *e = &f->ring[seq % (uint64_t)f->cap];
+  if (e->seq != seq) return;
+  e->state = status == GMPI_SUCCESS ? GMPI_FLIGHT_DONE : GMPI_FLIGHT_FAILED;
+  e->status = status;
+}
+
+void gmpi_flight_dump(const gmpi_flight_t *f, const char *why) {
+  if (!gmpi_log_enabled(GMPI_LOG_INFO) || f->cap == 0) return;
+  gmpi_log(GMPI_LOG_INFO, "flight record (%s): last %d operations, oldest first", why, f->cap);
+  uint64_t first = f->next_seq > (uint64_t)f->cap ? f->next_seq - (uint64_t)f->cap : 1;
+  for (uint64_t s = first; s < f->next_seq; s++) {
+    const gmpi_flight_entry_t *e = &f->ring[s % (uint64_t)f->cap];
+    if (e->seq != s) continue;
+    gmpi_log(GMPI_LOG_INFO, "  #%llu %-15s count %zu peer/root %d tag %d: %s%s%s",
+             (unsigned long long)e->seq, e->what, e->count, e->peer, e->tag,
+             state_name[e->state], e->state == GMPI_FLIGHT_FAILED ? " " : "",
+             e->state == GMPI_FLIGHT_FAILED ? gmpi_strerror(e->status) : "");
+  }
+}

@@ -1,0 +1,38 @@
+/* The flight record: the last operations of a comm (sequence, kind, count, peer or root,
+ * state), printed with GMPI_DEBUG=info when a timeout or mismatch makes the culprit matter. */
+#ifndef GMPI_CORE_FLIGHT_H
+#define GMPI_CORE_FLIGHT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gmpi.h"
+
+typedef enum { GMPI_FLIGHT_STARTED = 0, GMPI_FLIGHT_DONE, GMPI_FLIGHT_FAILED } gmpi_flight_state_t;
+
+typedef struct {
+  uint64_t seq;       /* per-comm operation number, from 1 */
+  const char *what;   /* "allreduce", "isend"... (static strings) */
+  size_t count;       /* elements */
+  int peer;           /* peer for p2p, root for rooted collectives, -1 otherwise */
+  int tag;            /* p2p tag, -1 otherwise */
+  gmpi_flight_state_t state;
+  gmpi_status_t status; /* when failed */
+} gmpi_flight_entry_t;
+
+typedef struct {
+  gmpi_flight_entry_t *ring;
+  int cap;
+  uint64_t next_seq;
+} gmpi_flight_t;
+
+gmpi_status_t gmpi_flight_init(gmpi_flight_t *f, int cap);
+void gmpi_flight_free(gmpi_flight_t *f);
+/* Record the start of an operation; returns its sequence number. */
+uint64_t gmpi_flight_start(gmpi_flight_t *f, const char *what, size_t count, int peer, int tag);
+/* Record its end (GMPI_SUCCESS or the failure). Entries already overwritten are ignored. */
+void gmpi_flight_end(gmpi_flight_t *f, uint64_t seq, gmpi_status_t status);
+/* Print the record at info level, oldest first. */
+void gmpi_flight_dump(const gmpi_flight_t *f, const char *why);
+
+#endif

@@ -1,0 +1,32 @@
+/* The operations as core sees them: validation, recording into a plan, checking across
+ * ranks, dispatch to the backend. The public entry points (src/api) are thin wrappers. */
+#ifndef GMPI_CORE_OPS_H
+#define GMPI_CORE_OPS_H
+
+#include "backend.h"
+#include "gmpi.h"
+
+/* Byte extents a collective reads and writes on this rank (0 when the buffer is unused). */
+typedef struct {
+  size_t send_bytes, recv_bytes;
+  int in_place;
+} gmpi_coll_extent_t;
+
+const char *gmpi_coll_name(gmpi_coll_kind_t kind);
+/* Is the root/op field meaningful for this kind? */
+int gmpi_coll_has_root(gmpi_coll_kind_t kind);
+int gmpi_coll_has_op(gmpi_coll_kind_t kind);
+/* Validate a collective's arguments on this rank; fills the extents. */
+gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                                 gmpi_coll_extent_t *ext);
+/* Validate, then record (plan), check (GMPI_CHECK) and run a collective. */
+gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a);
+
+/* Validate a point-to-point operation's arguments. */
+gmpi_status_t gmpi_p2p_validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a);
+
+/* Bytes of count elements of dtype, or an INVALID_ARG naming arg when it overflows. */
+gmpi_status_t gmpi_count_bytes(size_t count, gmpi_dtype_t dtype, size_t multiple, const char *arg,
+                               size_t *bytes);
+
+#endif

@@ -1,0 +1,88 @@
+#include "request.h"
+
+#include <stdlib.h>
+
+#include "comm.h"
+#include "error.h"
+#include "ops.h"
+#include "plan.h"
+#include "wait.h"
+
+static const char *p2p_name(const gmpi_p2p_args_t *a) {
+  return a->dir == GMPI_P2P_SEND ? "isend" : "irecv";
+}
+
+gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
+                                 gmpi_request_t *out) {
+  GMPI_CHECK(gmpi_p2p_validate(comm, args));
+  gmpi_request_t req = calloc(1, sizeof(*req));
+  if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
+  req->comm = comm;
+  req->args = *args;
+  if (comm->rec) {
+    gmpi_status_t st = gmpi_plan_record_p2p(comm, req);
+    if (st != GMPI_SUCCESS) free(req);
+    else *out = req;
+    return st;
+  }
+  req->flight_seq = gmpi_flight_start(&comm->flight, p2p_name(args), args->count, args->peer,
+                                      args->tag);
+  gmpi_status_t st = comm->ops->p2p_post(req);
+  if (st != GMPI_SUCCESS) {
+    gmpi_flight_end(&comm->flight, req->flight_seq, st);
+    free(req);
+    return st;
+  }
+  *out = req;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status) {
+  gmpi_status_t st = req->result;
+  if (status) *status = req->status;
+  gmpi_flight_end(&req->comm->flight, req->flight_seq, st);
+  free(req);
+  return st;
+}
+
+void gmpi_request_abandon(gmpi_request_t req) {
+  if (!req) return;
+  if (gmpi_plan_request_is_recorded(req)) {
+    gmpi_plan_drop_request(req);
+    return;
+  }
+  gmpi_flight_end(&req->comm->flight, req->flight_seq, GMPI_ERR_STATE);
+  req->comm->ops->p2p_abandon(req);
+  free(req);
+}
+
+gmpi_status_t gmpi_request_wait_expired(gmpi_request_t req) {
+  gmpi_comm_t comm = req->comm;
+  gmpi_p2p_args_t a = req->args;
+  gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
+  gmpi_flight_end(&comm->flight, req->flight_seq, GMPI_ERR_TIMEOUT);
+  gmpi_flight_dump(&comm->flight, "timeout");
+  comm->ops->p2p_abandon(req);
+  free(req);
+  return gmpi_error(GMPI_ERR_TIMEOUT,
+                    "%s %s rank %d (tag %d, %zu elements) did not complete within GMPI_TIMEOUT "
+                    "= %g s; the communicator is now failed",
+                    p2p_name(&a), a.dir == GMPI_P2P_SEND ? "to" : "from", a.peer, a.tag, a.count,
+                    comm->cfg.timeout_s);
+}
+
+gmpi_status_t gmpi_request_wait(gmpi_request_t req, gmpi_msg_status_t *status) {
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, req->comm->cfg.timeout_s);
+  for (;;) {
+    int done = 0;
+    gmpi_status_t st = req->comm->ops->p2p_test(req, &done);
+    if (st != GMPI_SUCCESS) {
+      req->comm->ops->p2p_abandon(req);
+      free(req);
+      return st;
+    }
+    if (done) return gmpi_request_finish(req, status);
+    if (gmpi_deadline_poll(&d)) return gmpi_request_wait_expired(req);
+  }
+}

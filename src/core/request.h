@@ -1,0 +1,34 @@
+/* Point-to-point requests: what was asked, how it ended, and the backend's part. */
+#ifndef GMPI_CORE_REQUEST_H
+#define GMPI_CORE_REQUEST_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "gmpi.h"
+
+struct gmpi_request {
+  gmpi_comm_t comm;
+  gmpi_p2p_args_t args;
+  uint64_t flight_seq;      /* its entry in the comm's flight record */
+  int done;                 /* set by the backend in p2p_test */
+  gmpi_status_t result;     /* final status once done */
+  gmpi_msg_status_t status; /* final envelope once done */
+  void *be;                 /* backend or envelope-engine state */
+  struct gmpi_request *next, *prev; /* engine queues */
+};
+
+/* Allocate and post a request (the p2p entry points use this). */
+gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
+                                 gmpi_request_t *out);
+/* Wait for one request with the comm's deadline; frees it. */
+gmpi_status_t gmpi_request_wait(gmpi_request_t req, gmpi_msg_status_t *status);
+/* Finish a done request: copy status out, record the end, free it. Returns its result. */
+gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status);
+
+/* The comm's deadline passed while waiting req: fail the comm, release req, describe it. */
+gmpi_status_t gmpi_request_wait_expired(gmpi_request_t req);
+/* Release a request that will never be waited (an error left it behind). */
+void gmpi_request_abandon(gmpi_request_t req);
+
+#endif

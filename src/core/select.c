@@ -1,0 +1,49 @@
+#include "select.h"
+
+#include <string.h>
+
+#include "error.h"
+#include "log.h"
+
+const gmpi_backend_ops_t *gmpi_backend_by_kind(gmpi_backend_t kind) {
+  for (int i = 0; i < gmpi_backend_count; i++)
+    if (gmpi_backends[i]->kind == kind) return gmpi_backends[i];
+  return NULL;
+}
+
+static gmpi_status_t select_gpu(const gmpi_config_t *cfg, const gmpi_backend_ops_t **ops) {
+  const gmpi_backend_ops_t *cuda = gmpi_backend_by_kind(GMPI_BACKEND_CUDA);
+  const char *asked = gmpi_backend_want_name(cfg->backend);
+  if (!cuda)
+    return gmpi_error(GMPI_ERR_NO_DEVICE,
+                      "GMPI_BACKEND=%s, but this gmpi was built without CUDA and NCCL "
+                      "(rebuild with -DGMPI_WITH_CUDA=ON where they are installed)",
+                      asked);
+  char why[256] = "";
+  if (cuda->probe(cfg, why, sizeof(why)) != GMPI_SUCCESS)
+    return gmpi_error(GMPI_ERR_NO_DEVICE, "GMPI_BACKEND=%s, but no GPU is usable: %s", asked, why);
+  *ops = cuda;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_backend_select(const gmpi_config_t *cfg, const gmpi_backend_ops_t **ops) {
+  switch (cfg->backend) {
+  case GMPI_WANT_CPU: *ops = gmpi_backend_by_kind(GMPI_BACKEND_CPU); return GMPI_SUCCESS;
+  case GMPI_WANT_CUDA:
+  case GMPI_WANT_GPU: return select_gpu(cfg, ops);
+  case GMPI_WANT_ROCM:
+    return gmpi_error(GMPI_ERR_NO_DEVICE,
+                      "GMPI_BACKEND=rocm: gmpi was not built with ROCm support");
+  case GMPI_WANT_AUTO: break;
+  }
+  for (int i = 0; i < gmpi_backend_count; i++) {
+    char why[256] = "";
+    if (gmpi_backends[i]->probe(cfg, why, sizeof(why)) == GMPI_SUCCESS) {
+      *ops = gmpi_backends[i];
+      return GMPI_SUCCESS;
+    }
+    gmpi_log(GMPI_LOG_INFO, "GMPI_BACKEND=auto: %s is not usable (%s); trying the next",
+             gmpi_backends[i]->name, why);
+  }
+  return gmpi_error(GMPI_ERR_INTERNAL, "no backend usable, not even cpu");
+}

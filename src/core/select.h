@@ -1,0 +1,12 @@
+/* Choosing the backend from GMPI_BACKEND and what this process can use. Local: gmpi_init
+ * then makes all ranks agree. */
+#ifndef GMPI_CORE_SELECT_H
+#define GMPI_CORE_SELECT_H
+
+#include "backend.h"
+#include "config.h"
+
+gmpi_status_t gmpi_backend_select(const gmpi_config_t *cfg, const gmpi_backend_ops_t **ops);
+const gmpi_backend_ops_t *gmpi_backend_by_kind(gmpi_backend_t kind);
+
+#endif

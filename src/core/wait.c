@@ -1,0 +1,24 @@
+#include "wait.h"
+
+#include <sched.h>
+#include <time.h>
+
+double gmpi_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void gmpi_deadline_start(gmpi_deadline_t *d, double timeout_s) {
+  d->timeout = timeout_s;
+  d->deadline = timeout_s > 0 ? gmpi_now() + timeout_s : 0;
+  d->spins = 0;
+}
+
+int gmpi_deadline_poll(gmpi_deadline_t *d) {
+  d->spins++;
+  /* Spin hot for the first polls (latency), then share the core (oversubscribed runs). */
+  if (d->spins > 2000) sched_yield();
+  if (d->deadline == 0 || (d->spins & 63u) != 0) return 0;
+  return gmpi_now() > d->deadline;
+}

@@ -1,0 +1,75 @@
+#include "bootstrap.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/log.h"
+#include "mpi_check.h"
+
+static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
+static int started_mpi; /* gmpi called MPI_Init_thread */
+static int live_comms;  /* gmpi comms alive in this process */
+static int had_failure; /* a comm failed: MPI_Finalize might never return */
+
+gmpi_status_t gmpi_mpi_start(void) {
+  gmpi_status_t st = GMPI_SUCCESS;
+  pthread_mutex_lock(&mpi_lock);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    st = gmpi_error(GMPI_ERR_STATE, "MPI is already finalized; gmpi cannot start it again");
+    goto unlock;
+  }
+  if (!initialized) {
+    int provided = 0;
+    GMPI_MPI_CHECK_GOTO(MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided), st,
+                        unlock);
+    started_mpi = 1;
+  }
+  live_comms++;
+unlock:
+  pthread_mutex_unlock(&mpi_lock);
+  return st;
+}
+
+void gmpi_mpi_stop(int after_failure) {
+  pthread_mutex_lock(&mpi_lock);
+  had_failure |= after_failure;
+  if (--live_comms == 0 && started_mpi) {
+    if (had_failure)
+      gmpi_log(GMPI_LOG_WARN, "MPI_Finalize skipped: a communicator failed and its peers may be "
+                              "gone; exit with a non-zero status (or call MPI_Abort)");
+    else
+      MPI_Finalize();
+    started_mpi = 0;
+  }
+  pthread_mutex_unlock(&mpi_lock);
+}
+
+gmpi_status_t gmpi_mpi_locality(MPI_Comm comm, int *local_rank, int *local_size, char *host,
+                                size_t host_len) {
+  MPI_Comm node;
+  GMPI_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  MPI_Comm_rank(node, local_rank);
+  MPI_Comm_size(node, local_size);
+  MPI_Comm_free(&node);
+  if (gethostname(host, host_len) != 0) snprintf(host, host_len, "unknown-host");
+  host[host_len - 1] = '\0';
+  return GMPI_SUCCESS;
+}
+
+int gmpi_mpi_tag_ub(void) {
+  int *ub = NULL, flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  return flag && ub ? *ub : 32767;
+}
+
+const char *gmpi_mpi_version(void) {
+  static char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  version[strcspn(version, ",\n")] = '\0';
+  return version;
+}

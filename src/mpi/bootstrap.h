@@ -1,0 +1,23 @@
+/* Bringing MPI up and down for gmpi_init/gmpi_finalize, and where this rank runs. */
+#ifndef GMPI_MPI_BOOTSTRAP_H
+#define GMPI_MPI_BOOTSTRAP_H
+
+#include <mpi.h>
+
+#include "gmpi.h"
+
+/* Initialise MPI when nobody has (counted: MPI is finalized with the last gmpi comm). */
+gmpi_status_t gmpi_mpi_start(void);
+/* One gmpi comm is gone; finalize MPI if gmpi started it and this was the last comm. After a
+ * failure (a rank may be lost) MPI_Finalize could wait forever, so it is skipped for good and
+ * the process should exit non-zero. */
+void gmpi_mpi_stop(int after_failure);
+/* Ranks of this host: local rank and count (MPI_COMM_TYPE_SHARED), and the host name. */
+gmpi_status_t gmpi_mpi_locality(MPI_Comm comm, int *local_rank, int *local_size, char *host,
+                                size_t host_len);
+/* MPI_TAG_UB of this MPI library. */
+int gmpi_mpi_tag_ub(void);
+/* "Open MPI v4.1.4, ..." first line of MPI_Get_library_version. */
+const char *gmpi_mpi_version(void);
+
+#endif

@@ -1,0 +1,151 @@
+#include "oob.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/comm.h"
+#include "../core/wait.h"
+#include "mpi_check.h"
+
+gmpi_status_t gmpi_mpi_error(int rc, const char *call) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0, cls = MPI_ERR_OTHER;
+  MPI_Error_class(rc, &cls);
+  MPI_Error_string(rc, text, &len);
+  gmpi_status_t st = cls == MPI_ERR_TRUNCATE ? GMPI_ERR_TRUNCATE : GMPI_ERR_MPI;
+  return gmpi_error(st, "%s failed: %s (MPI error class %d)", call, text, cls);
+}
+
+gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, struct gmpi_oob **out) {
+  struct gmpi_oob *oob = calloc(1, sizeof(*oob));
+  if (!oob) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the MPI channel");
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &oob->comm), st, free_oob);
+  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(oob->comm, MPI_ERRORS_RETURN), st, free_comm);
+  *out = oob;
+  return GMPI_SUCCESS;
+free_comm:
+  MPI_Comm_free(&oob->comm);
+free_oob:
+  free(oob);
+  return st;
+}
+
+gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_oob **out) {
+  struct gmpi_oob *oob = calloc(1, sizeof(*oob));
+  if (!oob) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the MPI channel");
+  gmpi_status_t st = GMPI_SUCCESS;
+  int mpi_color = color == GMPI_UNDEFINED ? MPI_UNDEFINED : color;
+  GMPI_MPI_CHECK_GOTO(MPI_Comm_split(comm->oob->comm, mpi_color, key, &oob->comm), st, free_oob);
+  if (oob->comm == MPI_COMM_NULL) {
+    free(oob);
+    *out = NULL;
+    return GMPI_SUCCESS;
+  }
+  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(oob->comm, MPI_ERRORS_RETURN), st, free_comm);
+  *out = oob;
+  return GMPI_SUCCESS;
+free_comm:
+  MPI_Comm_free(&oob->comm);
+free_oob:
+  free(oob);
+  return st;
+}
+
+void gmpi_oob_destroy(struct gmpi_oob *oob, int failed) {
+  if (!oob) return;
+  /* After a failure peers may never free their side: disconnecting would wait on them, so
+   * the handle is left to MPI_Finalize (or process exit). */
+  if (!failed) MPI_Comm_free(&oob->comm);
+  free(oob);
+}
+
+MPI_Comm gmpi_oob_mpi_comm(gmpi_comm_t comm) { return comm->oob->comm; }
+
+static gmpi_status_t wait_timed_out(gmpi_comm_t comm, const char *what) {
+  gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
+  return gmpi_error(GMPI_ERR_TIMEOUT,
+                    "%s did not complete within GMPI_TIMEOUT = %g s (a rank is not taking part, "
+                    "or is stuck elsewhere); the communicator is now failed",
+                    what, comm->cfg.timeout_s);
+}
+
+gmpi_status_t gmpi_mpi_wait(gmpi_comm_t comm, int n, MPI_Request *reqs, MPI_Status *statuses,
+                            const char *what) {
+  if (comm->cfg.timeout_s == 0) {
+    GMPI_MPI_CHECK(MPI_Waitall(n, reqs, statuses));
+    return GMPI_SUCCESS;
+  }
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, comm->cfg.timeout_s);
+  for (;;) {
+    int flag = 0;
+    GMPI_MPI_CHECK(MPI_Testall(n, reqs, &flag, statuses));
+    if (flag) return GMPI_SUCCESS;
+    if (gmpi_deadline_poll(&d)) return wait_timed_out(comm, what);
+  }
+}
+
+gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes) {
+  if (bytes > INT_MAX)
+    return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band allgather of %zu bytes", bytes);
+  MPI_Request req;
+  GMPI_MPI_CHECK(MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
+                                comm->oob->comm, &req));
+  return gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgather");
+}
+
+gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root) {
+  if (bytes > INT_MAX)
+    return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band bcast of %zu bytes", bytes);
+  MPI_Request req;
+  GMPI_MPI_CHECK(MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, comm->oob->comm, &req));
+  return gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band bcast");
+}
+
+gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t bytes, void **all,
+                                  size_t **offsets) {
+  int p = comm->size;
+  unsigned long long my_len = bytes, *lens = calloc((size_t)p, sizeof(*lens));
+  int *counts = calloc((size_t)p, sizeof(int)), *displs = calloc((size_t)p, sizeof(int));
+  size_t *offs = calloc((size_t)p + 1, sizeof(size_t));
+  void *data = NULL;
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (!lens || !counts || !displs || !offs) {
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an out-of-band allgatherv");
+    goto free_all;
+  }
+  GMPI_CHECK_GOTO(gmpi_oob_allgather(comm, &my_len, lens, sizeof(my_len)), st, free_all);
+  for (int r = 0; r < p; r++) offs[r + 1] = offs[r] + lens[r];
+  if (offs[p] > INT_MAX) {
+    st = gmpi_error(GMPI_ERR_INTERNAL, "out-of-band allgatherv of %zu bytes", offs[p]);
+    goto free_all;
+  }
+  for (int r = 0; r < p; r++) {
+    counts[r] = (int)lens[r];
+    displs[r] = (int)offs[r];
+  }
+  data = malloc(offs[p] ? offs[p] : 1);
+  if (!data) {
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %zu gathered bytes", offs[p]);
+    goto free_all;
+  }
+  MPI_Request req;
+  GMPI_MPI_CHECK_GOTO(MPI_Iallgatherv(mine, (int)bytes, MPI_BYTE, data, counts, displs, MPI_BYTE,
+                                      comm->oob->comm, &req),
+                      st, free_all);
+  GMPI_CHECK_GOTO(gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgatherv"),
+                  st, free_all);
+  *all = data;
+  *offsets = offs;
+  data = NULL;
+  offs = NULL;
+free_all:
+  free(data);
+  free(offs);
+  free(displs);
+  free(counts);
+  free(lens);
+  return st;
+}

@@ -1,0 +1,26 @@
+/* The MPI side of the out-of-band channel (core/oob.h is what core calls). */
+#ifndef GMPI_MPI_OOB_H
+#define GMPI_MPI_OOB_H
+
+#include <mpi.h>
+
+#include "../core/oob.h"
+
+struct gmpi_oob {
+  MPI_Comm comm; /* gmpi's own duplicate: never mixed with the user's traffic */
+};
+
+/* Duplicate mpi_comm (collective) into a new channel. */
+gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, struct gmpi_oob **out);
+/* Split the channel of comm (collective); *out = NULL for color GMPI_UNDEFINED. */
+gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_oob **out);
+/* Free the channel; local (no communication) when the comm has failed. */
+void gmpi_oob_destroy(struct gmpi_oob *oob, int failed);
+MPI_Comm gmpi_oob_mpi_comm(gmpi_comm_t comm);
+
+/* Wait for MPI requests under comm's deadline. On timeout: GMPI_ERR_TIMEOUT naming what,
+ * and comm is marked failed. statuses may be MPI_STATUSES_IGNORE. */
+gmpi_status_t gmpi_mpi_wait(gmpi_comm_t comm, int n, MPI_Request *reqs, MPI_Status *statuses,
+                            const char *what);
+
+#endif

@@ -1,0 +1,115 @@
+#include "types.h"
+
+#include <limits.h>
+#include <pthread.h>
+
+#include "../core/reduce.h"
+#include "mpi_check.h"
+
+static const MPI_Datatype dtype_map[GMPI_DTYPE_COUNT] = {
+    [GMPI_INT8] = MPI_INT8_T,          [GMPI_UINT8] = MPI_UINT8_T,
+    [GMPI_INT16] = MPI_INT16_T,        [GMPI_UINT16] = MPI_UINT16_T,
+    [GMPI_INT32] = MPI_INT32_T,        [GMPI_UINT32] = MPI_UINT32_T,
+    [GMPI_INT64] = MPI_INT64_T,        [GMPI_UINT64] = MPI_UINT64_T,
+    [GMPI_FLOAT16] = MPI_UINT16_T,     [GMPI_BFLOAT16] = MPI_UINT16_T,
+    [GMPI_FLOAT32] = MPI_FLOAT,        [GMPI_FLOAT64] = MPI_DOUBLE,
+    [GMPI_COMPLEX64] = MPI_C_FLOAT_COMPLEX, [GMPI_COMPLEX128] = MPI_C_DOUBLE_COMPLEX,
+    /* bool as a C integer: MPI's logical ops on it yield 0/1 whatever non-zero came in. */
+    [GMPI_BOOL] = MPI_UINT8_T,         [GMPI_BYTE] = MPI_BYTE,
+};
+
+static const MPI_Op op_map[GMPI_OP_COUNT] = {
+    [GMPI_SUM] = MPI_SUM,   [GMPI_PROD] = MPI_PROD, [GMPI_MIN] = MPI_MIN,   [GMPI_MAX] = MPI_MAX,
+    [GMPI_AVG] = MPI_SUM,   [GMPI_BAND] = MPI_BAND, [GMPI_BOR] = MPI_BOR,   [GMPI_BXOR] = MPI_BXOR,
+    [GMPI_LAND] = MPI_LAND, [GMPI_LOR] = MPI_LOR,   [GMPI_LXOR] = MPI_LXOR,
+};
+
+MPI_Datatype gmpi_mpi_dtype(gmpi_dtype_t dtype) { return dtype_map[dtype]; }
+
+/* ---- gmpi's own ops for the 16-bit floats: one MPI user function per (dtype, op) ----- */
+#define HALF_OP_FN(tn, dtype, on, op)                                                              \
+  static void mpi_##tn##_##on(void *in, void *inout, int *len, MPI_Datatype *type) {               \
+    (void)type;                                                                                    \
+    gmpi_host_reduce(dtype, op, inout, in, (size_t)*len);                                          \
+  }
+#define HALF_OP_FNS(tn, dtype)                                                                     \
+  HALF_OP_FN(tn, dtype, sum, GMPI_SUM)                                                             \
+  HALF_OP_FN(tn, dtype, prod, GMPI_PROD)                                                           \
+  HALF_OP_FN(tn, dtype, min, GMPI_MIN) HALF_OP_FN(tn, dtype, max, GMPI_MAX)
+HALF_OP_FNS(f16, GMPI_FLOAT16)
+HALF_OP_FNS(bf16, GMPI_BFLOAT16)
+
+enum { HALF_F16 = 0, HALF_BF16, HALF_KINDS };
+#define HALF_ROW(tn)                                                                               \
+  {[GMPI_SUM] = mpi_##tn##_sum, [GMPI_PROD] = mpi_##tn##_prod, [GMPI_MIN] = mpi_##tn##_min,       \
+   [GMPI_MAX] = mpi_##tn##_max, [GMPI_AVG] = mpi_##tn##_sum}
+static MPI_User_function *const half_fns[HALF_KINDS][GMPI_OP_COUNT] = {
+    [HALF_F16] = HALF_ROW(f16), [HALF_BF16] = HALF_ROW(bf16)};
+
+static pthread_mutex_t ops_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Op half_ops[HALF_KINDS][GMPI_OP_COUNT];
+static int ops_users;
+
+gmpi_status_t gmpi_mpi_ops_acquire(void) {
+  gmpi_status_t st = GMPI_SUCCESS;
+  pthread_mutex_lock(&ops_lock);
+  if (ops_users++ == 0) {
+    for (int k = 0; k < HALF_KINDS; k++)
+      for (int o = 0; o < GMPI_OP_COUNT; o++) {
+        half_ops[k][o] = MPI_OP_NULL;
+        if (half_fns[k][o] && st == GMPI_SUCCESS)
+          GMPI_MPI_CHECK_GOTO(MPI_Op_create(half_fns[k][o], 1, &half_ops[k][o]), st, unlock);
+      }
+  }
+unlock:
+  pthread_mutex_unlock(&ops_lock);
+  return st;
+}
+
+void gmpi_mpi_ops_release(void) {
+  pthread_mutex_lock(&ops_lock);
+  if (--ops_users == 0) {
+    for (int k = 0; k < HALF_KINDS; k++)
+      for (int o = 0; o < GMPI_OP_COUNT; o++)
+        if (half_ops[k][o] != MPI_OP_NULL) MPI_Op_free(&half_ops[k][o]);
+  }
+  pthread_mutex_unlock(&ops_lock);
+}
+
+MPI_Op gmpi_mpi_op(gmpi_dtype_t dtype, gmpi_op_t op) {
+  if (dtype == GMPI_FLOAT16) return half_ops[HALF_F16][op];
+  if (dtype == GMPI_BFLOAT16) return half_ops[HALF_BF16][op];
+  return op_map[op];
+}
+
+/* ---- byte counts beyond one MPI count ---------------------------------------------- */
+gmpi_status_t gmpi_mpi_bytes_type(size_t bytes, size_t limit, MPI_Datatype *type, int *count) {
+  if (limit > INT_MAX) limit = INT_MAX;
+  if (bytes <= limit) {
+    *type = MPI_BYTE;
+    *count = (int)bytes;
+    return GMPI_SUCCESS;
+  }
+  /* q blocks of `block` bytes, then r bytes: a struct whose type signature is plain bytes,
+   * so any receive of enough bytes matches it, and whose extent is exactly `bytes`. */
+  size_t block = limit;
+  while (bytes / block > INT_MAX) block *= 2;
+  size_t q = bytes / block, r = bytes % block;
+  MPI_Datatype blocks, whole;
+  GMPI_MPI_CHECK(MPI_Type_contiguous((int)block, MPI_BYTE, &blocks));
+  int lens[2] = {(int)q, (int)r};
+  MPI_Aint displs[2] = {0, (MPI_Aint)(q * block)};
+  MPI_Datatype parts[2] = {blocks, MPI_BYTE};
+  int rc = MPI_Type_create_struct(r ? 2 : 1, lens, displs, parts, &whole);
+  MPI_Type_free(&blocks);
+  if (rc != MPI_SUCCESS) return gmpi_mpi_error(rc, "MPI_Type_create_struct");
+  GMPI_MPI_CHECK(MPI_Type_commit(&whole));
+  *type = whole;
+  *count = 1;
+  return GMPI_SUCCESS;
+}
+
+void gmpi_mpi_type_release(MPI_Datatype *type) {
+  if (*type != MPI_BYTE && *type != MPI_DATATYPE_NULL) MPI_Type_free(type);
+  *type = MPI_DATATYPE_NULL;
+}

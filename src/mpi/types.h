@@ -1,0 +1,25 @@
+/* gmpi dtypes and ops as MPI sees them, and MPI types for byte counts beyond INT_MAX. */
+#ifndef GMPI_MPI_TYPES_H
+#define GMPI_MPI_TYPES_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "gmpi.h"
+
+/* The MPI datatype carrying dtype (16-bit floats travel as MPI_UINT16_T). */
+MPI_Datatype gmpi_mpi_dtype(gmpi_dtype_t dtype);
+/* The MPI op reducing (dtype, op): built-in where MPI has one, gmpi's own for 16-bit floats.
+ * AVG maps to SUM (the caller divides). (dtype, op) must be valid. */
+MPI_Op gmpi_mpi_op(gmpi_dtype_t dtype, gmpi_op_t op);
+/* Create / free gmpi's own MPI ops (reference counted by live comms). */
+gmpi_status_t gmpi_mpi_ops_acquire(void);
+void gmpi_mpi_ops_release(void);
+
+/* A (type, count) that moves exactly `bytes` bytes; one message even beyond INT_MAX. limit is
+ * the largest count one MPI call gets. The type's extent is `bytes`, so it can describe one
+ * block of an allgather or alltoall. Release with gmpi_mpi_type_release. */
+gmpi_status_t gmpi_mpi_bytes_type(size_t bytes, size_t limit, MPI_Datatype *type, int *count);
+void gmpi_mpi_type_release(MPI_Datatype *type);
+
+#endif
