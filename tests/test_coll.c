@@ -1,0 +1,148 @@
+/* The other collectives: bcast (root 0 and last), reduce (root 0 and last), allgather,
+ * reduce_scatter, alltoall -- in place and out of place, values checked on every rank. */
+#include "test_values.h"
+
+static int rank, size;
+static gmpi_comm_t comm;
+
+/* Host buffer of n elements: block b (of len elements) holds the pattern of seed(b). */
+#define SEED(r, b) ((r) * 7 + (b))
+
+static void *dev_copy(const void *host, size_t bytes) {
+  void *dev = t_alloc(bytes);
+  t_put(dev, host, bytes);
+  return dev;
+}
+
+static void check_dev(const char *what, gmpi_dtype_t d, const void *dev, const void *want,
+                      size_t n) {
+  size_t bytes = n * gmpi_dtype_size(d);
+  char *got = t_host(bytes);
+  t_get(got, dev, bytes);
+  t_check_buffer(what, d, got, want, n);
+  free(got);
+}
+
+static void bcast(gmpi_dtype_t d, size_t n, int root) {
+  size_t bytes = n * gmpi_dtype_size(d);
+  char *want = t_host(bytes), *mine = t_host(bytes);
+  T_TILE(d, want, n, t_input(d, GMPI_SUM, root, i));
+  T_TILE(d, mine, n, t_input(d, GMPI_SUM, rank + 100, i)); /* junk off the root */
+  void *buf = dev_copy(rank == root ? want : mine, bytes);
+  T_OK(gmpi_bcast(buf, n, d, root, comm));
+  check_dev(root == 0 ? "bcast root 0" : "bcast last root", d, buf, want, n);
+  t_free(buf);
+  free(want);
+  free(mine);
+}
+
+static void reduce(gmpi_dtype_t d, gmpi_op_t op, size_t n, int root, int in_place) {
+  size_t bytes = n * gmpi_dtype_size(d);
+  char *in = t_host(bytes), *want = t_host(bytes);
+  T_TILE(d, in, n, t_input(d, op, rank, i));
+  T_TILE(d, want, n, t_reduced(d, op, size, i));
+  void *send = dev_copy(in, bytes);
+  void *recv = in_place && rank == root ? send : t_alloc(bytes);
+  T_OK(gmpi_reduce(send, recv, n, d, op, root, comm));
+  if (rank == root) check_dev(in_place ? "reduce in place" : "reduce", d, recv, want, n);
+  if (recv != send) t_free(recv);
+  t_free(send);
+  free(in);
+  free(want);
+}
+
+static void allgather(gmpi_dtype_t d, size_t n, int mode) {
+  size_t es = gmpi_dtype_size(d), block = n * es;
+  char *want = t_host(block * (size_t)size);
+  for (int r = 0; r < size; r++) T_TILE(d, want + (size_t)r * block, n, t_input(d, GMPI_SUM, r, i));
+  void *recv = t_alloc(block * (size_t)size), *send = NULL;
+  if (mode == 0) { /* out of place */
+    send = dev_copy(want + (size_t)rank * block, block);
+    T_OK(gmpi_allgather(send, recv, n, d, comm));
+    t_free(send);
+  } else { /* in place: our block already at its slot; sendbuf = slot (NCCL) or recvbuf (MPI) */
+    t_put((char *)recv + (size_t)rank * block, want + (size_t)rank * block, block);
+    send = mode == 1 ? (char *)recv + (size_t)rank * block : recv;
+    T_OK(gmpi_allgather(send, recv, n, d, comm));
+  }
+  check_dev(mode == 0 ? "allgather" : mode == 1 ? "allgather in place (slot)" : "allgather in "
+                                                                                "place (MPI)",
+            d, recv, want, n * (size_t)size);
+  t_free(recv);
+  free(want);
+}
+
+static void reduce_scatter(gmpi_dtype_t d, gmpi_op_t op, size_t n, int mode) {
+  size_t es = gmpi_dtype_size(d), block = n * es, all = block * (size_t)size;
+  char *in = t_host(all), *want = t_host(block);
+  /* block b of rank r's input: element j of the whole vector is b*n + j */
+  T_TILE(d, in, n * (size_t)size, t_input(d, op, rank, i));
+  for (size_t j = 0; j < n; j++)
+    t_store(d, want, j, t_reduced(d, op, size, (size_t)rank * n + j));
+  void *send = dev_copy(in, all), *recv;
+  const char *what;
+  if (mode == 0) {
+    recv = t_alloc(block);
+    what = "reduce_scatter";
+  } else if (mode == 1) {
+    recv = (char *)send + (size_t)rank * block; /* NCCL's in place: result at our slot */
+    what = "reduce_scatter in place (slot)";
+  } else {
+    recv = send; /* MPI's in place: result at the start */
+    what = "reduce_scatter in place (MPI)";
+  }
+  T_OK(gmpi_reduce_scatter(send, recv, n, d, op, comm));
+  check_dev(what, d, recv, want, n);
+  if (mode == 0) t_free(recv);
+  t_free(send);
+  free(in);
+  free(want);
+}
+
+static void alltoall(gmpi_dtype_t d, size_t n, int in_place) {
+  size_t es = gmpi_dtype_size(d), block = n * es, all = block * (size_t)size;
+  char *in = t_host(all), *want = t_host(all);
+  for (int p = 0; p < size; p++) {
+    T_TILE(d, in + (size_t)p * block, n, t_input(d, GMPI_SUM, SEED(rank, p), i));
+    T_TILE(d, want + (size_t)p * block, n, t_input(d, GMPI_SUM, SEED(p, rank), i));
+  }
+  void *send = dev_copy(in, all), *recv = in_place ? send : t_alloc(all);
+  T_OK(gmpi_alltoall(send, recv, n, d, comm));
+  check_dev(in_place ? "alltoall in place" : "alltoall", d, recv, want, n * (size_t)size);
+  if (!in_place) t_free(recv);
+  t_free(send);
+  free(in);
+  free(want);
+}
+
+int main(int argc, char **argv) {
+  comm = t_init(&argc, &argv);
+  T_OK(gmpi_comm_rank(comm, &rank));
+  T_OK(gmpi_comm_size(comm, &size));
+  const size_t sizes[] = {0, 1, 7, 100000};
+  const gmpi_dtype_t types[] = {GMPI_INT8, GMPI_FLOAT16, GMPI_FLOAT32, GMPI_INT64, GMPI_COMPLEX64,
+                                GMPI_BOOL};
+  for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+    size_t n = sizes[k];
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+      gmpi_dtype_t d = types[t];
+      gmpi_op_t op = d == GMPI_BOOL ? GMPI_LXOR : d == GMPI_COMPLEX64 ? GMPI_PROD : GMPI_SUM;
+      bcast(d, n, 0);
+      bcast(d, n, size - 1);
+      for (int in_place = 0; in_place < 2; in_place++) {
+        reduce(d, op, n, 0, in_place);
+        reduce(d, op, n, size - 1, in_place);
+        alltoall(d, n, in_place);
+      }
+      for (int mode = 0; mode < 3; mode++) {
+        allgather(d, n, mode);
+        reduce_scatter(d, op, n, mode);
+      }
+    }
+    /* AVG and MAX through the rooted and scattered reductions too. */
+    reduce(GMPI_INT32, GMPI_AVG, n, size - 1, 0);
+    reduce_scatter(GMPI_FLOAT64, GMPI_AVG, n, 0);
+    reduce_scatter(GMPI_UINT16, GMPI_MAX, n, 1);
+  }
+  return t_finish("collectives");
+}

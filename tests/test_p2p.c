@@ -1,0 +1,246 @@
+/* Point to point with MPI matching: per-dtype send/recv, wait, the Waitall exchange that
+ * deadlocks naive NCCL code, out-of-order tags, wildcards with status, truncation, test
+ * polling, self messages, zero-length and long messages. Values checked on every rank. */
+#include "test_values.h"
+
+static int rank, size;
+static gmpi_comm_t comm;
+
+/* Device (or host) buffer holding n elements of the pattern seed + i. */
+static void *pattern_buf(gmpi_dtype_t d, size_t n, int seed) {
+  size_t bytes = n * gmpi_dtype_size(d);
+  char *host = t_host(bytes);
+  T_TILE(d, host, n, t_input(d, GMPI_SUM, seed, i));
+  void *dev = t_alloc(bytes);
+  t_put(dev, host, bytes);
+  free(host);
+  return dev;
+}
+
+static void expect_pattern(const char *what, gmpi_dtype_t d, const void *dev, size_t n, int seed) {
+  size_t bytes = n * gmpi_dtype_size(d);
+  char *got = t_host(bytes), *want = t_host(bytes);
+  t_get(got, dev, bytes);
+  T_TILE(d, want, n, t_input(d, GMPI_SUM, seed, i));
+  t_check_buffer(what, d, got, want, n);
+  free(got);
+  free(want);
+}
+
+static void ring_per_dtype(void) {
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  for (int d = 0; d < GMPI_DTYPE_COUNT; d++) {
+    void *s = pattern_buf((gmpi_dtype_t)d, 7, rank), *r = t_alloc(7 * gmpi_dtype_size(d));
+    gmpi_request_t req;
+    gmpi_msg_status_t st;
+    T_OK(gmpi_irecv(r, 7, (gmpi_dtype_t)d, prev, 5, comm, &req));
+    T_OK(gmpi_send(s, 7, (gmpi_dtype_t)d, next, 5, comm));
+    T_OK(gmpi_wait(&req, &st));
+    T_EQ_PTR(req, NULL);
+    T_EQ_INT(st.source, prev);
+    T_EQ_INT(st.tag, 5);
+    T_EQ_SIZE(st.count, 7);
+    expect_pattern("ring send/recv", (gmpi_dtype_t)d, r, 7, prev);
+    t_free(s);
+    t_free(r);
+  }
+}
+
+/* rank 2k posts Irecv(41) then Isend(43); rank 2k+1 posts Isend(41) then Irecv(43). */
+static void waitall_crossing_tags(size_t n) {
+  int peer = rank ^ 1;
+  if (peer >= size) return;
+  void *s = pattern_buf(GMPI_FLOAT32, n, rank), *r = t_alloc(n * 4);
+  gmpi_request_t reqs[2];
+  gmpi_msg_status_t st[2];
+  if (rank % 2 == 0) {
+    T_OK(gmpi_irecv(r, n, GMPI_FLOAT32, peer, 41, comm, &reqs[0]));
+    T_OK(gmpi_isend(s, n, GMPI_FLOAT32, peer, 43, comm, &reqs[1]));
+  } else {
+    T_OK(gmpi_isend(s, n, GMPI_FLOAT32, peer, 41, comm, &reqs[0]));
+    T_OK(gmpi_irecv(r, n, GMPI_FLOAT32, peer, 43, comm, &reqs[1]));
+  }
+  T_OK(gmpi_waitall(2, reqs, st));
+  T_EQ_PTR(reqs[0], NULL);
+  T_EQ_PTR(reqs[1], NULL);
+  int ri = rank % 2 == 0 ? 0 : 1;
+  T_EQ_INT(st[ri].source, peer);
+  T_EQ_INT(st[ri].tag, rank % 2 == 0 ? 41 : 43);
+  T_EQ_SIZE(st[ri].count, n);
+  expect_pattern("waitall crossing tags", GMPI_FLOAT32, r, n, peer);
+  t_free(s);
+  t_free(r);
+}
+
+/* Sender: tag 1 then tag 2. Receiver takes tag 2 first. Blocking sends when small (MPI's eager
+ * buffering makes that legal in practice), nonblocking when large. */
+static void out_of_order_tags(size_t n, int blocking) {
+  int peer = rank ^ 1;
+  if (peer >= size) return;
+  void *a = pattern_buf(GMPI_INT32, n, 10 + rank), *b = pattern_buf(GMPI_INT32, n, 20 + rank);
+  if (rank % 2 == 0) {
+    if (blocking) {
+      T_OK(gmpi_send(a, n, GMPI_INT32, peer, 1, comm));
+      T_OK(gmpi_send(b, n, GMPI_INT32, peer, 2, comm));
+    } else {
+      gmpi_request_t reqs[2];
+      T_OK(gmpi_isend(a, n, GMPI_INT32, peer, 1, comm, &reqs[0]));
+      T_OK(gmpi_isend(b, n, GMPI_INT32, peer, 2, comm, &reqs[1]));
+      T_OK(gmpi_waitall(2, reqs, NULL));
+    }
+  } else {
+    gmpi_msg_status_t st;
+    T_OK(gmpi_recv(b, n, GMPI_INT32, peer, 2, comm, &st));
+    T_EQ_INT(st.tag, 2);
+    T_OK(gmpi_recv(a, n, GMPI_INT32, peer, 1, comm, &st));
+    T_EQ_INT(st.tag, 1);
+    expect_pattern("out-of-order tag 2", GMPI_INT32, b, n, 20 + peer);
+    expect_pattern("out-of-order tag 1", GMPI_INT32, a, n, 10 + peer);
+  }
+  t_free(a);
+  t_free(b);
+}
+
+/* Everyone sends to rank 0 (tag 100 + rank, rank+1 elements); rank 0 takes them with
+ * ANY_SOURCE / ANY_TAG and must learn source, tag and count from the status. */
+static void wildcards(void) {
+  if (rank != 0) {
+    void *s = pattern_buf(GMPI_INT64, (size_t)rank + 1, rank);
+    T_OK(gmpi_send(s, (size_t)rank + 1, GMPI_INT64, 0, 100 + rank, comm));
+    t_free(s);
+    return;
+  }
+  int seen[64] = {0};
+  void *r = t_alloc(64 * 8);
+  for (int k = 1; k < size; k++) {
+    gmpi_msg_status_t st = {-5, -5, 0};
+    T_OK(gmpi_recv(r, 64, GMPI_INT64, GMPI_ANY_SOURCE, GMPI_ANY_TAG, comm, &st));
+    T_TRUE(st.source >= 1 && st.source < size);
+    if (st.source < 1 || st.source >= size) continue;
+    seen[st.source]++;
+    T_EQ_INT(st.tag, 100 + st.source);
+    T_EQ_SIZE(st.count, (size_t)st.source + 1);
+    expect_pattern("ANY_SOURCE payload", GMPI_INT64, r, (size_t)st.source + 1, st.source);
+  }
+  for (int k = 1; k < size; k++) T_EQ_INT(seen[k], 1);
+  t_free(r);
+}
+
+/* A message longer than the receive buffer is GMPI_ERR_TRUNCATE; the comm goes on working. */
+static void truncation(void) {
+  int peer = rank ^ 1;
+  if (peer >= size) return;
+  void *s = pattern_buf(GMPI_FLOAT64, 10, rank), *r = t_alloc(10 * 8);
+  if (rank % 2 == 0) {
+    T_OK(gmpi_send(s, 10, GMPI_FLOAT64, peer, 9, comm));
+    T_OK(gmpi_send(s, 10, GMPI_FLOAT64, peer, 9, comm));
+  } else {
+    T_STATUS(gmpi_recv(r, 5, GMPI_FLOAT64, peer, 9, comm, NULL), GMPI_ERR_TRUNCATE);
+    T_ERROR_MENTIONS("longer");
+    gmpi_msg_status_t st;
+    T_OK(gmpi_recv(r, 10, GMPI_FLOAT64, peer, 9, comm, &st));
+    T_EQ_SIZE(st.count, 10);
+    expect_pattern("after truncation", GMPI_FLOAT64, r, 10, peer);
+  }
+  t_free(s);
+  t_free(r);
+}
+
+/* A shorter message than the buffer is fine: count says how much came. */
+static void shorter_message(void) {
+  int peer = rank ^ 1;
+  if (peer >= size) return;
+  void *s = pattern_buf(GMPI_UINT16, 3, rank), *r = t_alloc(50 * 2);
+  gmpi_msg_status_t st;
+  T_OK(gmpi_sendrecv(s, 3, GMPI_UINT16, peer, 4, r, 50, GMPI_UINT16, peer, 4, comm, &st));
+  T_EQ_SIZE(st.count, 3);
+  T_EQ_INT(st.source, peer);
+  expect_pattern("shorter message", GMPI_UINT16, r, 3, peer);
+  t_free(s);
+  t_free(r);
+}
+
+/* Poll with gmpi_test until the message arrives (bounded by a generous number of polls). */
+static void test_polling(void) {
+  int peer = rank ^ 1;
+  if (peer >= size) return;
+  void *buf = pattern_buf(GMPI_UINT8, 33, rank);
+  if (rank % 2 == 1) {
+    gmpi_request_t req;
+    T_OK(gmpi_irecv(buf, 33, GMPI_UINT8, peer, 3, comm, &req));
+    T_OK(gmpi_barrier(comm)); /* the sender starts only now: the first tests must say "not yet" */
+    int done = 0;
+    gmpi_msg_status_t st;
+    for (long polls = 0; !done && polls < 100000000L; polls++) T_OK(gmpi_test(&req, &done, &st));
+    T_TRUE(done);
+    T_EQ_PTR(req, NULL);
+    T_EQ_SIZE(st.count, 33);
+    expect_pattern("test polling", GMPI_UINT8, buf, 33, peer);
+  } else {
+    T_OK(gmpi_barrier(comm));
+    T_OK(gmpi_send(buf, 33, GMPI_UINT8, peer, 3, comm));
+  }
+  t_free(buf);
+}
+
+static void self_messages(void) {
+  void *s = pattern_buf(GMPI_FLOAT16, 9, rank + 50), *r = t_alloc(9 * 2);
+  gmpi_request_t req;
+  gmpi_msg_status_t st;
+  T_OK(gmpi_isend(s, 9, GMPI_FLOAT16, rank, 12, comm, &req));
+  T_OK(gmpi_recv(r, 9, GMPI_FLOAT16, rank, 12, comm, &st));
+  T_OK(gmpi_wait(&req, NULL));
+  T_EQ_INT(st.source, rank);
+  expect_pattern("self isend/recv", GMPI_FLOAT16, r, 9, rank + 50);
+  /* blocking send to self first: buffered like MPI's eager protocol */
+  T_OK(gmpi_send(s, 9, GMPI_FLOAT16, rank, 13, comm));
+  T_OK(gmpi_recv(r, 9, GMPI_FLOAT16, GMPI_ANY_SOURCE, 13, comm, &st));
+  T_EQ_INT(st.source, rank);
+  expect_pattern("self send then recv", GMPI_FLOAT16, r, 9, rank + 50);
+  t_free(s);
+  t_free(r);
+}
+
+static void zero_length(void) {
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  gmpi_msg_status_t st = {-5, -5, 99};
+  T_OK(gmpi_sendrecv(NULL, 0, GMPI_BYTE, next, 0, NULL, 0, GMPI_BYTE, prev, 0, comm, &st));
+  T_EQ_SIZE(st.count, 0);
+  T_EQ_INT(st.source, prev);
+  gmpi_request_t null_req = NULL;
+  T_OK(gmpi_wait(&null_req, &st));
+  T_EQ_INT(st.source, GMPI_ANY_SOURCE);
+}
+
+/* Sendrecv around the ring. */
+static void sendrecv_ring(size_t n) {
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  void *s = pattern_buf(GMPI_COMPLEX128, n, rank), *r = t_alloc(n * 16);
+  gmpi_msg_status_t st;
+  T_OK(gmpi_sendrecv(s, n, GMPI_COMPLEX128, next, 77, r, n, GMPI_COMPLEX128, prev, 77, comm, &st));
+  T_EQ_INT(st.source, prev);
+  T_EQ_SIZE(st.count, n);
+  expect_pattern("sendrecv ring", GMPI_COMPLEX128, r, n, prev);
+  t_free(s);
+  t_free(r);
+}
+
+int main(int argc, char **argv) {
+  comm = t_init(&argc, &argv);
+  T_OK(gmpi_comm_rank(comm, &rank));
+  T_OK(gmpi_comm_size(comm, &size));
+  ring_per_dtype();
+  waitall_crossing_tags(5);
+  waitall_crossing_tags((size_t)1 << 20);
+  out_of_order_tags(4, 1);
+  out_of_order_tags((size_t)1 << 20, 0);
+  wildcards();
+  truncation();
+  shorter_message();
+  test_polling();
+  self_messages();
+  zero_length();
+  sendrecv_ring(1000);
+  sendrecv_ring((size_t)1 << 18);
+  return t_finish("p2p");
+}
