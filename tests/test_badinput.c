@@ -1,0 +1,171 @@
+/* Bad input, table-driven: every public call with each bad argument returns the documented
+ * status and a gmpi_last_error() that names the argument (and the rank) -- never a crash or
+ * a hang -- and the comm keeps working afterwards. */
+#include <limits.h>
+#include <stdint.h>
+
+#include "test_util.h"
+
+static gmpi_comm_t comm, dead;
+static int rank, size;
+static char buf[256], out[256];
+static gmpi_request_t req;
+static gmpi_msg_status_t st;
+static int flag;
+
+typedef struct {
+  const char *what;       /* the case, for the failure message */
+  gmpi_status_t expect;   /* documented status */
+  const char *mentions;   /* a word gmpi_last_error() must contain */
+} bad_case_t;
+
+#define CASE(expect_, word_, call_)                                                               \
+  do {                                                                                             \
+    bad_case_t c_ = {#call_, expect_, word_};                                                      \
+    gmpi_status_t s_ = (call_);                                                                    \
+    if (s_ != c_.expect)                                                                           \
+      T_FAIL_("%s returned %s, expected %s (%s)", c_.what, t_status_name(s_),                      \
+              t_status_name(c_.expect), gmpi_last_error());                                        \
+    else if (!strstr(gmpi_last_error(), c_.mentions))                                              \
+      T_FAIL_("%s: last error does not mention '%s': %s", c_.what, c_.mentions, gmpi_last_error()); \
+  } while (0)
+
+#define INV GMPI_ERR_INVALID_ARG
+
+static void collectives(void) {
+  char *p = buf;
+  CASE(INV, "sendbuf", gmpi_allreduce(NULL, out, 3, GMPI_INT32, GMPI_SUM, comm));
+  CASE(INV, "recvbuf", gmpi_allreduce(buf, NULL, 3, GMPI_INT32, GMPI_SUM, comm));
+  CASE(INV, "dtype", gmpi_allreduce(buf, out, 1, (gmpi_dtype_t)99, GMPI_SUM, comm));
+  CASE(INV, "dtype", gmpi_allreduce(buf, out, 1, (gmpi_dtype_t)-1, GMPI_SUM, comm));
+  CASE(INV, "op", gmpi_allreduce(buf, out, 1, GMPI_INT32, (gmpi_op_t)42, comm));
+  CASE(INV, "band", gmpi_allreduce(buf, out, 1, GMPI_FLOAT32, GMPI_BAND, comm));
+  CASE(INV, "overlap", gmpi_allreduce(p, p + 4, 4, GMPI_INT32, GMPI_SUM, comm));
+  CASE(INV, "count", gmpi_allreduce(buf, out, SIZE_MAX / 2, GMPI_INT32, GMPI_SUM, comm));
+  CASE(INV, "root", gmpi_bcast(buf, 1, GMPI_INT8, -1, comm));
+  CASE(INV, "root", gmpi_bcast(buf, 1, GMPI_INT8, size, comm));
+  CASE(INV, "buf", gmpi_bcast(NULL, 1, GMPI_INT8, 0, comm));
+  CASE(INV, "root", gmpi_reduce(buf, out, 1, GMPI_INT8, GMPI_SUM, size + 3, comm));
+  CASE(INV, "sendbuf", gmpi_reduce(NULL, out, 1, GMPI_INT8, GMPI_SUM, 0, comm));
+  CASE(INV, "lxor", gmpi_reduce(buf, out, 1, GMPI_COMPLEX64, GMPI_LXOR, 0, comm));
+  CASE(INV, "recvbuf", gmpi_allgather(buf, NULL, 1, GMPI_INT8, comm));
+  CASE(INV, "sendbuf", gmpi_reduce_scatter(NULL, out, 1, GMPI_INT8, GMPI_SUM, comm));
+  CASE(INV, "min", gmpi_reduce_scatter(buf, out, 1, GMPI_BOOL, GMPI_MIN, comm));
+  CASE(INV, "sendbuf", gmpi_alltoall(NULL, out, 1, GMPI_INT8, comm));
+  CASE(INV, "dtype", gmpi_alltoall(buf, out, 1, GMPI_DTYPE_COUNT, comm));
+}
+
+static void point_to_point(void) {
+  CASE(INV, "dest", gmpi_send(buf, 1, GMPI_INT8, -1, 0, comm));
+  CASE(INV, "dest", gmpi_send(buf, 1, GMPI_INT8, size, 0, comm));
+  CASE(INV, "tag", gmpi_send(buf, 1, GMPI_INT8, 0, -5, comm));
+  CASE(INV, "tag", gmpi_send(buf, 1, GMPI_INT8, 0, GMPI_ANY_TAG, comm)); /* not on a send */
+  CASE(INV, "source", gmpi_recv(buf, 1, GMPI_INT8, size, 0, comm, &st));
+  CASE(INV, "source", gmpi_recv(buf, 1, GMPI_INT8, -7, 0, comm, &st));
+  CASE(INV, "tag", gmpi_recv(buf, 1, GMPI_INT8, 0, -7, comm, &st));
+  CASE(INV, "buf", gmpi_irecv(NULL, 4, GMPI_INT8, 0, 0, comm, &req));
+  CASE(INV, "request", gmpi_isend(buf, 1, GMPI_INT8, 0, 0, comm, NULL));
+  CASE(INV, "dtype", gmpi_isend(buf, 1, (gmpi_dtype_t)77, 0, 0, comm, &req));
+  CASE(INV, "count", gmpi_isend(buf, SIZE_MAX, GMPI_INT64, 0, 0, comm, &req));
+  CASE(INV, "request", gmpi_wait(NULL, &st));
+  CASE(INV, "count", gmpi_waitall(-1, &req, NULL));
+  CASE(INV, "requests", gmpi_waitall(2, NULL, NULL));
+  CASE(INV, "request", gmpi_test(NULL, &flag, &st));
+  req = NULL;
+  CASE(INV, "done", gmpi_test(&req, NULL, &st));
+  CASE(INV, "dest", gmpi_sendrecv(buf, 1, GMPI_INT8, -2, 0, out, 1, GMPI_INT8, 0, 0, comm, &st));
+}
+
+/* Calls on a NULL or finalized comm name the comm; calls with NULL outputs name the output. */
+static void comms_and_outputs(void) {
+  int i;
+  gmpi_comm_t sub;
+  void *p;
+  CASE(INV, "comm", gmpi_barrier(NULL));
+  CASE(INV, "comm", gmpi_allreduce(buf, out, 1, GMPI_INT8, GMPI_SUM, NULL));
+  CASE(INV, "comm", gmpi_send(buf, 1, GMPI_INT8, 0, 0, NULL));
+  CASE(INV, "comm", gmpi_comm_rank(NULL, &i));
+  CASE(INV, "live", gmpi_barrier(dead));
+  CASE(INV, "live", gmpi_bcast(buf, 1, GMPI_INT8, 0, dead));
+  CASE(INV, "live", gmpi_irecv(buf, 1, GMPI_INT8, 0, 0, dead, &req));
+  CASE(INV, "live", gmpi_comm_size(dead, &i));
+  CASE(INV, "live", gmpi_finalize(&dead));
+  CASE(INV, "rank", gmpi_comm_rank(comm, NULL));
+  CASE(INV, "size", gmpi_comm_size(comm, NULL));
+  CASE(INV, "backend", gmpi_comm_backend(comm, NULL));
+  CASE(INV, "device", gmpi_comm_device(comm, NULL));
+  CASE(INV, "color", gmpi_comm_split(comm, -3, 0, &sub));
+  CASE(INV, "newcomm", gmpi_comm_split(comm, 0, 0, NULL));
+  CASE(INV, "ptr", gmpi_mem_alloc(comm, 8, NULL));
+  CASE(INV, "dst", gmpi_mem_copy(comm, NULL, buf, 8));
+  CASE(INV, "comm", gmpi_mem_alloc(NULL, 8, &p));
+  CASE(INV, "comm", gmpi_init(MPI_COMM_WORLD, NULL));
+  CASE(INV, "mpi_comm", gmpi_init(MPI_COMM_NULL, &sub));
+  /* Failures on a comm name the rank they happened on. */
+  char want[32];
+  snprintf(want, sizeof(want), "(rank %d)", rank);
+  CASE(INV, want, gmpi_bcast(buf, 1, GMPI_INT8, -1, comm));
+}
+
+/* A bad GMPI_* value fails gmpi_init naming the variable and the value, on every rank. */
+static void environment(gmpi_backend_t backend) {
+  static const struct {
+    const char *var, *value;
+    gmpi_status_t expect;
+    const char *mentions;
+  } env[] = {
+      {"GMPI_BACKEND", "bogus", INV, "GMPI_BACKEND='bogus'"},
+      {"GMPI_TIMEOUT", "-1", INV, "GMPI_TIMEOUT='-1'"},
+      {"GMPI_TIMEOUT", "abc", INV, "GMPI_TIMEOUT='abc'"},
+      {"GMPI_DEBUG", "loud", INV, "GMPI_DEBUG='loud'"},
+      {"GMPI_CHECK", "2", INV, "GMPI_CHECK='2'"},
+      {"GMPI_P2P", "fast", INV, "GMPI_P2P='fast'"},
+      {"GMPI_GPU_MEM_FRACTION", "1.5", INV, "GMPI_GPU_MEM_FRACTION='1.5'"},
+      {"GMPI_VISIBLE_DEVICES", "a,b", INV, "GMPI_VISIBLE_DEVICES='a,b'"},
+      {"GMPI_MAX_CHUNK", "0", INV, "GMPI_MAX_CHUNK='0'"},
+      {"GMPI_BACKEND", "rocm", GMPI_ERR_NO_DEVICE, "ROCm"},
+  };
+  for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
+    gmpi_comm_t c = NULL;
+    setenv(env[i].var, env[i].value, 1);
+    CASE(env[i].expect, env[i].mentions, gmpi_init(MPI_COMM_WORLD, &c));
+    T_EQ_PTR(c, NULL);
+    unsetenv(env[i].var);
+  }
+  /* Asking for cuda: a clear NO_DEVICE where there is none, never a silent cpu fallback. */
+  gmpi_comm_t c = NULL;
+  setenv("GMPI_BACKEND", "cuda", 1);
+  if (backend == GMPI_BACKEND_CPU) {
+    CASE(GMPI_ERR_NO_DEVICE, "GMPI_BACKEND=cuda", gmpi_init(MPI_COMM_WORLD, &c));
+  } else {
+    T_OK(gmpi_init(MPI_COMM_WORLD, &c));
+    T_OK(gmpi_finalize(&c));
+  }
+  unsetenv("GMPI_BACKEND");
+}
+
+int main(int argc, char **argv) {
+  comm = t_init(&argc, &argv);
+  T_OK(gmpi_comm_rank(comm, &rank));
+  T_OK(gmpi_comm_size(comm, &size));
+  gmpi_backend_t backend;
+  T_OK(gmpi_comm_backend(comm, &backend));
+  T_OK(gmpi_init(MPI_COMM_WORLD, &dead));
+  gmpi_comm_t copy = dead;
+  T_OK(gmpi_finalize(&copy));
+
+  collectives();
+  point_to_point();
+  comms_and_outputs();
+  environment(backend);
+  T_TRUE(strcmp(gmpi_strerror(GMPI_SUCCESS), "success") == 0);
+  T_TRUE(strstr(gmpi_strerror(GMPI_ERR_TRUNCATE), "GMPI_DEBUG=info") != NULL);
+  T_TRUE(gmpi_strerror((gmpi_status_t)1234) != NULL);
+
+  /* After all that, the comm works. */
+  int one = 1, sum = 0;
+  T_OK(gmpi_allreduce(&one, &sum, 1, GMPI_INT32, GMPI_SUM, comm));
+  T_EQ_INT(sum, backend == GMPI_BACKEND_CPU ? size : sum); /* host buffers: cpu path */
+  T_OK(gmpi_barrier(comm));
+  return t_finish("bad input");
+}
