@@ -1,52 +1,21 @@
-/* Collectives on host buffers: nonblocking MPI calls, waited under GMPI_TIMEOUT. Reductions
- * longer than GMPI_MAX_CHUNK elements are split into several calls; data movement of any size
- * is one call with a byte type (gmpi_mpi_bytes_type). */
+/* Collectives on host buffers. Every rank must first pass an arrival gate -- a nonblocking
+ * barrier waited under GMPI_TIMEOUT (or the GMPI_CHECK signature exchange, which gates as
+ * well) -- then MPI's tuned blocking collective runs. Nonblocking collectives alone would bound
+ * the wait too, but OpenMPI's are up to 4x slower (docs/performance.md). Reductions longer than
+ * GMPI_MAX_CHUNK elements are split into several calls; data movement of any size is one call
+ * with a byte type (gmpi_mpi_bytes_type). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../core/comm.h"
 #include "../../core/dtype.h"
 #include "../../core/error.h"
+#include "../../core/ops.h"
 #include "../../core/reduce.h"
 #include "../../mpi/mpi_check.h"
 #include "../../mpi/oob.h"
 #include "../../mpi/types.h"
 #include "cpu.h"
-
-#define INLINE_REQS 8
-
-/* The MPI requests of one collective. */
-typedef struct {
-  MPI_Request *reqs;
-  int n, cap;
-  MPI_Request inline_reqs[INLINE_REQS];
-} req_list_t;
-
-static void reqs_init(req_list_t *l) {
-  l->reqs = l->inline_reqs;
-  l->n = 0;
-  l->cap = INLINE_REQS;
-}
-
-static gmpi_status_t reqs_slot(req_list_t *l, MPI_Request **slot) {
-  if (l->n == l->cap) {
-    MPI_Request *grown = malloc(2 * (size_t)l->cap * sizeof(*grown));
-    if (!grown) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d MPI requests", 2 * l->cap);
-    memcpy(grown, l->reqs, (size_t)l->n * sizeof(*grown));
-    if (l->reqs != l->inline_reqs) free(l->reqs);
-    l->reqs = grown;
-    l->cap *= 2;
-  }
-  *slot = &l->reqs[l->n++];
-  return GMPI_SUCCESS;
-}
-
-static gmpi_status_t reqs_wait(gmpi_comm_t comm, req_list_t *l, const char *what) {
-  gmpi_status_t st = l->n ? gmpi_mpi_wait(comm, l->n, l->reqs, MPI_STATUSES_IGNORE, what) : 0;
-  if (l->reqs != l->inline_reqs) free(l->reqs);
-  reqs_init(l);
-  return st;
-}
 
 typedef struct {
   gmpi_comm_t comm;
@@ -59,49 +28,34 @@ typedef struct {
 #define BYTES(ptr, elems, es) ((char *)(ptr) + (elems) * (es))
 
 /* Allreduce (root < 0) or reduce to root, in chunks of at most c->chunk elements. */
-static gmpi_status_t reduce_chunks(coll_ctx_t *c, int root, const char *what) {
+static gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
   const gmpi_coll_args_t *a = c->a;
   MPI_Datatype t = gmpi_mpi_dtype(a->dtype);
   MPI_Op op = gmpi_mpi_op(a->dtype, a->op);
   int gets_result = root < 0 || c->comm->rank == root;
   int in_place = gets_result && a->sendbuf == a->recvbuf;
-  gmpi_status_t st = GMPI_SUCCESS;
-  req_list_t l;
-  reqs_init(&l);
   for (size_t off = 0; off < a->count; off += c->chunk) {
     int len = (int)(a->count - off < c->chunk ? a->count - off : c->chunk);
-    MPI_Request *r;
-    GMPI_CHECK_GOTO(reqs_slot(&l, &r), st, wait);
     const void *s = in_place ? MPI_IN_PLACE : BYTES(a->sendbuf, off, c->es);
     void *d = gets_result ? BYTES(a->recvbuf, off, c->es) : NULL;
-    int rc = root < 0 ? MPI_Iallreduce(s, d, len, t, op, c->mc, r)
-                      : MPI_Ireduce(s, d, len, t, op, root, c->mc, r);
-    if (rc != MPI_SUCCESS) {
-      l.n--;
-      st = gmpi_mpi_error(rc, root < 0 ? "MPI_Iallreduce" : "MPI_Ireduce");
-      break;
-    }
+    if (root < 0) GMPI_MPI_CHECK(MPI_Allreduce(s, d, len, t, op, c->mc));
+    else GMPI_MPI_CHECK(MPI_Reduce(s, d, len, t, op, root, c->mc));
   }
-wait:;
-  gmpi_status_t wst = reqs_wait(c->comm, &l, what);
-  if (st == GMPI_SUCCESS) st = wst;
-  if (st == GMPI_SUCCESS && gets_result && a->op == GMPI_AVG)
+  if (gets_result && a->op == GMPI_AVG)
     gmpi_host_divide(a->dtype, a->recvbuf, a->count, c->comm->size);
-  return st;
+  return GMPI_SUCCESS;
 }
 
-static gmpi_status_t run_allreduce(coll_ctx_t *c) { return reduce_chunks(c, -1, "allreduce"); }
-static gmpi_status_t run_reduce(coll_ctx_t *c) { return reduce_chunks(c, c->a->root, "reduce"); }
+static gmpi_status_t run_allreduce(coll_ctx_t *c) { return reduce_chunks(c, -1); }
+static gmpi_status_t run_reduce(coll_ctx_t *c) { return reduce_chunks(c, c->a->root); }
 
 static gmpi_status_t run_bcast(coll_ctx_t *c) {
   const gmpi_coll_args_t *a = c->a;
   MPI_Datatype t;
   int n;
   GMPI_CHECK(gmpi_mpi_bytes_type(a->count * c->es, c->chunk, &t, &n));
-  MPI_Request r;
   gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(MPI_Ibcast(a->recvbuf, n, t, a->root, c->mc, &r), st, release_type);
-  st = gmpi_mpi_wait(c->comm, 1, &r, MPI_STATUSES_IGNORE, "bcast");
+  GMPI_MPI_CHECK_GOTO(MPI_Bcast(a->recvbuf, n, t, a->root, c->mc), st, release_type);
 release_type:
   gmpi_mpi_type_release(&t);
   return st;
@@ -115,12 +69,10 @@ static gmpi_status_t run_allgather(coll_ctx_t *c) {
   size_t block = a->count * c->es;
   int in_place = a->sendbuf == a->recvbuf ||
                  a->sendbuf == BYTES(a->recvbuf, (size_t)c->comm->rank, block);
-  MPI_Request r;
   gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(MPI_Iallgather(in_place ? MPI_IN_PLACE : a->sendbuf, n, t, a->recvbuf, n, t,
-                                     c->mc, &r),
-                      st, release_type);
-  st = gmpi_mpi_wait(c->comm, 1, &r, MPI_STATUSES_IGNORE, "allgather");
+  GMPI_MPI_CHECK_GOTO(
+      MPI_Allgather(in_place ? MPI_IN_PLACE : a->sendbuf, n, t, a->recvbuf, n, t, c->mc), st,
+      release_type);
 release_type:
   gmpi_mpi_type_release(&t);
   return st;
@@ -132,27 +84,15 @@ static gmpi_status_t reduce_scatter_chunked(coll_ctx_t *c, const char *send) {
   const gmpi_coll_args_t *a = c->a;
   MPI_Datatype t = gmpi_mpi_dtype(a->dtype);
   MPI_Op op = gmpi_mpi_op(a->dtype, a->op);
-  gmpi_status_t st = GMPI_SUCCESS;
-  req_list_t l;
-  reqs_init(&l);
-  for (int root = 0; root < c->comm->size && st == GMPI_SUCCESS; root++) {
+  for (int root = 0; root < c->comm->size; root++) {
     for (size_t off = 0; off < a->count; off += c->chunk) {
       int len = (int)(a->count - off < c->chunk ? a->count - off : c->chunk);
-      MPI_Request *r;
-      GMPI_CHECK_GOTO(reqs_slot(&l, &r), st, wait);
       const char *s = BYTES(send, (size_t)root * a->count + off, c->es);
       void *d = root == c->comm->rank ? BYTES(a->recvbuf, off, c->es) : NULL;
-      int rc = MPI_Ireduce(s, d, len, t, op, root, c->mc, r);
-      if (rc != MPI_SUCCESS) {
-        l.n--;
-        st = gmpi_mpi_error(rc, "MPI_Ireduce");
-        break;
-      }
+      GMPI_MPI_CHECK(MPI_Reduce(s, d, len, t, op, root, c->mc));
     }
   }
-wait:;
-  gmpi_status_t wst = reqs_wait(c->comm, &l, "reduce_scatter");
-  return st != GMPI_SUCCESS ? st : wst;
+  return GMPI_SUCCESS;
 }
 
 static gmpi_status_t run_reduce_scatter(coll_ctx_t *c) {
@@ -173,16 +113,14 @@ static gmpi_status_t run_reduce_scatter(coll_ctx_t *c) {
     }
     st = reduce_scatter_chunked(c, send);
   } else {
-    MPI_Request r;
     /* NCCL-style in place: reduce in MPI's in-place form, then move the result to its slot. */
     void *out = nccl_in_place ? (void *)a->sendbuf : a->recvbuf;
-    GMPI_MPI_CHECK_GOTO(MPI_Ireduce_scatter_block((mpi_in_place || nccl_in_place) ? MPI_IN_PLACE
-                                                                                 : a->sendbuf,
-                                                  out, (int)a->count, gmpi_mpi_dtype(a->dtype),
-                                                  gmpi_mpi_op(a->dtype, a->op), c->mc, &r),
+    GMPI_MPI_CHECK_GOTO(MPI_Reduce_scatter_block((mpi_in_place || nccl_in_place) ? MPI_IN_PLACE
+                                                                                : a->sendbuf,
+                                                 out, (int)a->count, gmpi_mpi_dtype(a->dtype),
+                                                 gmpi_mpi_op(a->dtype, a->op), c->mc),
                         st, free_copy);
-    st = gmpi_mpi_wait(c->comm, 1, &r, MPI_STATUSES_IGNORE, "reduce_scatter");
-    if (st == GMPI_SUCCESS && nccl_in_place) memmove(a->recvbuf, out, block);
+    if (nccl_in_place) memmove(a->recvbuf, out, block);
   }
   if (st == GMPI_SUCCESS && a->op == GMPI_AVG)
     gmpi_host_divide(a->dtype, a->recvbuf, a->count, c->comm->size);
@@ -207,9 +145,7 @@ static gmpi_status_t run_alltoall(coll_ctx_t *c) {
   int n;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(block, c->chunk, &t, &n), st, free_copy);
-  MPI_Request r;
-  GMPI_MPI_CHECK_GOTO(MPI_Ialltoall(send, n, t, a->recvbuf, n, t, c->mc, &r), st, release_type);
-  st = gmpi_mpi_wait(c->comm, 1, &r, MPI_STATUSES_IGNORE, "alltoall");
+  GMPI_MPI_CHECK_GOTO(MPI_Alltoall(send, n, t, a->recvbuf, n, t, c->mc), st, release_type);
 release_type:
   gmpi_mpi_type_release(&t);
 free_copy:
@@ -218,9 +154,8 @@ free_copy:
 }
 
 static gmpi_status_t run_barrier(coll_ctx_t *c) {
-  MPI_Request r;
-  GMPI_MPI_CHECK(MPI_Ibarrier(c->mc, &r));
-  return gmpi_mpi_wait(c->comm, 1, &r, MPI_STATUSES_IGNORE, "barrier");
+  (void)c;
+  return GMPI_SUCCESS; /* the arrival gate was the barrier */
 }
 
 typedef gmpi_status_t (*coll_fn_t)(coll_ctx_t *c);
@@ -234,7 +169,21 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
     [GMPI_COLL_BARRIER] = run_barrier,
 };
 
+/* Every rank has reached this collective, or GMPI_ERR_TIMEOUT. A barrier (the blocking one when
+ * waits are unbounded) -- except under GMPI_CHECK, whose signature exchange already proved it. */
+static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
+  if (comm->cfg.check && a->kind != GMPI_COLL_BARRIER) return GMPI_SUCCESS;
+  if (comm->cfg.timeout_s == 0) {
+    if (a->kind == GMPI_COLL_BARRIER) GMPI_MPI_CHECK(MPI_Barrier(cpu->data));
+    return GMPI_SUCCESS;
+  }
+  MPI_Request r;
+  GMPI_MPI_CHECK(MPI_Ibarrier(cpu->data, &r));
+  return gmpi_mpi_wait(comm, 1, &r, MPI_STATUSES_IGNORE, gmpi_coll_name(a->kind));
+}
+
 gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
+  GMPI_CHECK(arrival_gate(comm, cpu, a));
   coll_ctx_t c = {.comm = comm,
                   .mc = cpu->data,
                   .a = a,

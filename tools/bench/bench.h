@@ -1,0 +1,94 @@
+/* gmpi-bench: nccl-tests' columns for gmpi and its baselines, every result checked. */
+#ifndef GMPI_BENCH_H
+#define GMPI_BENCH_H
+
+#include <gmpi.h>
+#include <stddef.h>
+
+typedef enum {
+  BENCH_ALLREDUCE = 0,
+  BENCH_BCAST,
+  BENCH_REDUCE,
+  BENCH_ALLGATHER,
+  BENCH_REDUCE_SCATTER,
+  BENCH_ALLTOALL,
+  BENCH_SENDRECV,
+  BENCH_COLL_COUNT
+} bench_kind_t;
+
+typedef enum { MODE_EAGER = 0, MODE_STREAM, MODE_PLAN } bench_mode_t;
+
+/* Buffer sizes of one row. */
+typedef struct {
+  size_t count;      /* the count argument of the call */
+  size_t send_elems; /* elements in the send buffer */
+  size_t recv_elems; /* elements in the receive buffer */
+  size_t bytes;      /* nccl-tests' "size": the larger buffer, in bytes */
+} bench_shape_t;
+
+typedef struct {
+  gmpi_comm_t comm;
+  MPI_Comm mpi; /* a duplicate of MPI_COMM_WORLD for the raw-MPI baseline */
+  int rank, size;
+  gmpi_backend_t backend;
+  gmpi_dtype_t dtype;
+  gmpi_op_t op;
+  int root;
+  size_t min_bytes, max_bytes;
+  double factor;
+  int iters, warmup, check;
+  bench_mode_t mode;
+  int plan_ops; /* operations per recorded plan (plan mode) */
+  /* buffers: where the backend moves data (device on cuda) and their host mirrors */
+  void *send, *recv;
+  size_t send_cap, recv_cap; /* bytes */
+  char *host_in, *host_want, *host_got, *host_stage_send, *host_stage_recv;
+} bench_ctx_t;
+
+typedef struct bench_coll {
+  bench_kind_t kind;
+  const char *name;
+  int has_op, has_root;
+  double (*busbw_factor)(int nranks);
+  void (*shape)(const bench_ctx_t *c, size_t bytes, bench_shape_t *s);
+  /* the gmpi call */
+  gmpi_status_t (*run)(bench_ctx_t *c, const bench_shape_t *s);
+  /* this rank's input (host_in) and the expected output (host_want) */
+  void (*fill)(bench_ctx_t *c, const bench_shape_t *s);
+} bench_coll_t;
+
+extern const bench_coll_t bench_colls[BENCH_COLL_COUNT];
+
+/* A baseline: the same operation on the same buffers by other means. */
+typedef struct bench_baseline {
+  const char *name; /* "mpi", "nccl", "staged" */
+  /* 1 when usable for this backend and dtype; else fills why. */
+  int (*available)(const bench_ctx_t *c, char *why, size_t why_len);
+  /* One operation; returns 0 on success. */
+  int (*run)(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
+} bench_baseline_t;
+
+extern const bench_baseline_t bench_baseline_mpi;
+extern const bench_baseline_t bench_baseline_nccl;   /* cuda builds only */
+extern const bench_baseline_t bench_baseline_staged; /* cuda builds only */
+const bench_baseline_t *bench_find_baseline(const char *name);
+
+/* One measured row for the report. */
+typedef struct {
+  const char *coll, *impl; /* "allreduce", "gmpi" / "mpi" / ... */
+  size_t bytes, count;
+  double time_us, algbw, busbw;
+  long wrong;
+} bench_row_t;
+
+void bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n);
+void bench_report_svg(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n);
+
+/* Helpers shared by the collective table and baselines. */
+long bench_count_wrong(const bench_ctx_t *c, size_t elems);
+int bench_mpi_type_ok(gmpi_dtype_t d);
+/* The blocking MPI call for kind on host buffers (raw-MPI and staged baselines). */
+int bench_mpi_call(bench_ctx_t *c, bench_kind_t kind, const bench_shape_t *s, const void *send,
+                   void *recv);
+
+#endif

@@ -1,0 +1,63 @@
+/* Modes other than eager, and the baseline registry. Plan mode records plan_ops calls of the
+ * collective once per row and replays the plan; its time is divided by plan_ops. */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+typedef struct {
+  const bench_coll_t *coll;
+  size_t count;
+  gmpi_plan_t plan;
+} plan_cache_t;
+
+static plan_cache_t cache;
+
+static int build_plan(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  gmpi_plan_free(&cache.plan);
+  gmpi_status_t st = gmpi_plan_begin(c->comm);
+  for (int i = 0; i < c->plan_ops && st == GMPI_SUCCESS; i++) st = coll->run(c, s);
+  gmpi_status_t end = gmpi_plan_end(c->comm, &cache.plan);
+  if (st == GMPI_SUCCESS) st = end;
+  if (st != GMPI_SUCCESS) {
+    fprintf(stderr, "[rank %d] recording a %s plan failed: %s\n", c->rank, coll->name,
+            gmpi_last_error());
+    return 1;
+  }
+  cache.coll = coll;
+  cache.count = s->count;
+  return 0;
+}
+
+/* One "operation" in plan mode is one replay of plan_ops calls: times are per replay and the
+ * table divides by plan_ops. */
+int bench_plan_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  if ((cache.coll != coll || cache.count != s->count || !cache.plan) && build_plan(c, coll, s))
+    return 1;
+  gmpi_status_t st = gmpi_plan_run(cache.plan);
+  if (st != GMPI_SUCCESS)
+    fprintf(stderr, "[rank %d] plan replay failed: %s\n", c->rank, gmpi_last_error());
+  return st != GMPI_SUCCESS;
+}
+
+#ifndef GMPI_BENCH_CUDA
+int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  (void)coll;
+  (void)s;
+  if (c->rank == 0) fprintf(stderr, "gmpi-bench: --mode stream needs the cuda backend\n");
+  return 1;
+}
+#endif
+
+const bench_baseline_t *bench_find_baseline(const char *name) {
+  static const bench_baseline_t *const all[] = {
+      &bench_baseline_mpi,
+#ifdef GMPI_BENCH_CUDA
+      &bench_baseline_nccl,
+      &bench_baseline_staged,
+#endif
+  };
+  for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+    if (!strcmp(all[i]->name, name)) return all[i];
+  return NULL;
+}
