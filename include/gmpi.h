@@ -17,25 +17,25 @@
 extern "C" {
 #endif
 
-#define GMPI_VERSION_MAJOR 0
-#define GMPI_VERSION_MINOR 3
-#define GMPI_VERSION_PATCH 0
+#define GMPI_VERSION_MAJOR  0
+#define GMPI_VERSION_MINOR  3
+#define GMPI_VERSION_PATCH  0
 #define GMPI_VERSION_STRING "0.3.0"
 
 /* The status list, written once: X(name, value, text). It generates the enum and the
  * strings of gmpi_strerror. */
-#define GMPI_STATUS_MAP(X)                                                                       \
-  X(SUCCESS, 0, "success")                                                                       \
-  X(ERR_INVALID_ARG, 1, "invalid argument")                                                      \
-  X(ERR_UNSUPPORTED, 2, "operation not supported on this backend or buffer")                     \
-  X(ERR_NO_DEVICE, 3, "no usable device for the requested backend")                              \
-  X(ERR_NO_MEMORY, 4, "out of memory or over the memory budget")                                 \
-  X(ERR_TRUNCATE, 5, "message longer than the receive buffer")                                   \
-  X(ERR_MISMATCH, 6, "ranks disagree on an operation")                                           \
-  X(ERR_TIMEOUT, 7, "operation did not complete within GMPI_TIMEOUT")                            \
-  X(ERR_STATE, 8, "communicator or object in a state that forbids this call")                    \
-  X(ERR_MPI, 9, "MPI call failed")                                                               \
-  X(ERR_BACKEND, 10, "backend (CUDA/NCCL) call failed")                                          \
+#define GMPI_STATUS_MAP(X)                                                                         \
+  X(SUCCESS, 0, "success")                                                                         \
+  X(ERR_INVALID_ARG, 1, "invalid argument")                                                        \
+  X(ERR_UNSUPPORTED, 2, "operation not supported on this backend or buffer")                       \
+  X(ERR_NO_DEVICE, 3, "no usable device for the requested backend")                                \
+  X(ERR_NO_MEMORY, 4, "out of memory or over the memory budget")                                   \
+  X(ERR_TRUNCATE, 5, "message longer than the receive buffer")                                     \
+  X(ERR_MISMATCH, 6, "ranks disagree on an operation")                                             \
+  X(ERR_TIMEOUT, 7, "operation did not complete within GMPI_TIMEOUT")                              \
+  X(ERR_STATE, 8, "communicator or object in a state that forbids this call")                      \
+  X(ERR_MPI, 9, "MPI call failed")                                                                 \
+  X(ERR_BACKEND, 10, "backend (CUDA/NCCL) call failed")                                            \
   X(ERR_INTERNAL, 11, "internal error in gmpi")
 
 typedef enum {
@@ -55,7 +55,7 @@ typedef struct gmpi_request *gmpi_request_t;
 typedef struct gmpi_plan *gmpi_plan_t;
 
 #define GMPI_ANY_SOURCE (-1)
-#define GMPI_ANY_TAG (-1)
+#define GMPI_ANY_TAG    (-1)
 /* Color for gmpi_comm_split: this rank joins no new communicator (*newcomm = NULL). */
 #define GMPI_UNDEFINED (-32766)
 

@@ -14,12 +14,12 @@ static gmpi_msg_status_t st;
 static int flag;
 
 typedef struct {
-  const char *what;       /* the case, for the failure message */
-  gmpi_status_t expect;   /* documented status */
-  const char *mentions;   /* a word gmpi_last_error() must contain */
+  const char *what;     /* the case, for the failure message */
+  gmpi_status_t expect; /* documented status */
+  const char *mentions; /* a word gmpi_last_error() must contain */
 } bad_case_t;
 
-#define CASE(expect_, word_, call_)                                                               \
+#define CASE(expect_, word_, call_)                                                                \
   do {                                                                                             \
     bad_case_t c_ = {#call_, expect_, word_};                                                      \
     gmpi_status_t s_ = (call_);                                                                    \
@@ -27,7 +27,8 @@ typedef struct {
       T_FAIL_("%s returned %s, expected %s (%s)", c_.what, t_status_name(s_),                      \
               t_status_name(c_.expect), gmpi_last_error());                                        \
     else if (!strstr(gmpi_last_error(), c_.mentions))                                              \
-      T_FAIL_("%s: last error does not mention '%s': %s", c_.what, c_.mentions, gmpi_last_error()); \
+      T_FAIL_("%s: last error does not mention '%s': %s", c_.what, c_.mentions,                    \
+              gmpi_last_error());                                                                  \
   } while (0)
 
 #define INV GMPI_ERR_INVALID_ARG

@@ -38,7 +38,8 @@ int main(int argc, char **argv) {
   T_EQ_INT(cmp, MPI_CONGRUENT);
 
   T_OK(gmpi_barrier(comm));
-  for (int i = 0; i < 1000; i++) T_OK(gmpi_barrier(comm));
+  for (int i = 0; i < 1000; i++)
+    T_OK(gmpi_barrier(comm));
 
   /* A second comm over the same ranks works independently and is finalized on its own. */
   gmpi_comm_t second = NULL;

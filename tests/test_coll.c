@@ -6,7 +6,7 @@ static int rank, size;
 static gmpi_comm_t comm;
 
 /* Host buffer of n elements: block b (of len elements) holds the pattern of seed(b). */
-#define SEED(r, b) ((r) * 7 + (b))
+#define SEED(r, b) ((r)*7 + (b))
 
 static void *dev_copy(const void *host, size_t bytes) {
   void *dev = t_alloc(bytes);
@@ -54,7 +54,8 @@ static void reduce(gmpi_dtype_t d, gmpi_op_t op, size_t n, int root, int in_plac
 static void allgather(gmpi_dtype_t d, size_t n, int mode) {
   size_t es = gmpi_dtype_size(d), block = n * es;
   char *want = t_host(block * (size_t)size);
-  for (int r = 0; r < size; r++) T_TILE(d, want + (size_t)r * block, n, t_input(d, GMPI_SUM, r, i));
+  for (int r = 0; r < size; r++)
+    T_TILE(d, want + (size_t)r * block, n, t_input(d, GMPI_SUM, r, i));
   void *recv = t_alloc(block * (size_t)size), *send = NULL;
   if (mode == 0) { /* out of place */
     send = dev_copy(want + (size_t)rank * block, block);
@@ -65,8 +66,10 @@ static void allgather(gmpi_dtype_t d, size_t n, int mode) {
     send = mode == 1 ? (char *)recv + (size_t)rank * block : recv;
     T_OK(gmpi_allgather(send, recv, n, d, comm));
   }
-  check_dev(mode == 0 ? "allgather" : mode == 1 ? "allgather in place (slot)" : "allgather in "
-                                                                                "place (MPI)",
+  check_dev(mode == 0   ? "allgather"
+            : mode == 1 ? "allgather in place (slot)"
+                        : "allgather in "
+                          "place (MPI)",
             d, recv, want, n * (size_t)size);
   t_free(recv);
   free(want);
@@ -120,8 +123,8 @@ int main(int argc, char **argv) {
   T_OK(gmpi_comm_rank(comm, &rank));
   T_OK(gmpi_comm_size(comm, &size));
   const size_t sizes[] = {0, 1, 7, 100000};
-  const gmpi_dtype_t types[] = {GMPI_INT8, GMPI_FLOAT16, GMPI_FLOAT32, GMPI_INT64, GMPI_COMPLEX64,
-                                GMPI_BOOL};
+  const gmpi_dtype_t types[] = {GMPI_INT8,  GMPI_FLOAT16,   GMPI_FLOAT32,
+                                GMPI_INT64, GMPI_COMPLEX64, GMPI_BOOL};
   for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
     size_t n = sizes[k];
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {

@@ -122,7 +122,8 @@ static void wildcards(void) {
     T_EQ_SIZE(st.count, (size_t)st.source + 1);
     expect_pattern("ANY_SOURCE payload", GMPI_INT64, r, (size_t)st.source + 1, st.source);
   }
-  for (int k = 1; k < size; k++) T_EQ_INT(seen[k], 1);
+  for (int k = 1; k < size; k++)
+    T_EQ_INT(seen[k], 1);
   t_free(r);
 }
 
@@ -171,7 +172,8 @@ static void test_polling(void) {
     T_OK(gmpi_barrier(comm)); /* the sender starts only now: the first tests must say "not yet" */
     int done = 0;
     gmpi_msg_status_t st;
-    for (long polls = 0; !done && polls < 100000000L; polls++) T_OK(gmpi_test(&req, &done, &st));
+    for (long polls = 0; !done && polls < 100000000L; polls++)
+      T_OK(gmpi_test(&req, &done, &st));
     T_TRUE(done);
     T_EQ_PTR(req, NULL);
     T_EQ_SIZE(st.count, 33);

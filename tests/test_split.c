@@ -19,7 +19,8 @@ int main(int argc, char **argv) {
 
   /* Sum of parent ranks within each half. */
   long long mine = rank, got = -1, want = 0;
-  for (int r = rank % 2; r < size; r += 2) want += r;
+  for (int r = rank % 2; r < size; r += 2)
+    want += r;
   long long *d = t_alloc(sizeof(long long));
   t_put(d, &mine, sizeof(mine));
   T_OK(gmpi_allreduce(d, d, 1, GMPI_INT64, GMPI_SUM, half));

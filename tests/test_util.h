@@ -102,8 +102,8 @@ static inline int t_finish(const char *name) {
   int total = 0;
   MPI_Allreduce(&t_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (t_comm_ && gmpi_finalize(&t_comm_) != GMPI_SUCCESS) total++;
-  if (t_rank_ == 0) printf("%s: %s (%d failed checks over all ranks)\n", name,
-                           total ? "FAIL" : "PASS", total);
+  if (t_rank_ == 0)
+    printf("%s: %s (%d failed checks over all ranks)\n", name, total ? "FAIL" : "PASS", total);
   MPI_Finalize();
   return total ? 1 : 0;
 }
@@ -129,10 +129,12 @@ static inline void *t_alloc(size_t bytes) {
 }
 static inline void t_free(void *p) { gmpi_mem_free(t_comm_, p); }
 static inline void t_put(void *dev, const void *host, size_t bytes) {
-  if (gmpi_mem_copy(t_comm_, dev, host, bytes) != GMPI_SUCCESS) T_FAIL_("t_put: %s", gmpi_last_error());
+  if (gmpi_mem_copy(t_comm_, dev, host, bytes) != GMPI_SUCCESS)
+    T_FAIL_("t_put: %s", gmpi_last_error());
 }
 static inline void t_get(void *host, const void *dev, size_t bytes) {
-  if (gmpi_mem_copy(t_comm_, host, dev, bytes) != GMPI_SUCCESS) T_FAIL_("t_get: %s", gmpi_last_error());
+  if (gmpi_mem_copy(t_comm_, host, dev, bytes) != GMPI_SUCCESS)
+    T_FAIL_("t_get: %s", gmpi_last_error());
 }
 static inline void *t_host(size_t bytes) {
   void *p = calloc(1, bytes ? bytes : 1);

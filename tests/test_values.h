@@ -119,10 +119,13 @@ static inline t_num t_fold(gmpi_op_t op, t_num a, t_num b) {
 /* The reduction of all ranks' inputs at element i, as MPI defines it. */
 static inline t_num t_reduced(gmpi_dtype_t d, gmpi_op_t op, int nranks, size_t i) {
   t_num acc = t_input(d, op, 0, i);
-  for (int r = 1; r < nranks; r++) acc = t_fold(op, acc, t_input(d, op, r, i));
+  for (int r = 1; r < nranks; r++)
+    acc = t_fold(op, acc, t_input(d, op, r, i));
   if (op == GMPI_AVG) {
-    if (t_is_int(d)) acc.re = (double)((long long)acc.re / nranks); /* C truncation */
-    else acc.re /= nranks;
+    if (t_is_int(d))
+      acc.re = (double)((long long)acc.re / nranks); /* C truncation */
+    else
+      acc.re /= nranks;
   }
   return acc;
 }
@@ -130,8 +133,9 @@ static inline t_num t_reduced(gmpi_dtype_t d, gmpi_op_t op, int nranks, size_t i
 /* Fill buf[0..n) by tiling one period of f(i). */
 #define T_TILE(d, buf, n, expr_of_i)                                                               \
   do {                                                                                             \
-    size_t es_ = gmpi_dtype_size(d), n_ = (n), head_ = n_ < T_PERIOD ? n_ : T_PERIOD;               \
-    for (size_t i = 0; i < head_; i++) t_store((d), (buf), i, (expr_of_i));                        \
+    size_t es_ = gmpi_dtype_size(d), n_ = (n), head_ = n_ < T_PERIOD ? n_ : T_PERIOD;              \
+    for (size_t i = 0; i < head_; i++)                                                             \
+      t_store((d), (buf), i, (expr_of_i));                                                         \
     for (size_t done_ = head_; done_ < n_;) {                                                      \
       size_t c_ = done_ < n_ - done_ ? done_ : n_ - done_;                                         \
       memcpy((char *)(buf) + done_ * es_, (buf), c_ * es_);                                        \

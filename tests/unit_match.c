@@ -44,7 +44,7 @@ int main(void) {
   CHECK_EQ(gmpi_match_post(&m, &p3) == NULL, 1);
   gmpi_match_msg_t d = msg(3, 5, 0), e = msg(4, 5, 0), f = msg(3, 5, 1), g = msg(3, 6, 2);
   CHECK_EQ(gmpi_match_arrive(&m, &d) == &p1, 1);
-  CHECK_EQ(gmpi_match_arrive(&m, &e) == &p2, 1); /* the wildcard, not p3 (wrong source) */
+  CHECK_EQ(gmpi_match_arrive(&m, &e) == &p2, 1);  /* the wildcard, not p3 (wrong source) */
   CHECK_EQ(gmpi_match_arrive(&m, &g) == NULL, 1); /* tag 6: nobody wants it */
   CHECK_EQ(gmpi_match_arrive(&m, &f) == &p3, 1);
   /* Cancel: a posted receive disappears, a second cancel finds nothing. */

@@ -24,9 +24,9 @@ int main(void) {
   CHECK_EQ(gmpi_float_to_half(-2.5f), 0xc100);
   CHECK_EQ(gmpi_float_to_half(65504.0f), 0x7bff);
   CHECK_EQ(gmpi_float_to_half(1e6f), 0x7c00);
-  CHECK_EQ(gmpi_float_to_half(1.0f + 1.0f / 2048), 0x3c00);     /* tie: to even */
-  CHECK_EQ(gmpi_float_to_half(1.0f + 3.0f / 2048), 0x3c02);     /* tie: to even (up) */
-  CHECK_EQ(gmpi_float_to_half(5.9604645e-8f), 0x0001);          /* smallest subnormal */
+  CHECK_EQ(gmpi_float_to_half(1.0f + 1.0f / 2048), 0x3c00); /* tie: to even */
+  CHECK_EQ(gmpi_float_to_half(1.0f + 3.0f / 2048), 0x3c02); /* tie: to even (up) */
+  CHECK_EQ(gmpi_float_to_half(5.9604645e-8f), 0x0001);      /* smallest subnormal */
   CHECK_EQ(gmpi_half_to_float(0x0001), 5.9604645e-8f);
   CHECK_EQ(gmpi_half_to_float(0x3555), 0.333251953125f);
   CHECK_EQ(gmpi_half_to_float(0xfc00), -INFINITY);

@@ -32,8 +32,9 @@ int main(int argc, char **argv) {
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &local);
   MPI_Comm_free(&node);
-  if (rank == 0) printf("%s | %s | NCCL %s\n%-5s %-20s %-6s %-8s %-7s %s\n", g, m, n, "rank",
-                        "host", "local", "backend", "device", "gmpi device memory (MiB)");
+  if (rank == 0)
+    printf("%s | %s | NCCL %s\n%-5s %-20s %-6s %-8s %-7s %s\n", g, m, n, "rank", "host", "local",
+           "backend", "device", "gmpi device memory (MiB)");
   for (int r = 0; r < size; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (r == rank)

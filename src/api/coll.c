@@ -33,15 +33,15 @@ gmpi_status_t gmpi_allgather(const void *sendbuf, void *recvbuf, size_t sendcoun
 gmpi_status_t gmpi_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                   gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, (gmpi_coll_args_t){GMPI_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount,
-                                      dtype, op, 0});
+  return run(comm, (gmpi_coll_args_t){GMPI_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype,
+                                      op, 0});
 }
 
 gmpi_status_t gmpi_alltoall(const void *sendbuf, void *recvbuf, size_t count_per_peer,
                             gmpi_dtype_t dtype, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, (gmpi_coll_args_t){GMPI_COLL_ALLTOALL, sendbuf, recvbuf, count_per_peer, dtype,
-                                      0, 0});
+  return run(comm,
+             (gmpi_coll_args_t){GMPI_COLL_ALLTOALL, sendbuf, recvbuf, count_per_peer, dtype, 0, 0});
 }
 
 gmpi_status_t gmpi_barrier(gmpi_comm_t comm) {

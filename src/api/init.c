@@ -76,8 +76,8 @@ static gmpi_status_t describe_comm(gmpi_comm_t comm) {
   MPI_Comm_size(mc, &comm->size);
   MPI_Comm_rank(MPI_COMM_WORLD, &comm->world_rank);
   comm->tag_ub = gmpi_mpi_tag_ub();
-  GMPI_CHECK(gmpi_mpi_locality(mc, &comm->local_rank, &comm->local_size, comm->host,
-                               sizeof(comm->host)));
+  GMPI_CHECK(
+      gmpi_mpi_locality(mc, &comm->local_rank, &comm->local_size, comm->host, sizeof(comm->host)));
   if (gmpi_flight_init(&comm->flight, comm->cfg.flight_records) != GMPI_SUCCESS)
     return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the flight record");
   return GMPI_SUCCESS;

@@ -81,7 +81,7 @@ gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *s
   }
   if (gmpi_plan_request_is_recorded(req))
     return gmpi_error(GMPI_ERR_STATE, "a request recorded in a plan cannot be tested; wait it "
-                      "inside the plan");
+                                      "inside the plan");
   int flag = 0;
   st = req->comm->ops->p2p_test(req, &flag);
   if (st != GMPI_SUCCESS) return st;
@@ -107,7 +107,8 @@ static gmpi_status_t wait_many(int count, gmpi_request_t *reqs, gmpi_msg_status_
         pending++;
         continue;
       }
-      if (st == GMPI_SUCCESS) st = gmpi_request_finish(reqs[i], statuses ? &statuses[i] : NULL);
+      if (st == GMPI_SUCCESS)
+        st = gmpi_request_finish(reqs[i], statuses ? &statuses[i] : NULL);
       else {
         reqs[i]->comm->ops->p2p_abandon(reqs[i]);
         free(reqs[i]);
@@ -147,7 +148,7 @@ gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests, gmpi_msg_status_
   }
   if (recorded && recorded != live)
     return gmpi_error(GMPI_ERR_INVALID_ARG, "gmpi_waitall mixes requests recorded in a plan "
-                      "with requests that run now");
+                                            "with requests that run now");
   if (recorded) {
     gmpi_status_t st = GMPI_SUCCESS;
     for (int i = 0; i < count && st == GMPI_SUCCESS; i++) {

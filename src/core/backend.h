@@ -51,8 +51,8 @@ typedef enum { GMPI_QUERY_NCCL_COMM, GMPI_QUERY_STREAM, GMPI_QUERY_DEVICE } gmpi
 struct gmpi_plan;
 
 typedef struct gmpi_backend_ops {
-  const char *name;      /* "cpu" or "cuda": logs, gmpi-info, error messages */
-  gmpi_backend_t kind;   /* the public enum value */
+  const char *name;    /* "cpu" or "cuda": logs, gmpi-info, error messages */
+  gmpi_backend_t kind; /* the public enum value */
   /* Version of the library it drives ("NCCL 2.28.3"), or NULL. */
   const char *(*lib_version)(void);
   /* Can this process use the backend? On no, writes the reason into why. Local, not collective. */

@@ -41,7 +41,7 @@ static void differing_fields(const coll_sig_t *a, const coll_sig_t *b, char *out
   const struct {
     const char *name;
     int differs;
-  } f[] = {{"sequence", a->seq != b->seq}, {"operation", a->kind != b->kind},
+  } f[] = {{"sequence", a->seq != b->seq},  {"operation", a->kind != b->kind},
            {"count", a->count != b->count}, {"dtype", a->dtype != b->dtype},
            {"op", a->op != b->op},          {"root", a->root != b->root}};
   for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
@@ -52,8 +52,8 @@ static void differing_fields(const coll_sig_t *a, const coll_sig_t *b, char *out
 gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   coll_sig_t mine = make_sig(comm, a);
   coll_sig_t *all = calloc((size_t)comm->size, sizeof(*all));
-  if (!all) return gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %d signatures",
-                              comm->size);
+  if (!all)
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %d signatures", comm->size);
   gmpi_status_t st = gmpi_oob_allgather(comm, &mine, all, sizeof(mine));
   if (st != GMPI_SUCCESS) goto free_all;
   for (int r = 1; r < comm->size; r++) {

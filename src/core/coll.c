@@ -33,8 +33,10 @@ gmpi_status_t gmpi_count_bytes(size_t count, gmpi_dtype_t dtype, size_t multiple
                                size_t *bytes) {
   size_t es = gmpi_dtype_size(dtype);
   if (multiple && count > SIZE_MAX / es / multiple)
-    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' = %zu is too large: %zu x %zu bytes "
-                      "overflows size_t", arg, count, multiple, es);
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "argument '%s' = %zu is too large: %zu x %zu bytes "
+                      "overflows size_t",
+                      arg, count, multiple, es);
   *bytes = count * es * multiple;
   return GMPI_SUCCESS;
 }
@@ -92,20 +94,20 @@ gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                  gmpi_coll_extent_t *ext) {
   GMPI_CHECK(check_dtype_op(a));
   if (gmpi_coll_has_root(a->kind) && (a->root < 0 || a->root >= comm->size))
-    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'root' = %d is out of range [0, %d)",
-                      a->root, comm->size);
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'root' = %d is out of range [0, %d)", a->root,
+                      comm->size);
   GMPI_CHECK(coll_extent(comm, a, ext));
   const char *send_name = a->kind == GMPI_COLL_BCAST ? "buf" : "sendbuf";
   if (ext->send_bytes && !a->sendbuf && !ext->in_place)
-    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL with count %zu > 0",
-                      send_name, a->count);
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL with count %zu > 0", send_name,
+                      a->count);
   if (ext->recv_bytes && !a->recvbuf)
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL with count %zu > 0",
                       a->kind == GMPI_COLL_BCAST ? "buf" : "recvbuf", a->count);
   if (!ext->in_place && ranges_overlap(a->sendbuf, ext->send_bytes, a->recvbuf, ext->recv_bytes))
     return gmpi_error(GMPI_ERR_INVALID_ARG,
-                      "sendbuf %p and recvbuf %p overlap but are not an in-place call",
-                      a->sendbuf, a->recvbuf);
+                      "sendbuf %p and recvbuf %p overlap but are not an in-place call", a->sendbuf,
+                      a->recvbuf);
   return GMPI_SUCCESS;
 }
 

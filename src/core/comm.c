@@ -43,7 +43,8 @@ void gmpi_comm_unregister(gmpi_comm_t comm) {
 int gmpi_comm_is_live(gmpi_comm_t comm) {
   int live = 0;
   pthread_mutex_lock(&registry_lock);
-  for (size_t i = 0; i < registry_len && !live; i++) live = registry[i] == comm;
+  for (size_t i = 0; i < registry_len && !live; i++)
+    live = registry[i] == comm;
   pthread_mutex_unlock(&registry_lock);
   return live;
 }

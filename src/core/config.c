@@ -14,9 +14,9 @@ typedef struct {
   int value;
 } config_word_t;
 
-static const config_word_t backend_words[] = {
-    {"auto", GMPI_WANT_AUTO}, {"cpu", GMPI_WANT_CPU},   {"cuda", GMPI_WANT_CUDA},
-    {"gpu", GMPI_WANT_GPU},   {"rocm", GMPI_WANT_ROCM}, {NULL, 0}};
+static const config_word_t backend_words[] = {{"auto", GMPI_WANT_AUTO}, {"cpu", GMPI_WANT_CPU},
+                                              {"cuda", GMPI_WANT_CUDA}, {"gpu", GMPI_WANT_GPU},
+                                              {"rocm", GMPI_WANT_ROCM}, {NULL, 0}};
 static const config_word_t debug_words[] = {{"none", GMPI_LOG_NONE},
                                             {"warn", GMPI_LOG_WARN},
                                             {"info", GMPI_LOG_INFO},
@@ -95,20 +95,20 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
                      .flight_records = 16};
   int backend = (int)c.backend, debug = (int)c.debug, p2p = (int)c.p2p;
   double chunk = (double)c.max_chunk, records = c.flight_records;
-  GMPI_CHECK(read_word("GMPI_BACKEND", backend_words, "one of auto, cpu, cuda, gpu, rocm",
-                       &backend));
+  GMPI_CHECK(
+      read_word("GMPI_BACKEND", backend_words, "one of auto, cpu, cuda, gpu, rocm", &backend));
   GMPI_CHECK(read_word("GMPI_DEBUG", debug_words, "one of none, warn, info, trace", &debug));
   GMPI_CHECK(read_word("GMPI_P2P", p2p_words, "one of auto, native, envelope", &p2p));
   GMPI_CHECK(read_word("GMPI_CHECK", bool_words, "0 or 1", &c.check));
   GMPI_CHECK(read_word("GMPI_GPU_PREALLOCATE", bool_words, "0 or 1", &c.gpu_preallocate));
-  GMPI_CHECK(read_number("GMPI_TIMEOUT", 0.0, 1e9, "a number of seconds >= 0 (0 = never)",
-                         &c.timeout_s));
+  GMPI_CHECK(
+      read_number("GMPI_TIMEOUT", 0.0, 1e9, "a number of seconds >= 0 (0 = never)", &c.timeout_s));
   GMPI_CHECK(read_number("GMPI_GPU_MEM_FRACTION", 0.0, 1.0, "a fraction between 0 and 1",
                          &c.gpu_mem_fraction));
   GMPI_CHECK(read_number("GMPI_MAX_CHUNK", 1.0, (double)INT_MAX,
                          "a whole number of elements between 1 and 2147483647", &chunk));
-  GMPI_CHECK(read_number("GMPI_FLIGHT_RECORDS", 1.0, 4096.0, "a number of records (1..4096)",
-                         &records));
+  GMPI_CHECK(
+      read_number("GMPI_FLIGHT_RECORDS", 1.0, 4096.0, "a number of records (1..4096)", &records));
   GMPI_CHECK(read_devices(&c));
   if (chunk != floor(chunk))
     return bad_value("GMPI_MAX_CHUNK", getenv("GMPI_MAX_CHUNK"), "a whole number of elements");

@@ -20,16 +20,16 @@ const gmpi_dtype_info_t gmpi_dtype_table[GMPI_DTYPE_COUNT] = {
 };
 
 #define ARITHMETIC (GMPI_CLASS_INT | GMPI_CLASS_FLOAT | GMPI_CLASS_COMPLEX)
-#define ORDERED (GMPI_CLASS_INT | GMPI_CLASS_FLOAT)
-#define BITWISE (GMPI_CLASS_INT | GMPI_CLASS_BYTE)
-#define LOGICAL (GMPI_CLASS_INT | GMPI_CLASS_BOOL)
+#define ORDERED    (GMPI_CLASS_INT | GMPI_CLASS_FLOAT)
+#define BITWISE    (GMPI_CLASS_INT | GMPI_CLASS_BYTE)
+#define LOGICAL    (GMPI_CLASS_INT | GMPI_CLASS_BOOL)
 
 const gmpi_op_info_t gmpi_op_table[GMPI_OP_COUNT] = {
-    [GMPI_SUM] = {"sum", ARITHMETIC},  [GMPI_PROD] = {"prod", ARITHMETIC},
-    [GMPI_MIN] = {"min", ORDERED},     [GMPI_MAX] = {"max", ORDERED},
-    [GMPI_AVG] = {"avg", ORDERED},     [GMPI_BAND] = {"band", BITWISE},
-    [GMPI_BOR] = {"bor", BITWISE},     [GMPI_BXOR] = {"bxor", BITWISE},
-    [GMPI_LAND] = {"land", LOGICAL},   [GMPI_LOR] = {"lor", LOGICAL},
+    [GMPI_SUM] = {"sum", ARITHMETIC}, [GMPI_PROD] = {"prod", ARITHMETIC},
+    [GMPI_MIN] = {"min", ORDERED},    [GMPI_MAX] = {"max", ORDERED},
+    [GMPI_AVG] = {"avg", ORDERED},    [GMPI_BAND] = {"band", BITWISE},
+    [GMPI_BOR] = {"bor", BITWISE},    [GMPI_BXOR] = {"bxor", BITWISE},
+    [GMPI_LAND] = {"land", LOGICAL},  [GMPI_LOR] = {"lor", LOGICAL},
     [GMPI_LXOR] = {"lxor", LOGICAL},
 };
 

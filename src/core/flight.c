@@ -4,8 +4,9 @@
 
 #include "log.h"
 
-static const char *const state_name[] = {
-    [GMPI_FLIGHT_STARTED] = "started", [GMPI_FLIGHT_DONE] = "done", [GMPI_FLIGHT_FAILED] = "failed"};
+static const char *const state_name[] = {[GMPI_FLIGHT_STARTED] = "started",
+                                         [GMPI_FLIGHT_DONE] = "done",
+                                         [GMPI_FLIGHT_FAILED] = "failed"};
 
 gmpi_status_t gmpi_flight_init(gmpi_flight_t *f, int cap) {
   f->ring = calloc((size_t)cap, sizeof(*f->ring));
@@ -23,8 +24,8 @@ void gmpi_flight_free(gmpi_flight_t *f) {
 uint64_t gmpi_flight_start(gmpi_flight_t *f, const char *what, size_t count, int peer, int tag) {
   uint64_t seq = f->next_seq++;
   if (f->cap == 0) return seq;
-  f->ring[seq % (uint64_t)f->cap] = (gmpi_flight_entry_t){
-      .seq = seq, .what = what, .count = count, .peer = peer, .tag = tag};
+  f->ring[seq % (uint64_t)f->cap] =
+      (gmpi_flight_entry_t){.seq = seq, .what = what, .count = count, .peer = peer, .tag = tag};
   return seq;
 }
 
@@ -44,8 +45,8 @@ void gmpi_flight_dump(const gmpi_flight_t *f, const char *why) {
     const gmpi_flight_entry_t *e = &f->ring[s % (uint64_t)f->cap];
     if (e->seq != s) continue;
     gmpi_log(GMPI_LOG_INFO, "  #%llu %-15s count %zu peer/root %d tag %d: %s%s%s",
-             (unsigned long long)e->seq, e->what, e->count, e->peer, e->tag,
-             state_name[e->state], e->state == GMPI_FLIGHT_FAILED ? " " : "",
+             (unsigned long long)e->seq, e->what, e->count, e->peer, e->tag, state_name[e->state],
+             e->state == GMPI_FLIGHT_FAILED ? " " : "",
              e->state == GMPI_FLIGHT_FAILED ? gmpi_strerror(e->status) : "");
   }
 }

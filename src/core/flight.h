@@ -11,11 +11,11 @@
 typedef enum { GMPI_FLIGHT_STARTED = 0, GMPI_FLIGHT_DONE, GMPI_FLIGHT_FAILED } gmpi_flight_state_t;
 
 typedef struct {
-  uint64_t seq;       /* per-comm operation number, from 1 */
-  const char *what;   /* "allreduce", "isend"... (static strings) */
-  size_t count;       /* elements */
-  int peer;           /* peer for p2p, root for rooted collectives, -1 otherwise */
-  int tag;            /* p2p tag, -1 otherwise */
+  uint64_t seq;     /* per-comm operation number, from 1 */
+  const char *what; /* "allreduce", "isend"... (static strings) */
+  size_t count;     /* elements */
+  int peer;         /* peer for p2p, root for rooted collectives, -1 otherwise */
+  int tag;          /* p2p tag, -1 otherwise */
   gmpi_flight_state_t state;
   gmpi_status_t status; /* when failed */
 } gmpi_flight_entry_t;

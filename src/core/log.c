@@ -8,9 +8,10 @@
 static int log_level = -1; /* -1: not set up yet */
 static int log_rank = -1;
 
-static const char *const level_name[] = {
-    [GMPI_LOG_NONE] = "NONE", [GMPI_LOG_WARN] = "WARN", [GMPI_LOG_INFO] = "INFO",
-    [GMPI_LOG_TRACE] = "TRACE"};
+static const char *const level_name[] = {[GMPI_LOG_NONE] = "NONE",
+                                         [GMPI_LOG_WARN] = "WARN",
+                                         [GMPI_LOG_INFO] = "INFO",
+                                         [GMPI_LOG_TRACE] = "TRACE"};
 
 void gmpi_log_setup(gmpi_log_level_t level, int world_rank) {
   log_level = (int)level;

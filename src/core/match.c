@@ -15,8 +15,10 @@ gmpi_match_recv_t *gmpi_match_arrive(gmpi_match_t *m, gmpi_match_msg_t *msg) {
     return r;
   }
   msg->next = NULL;
-  if (m->unexpected_tail) m->unexpected_tail->next = msg;
-  else m->unexpected_head = msg;
+  if (m->unexpected_tail)
+    m->unexpected_tail->next = msg;
+  else
+    m->unexpected_head = msg;
   m->unexpected_tail = msg;
   return NULL;
 }
@@ -31,8 +33,10 @@ gmpi_match_msg_t *gmpi_match_post(gmpi_match_t *m, gmpi_match_recv_t *recv) {
     return u;
   }
   recv->next = NULL;
-  if (m->posted_tail) m->posted_tail->next = recv;
-  else m->posted_head = recv;
+  if (m->posted_tail)
+    m->posted_tail->next = recv;
+  else
+    m->posted_head = recv;
   m->posted_tail = recv;
   return NULL;
 }

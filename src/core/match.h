@@ -15,9 +15,9 @@
 typedef struct gmpi_match_msg {
   int source, tag;
   size_t bytes;
-  int dtype;                         /* the sender's dtype, for GMPI_CHECK */
-  uint64_t seq;                      /* per (source -> this rank) order, from 0 */
-  struct gmpi_match_msg *next;       /* unexpected queue */
+  int dtype;                   /* the sender's dtype, for GMPI_CHECK */
+  uint64_t seq;                /* per (source -> this rank) order, from 0 */
+  struct gmpi_match_msg *next; /* unexpected queue */
 } gmpi_match_msg_t;
 
 /* A posted receive. */

@@ -17,8 +17,8 @@ static gmpi_status_t check_tag(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
   int is_recv = a->dir == GMPI_P2P_RECV;
   if (is_recv && a->tag == GMPI_ANY_TAG) return GMPI_SUCCESS;
   if (a->tag < 0 || a->tag > comm->tag_ub)
-    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'tag' = %d is out of range [0, %d]%s",
-                      a->tag, comm->tag_ub, is_recv ? " and not GMPI_ANY_TAG" : "");
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'tag' = %d is out of range [0, %d]%s", a->tag,
+                      comm->tag_ub, is_recv ? " and not GMPI_ANY_TAG" : "");
   return GMPI_SUCCESS;
 }
 
@@ -29,8 +29,7 @@ gmpi_status_t gmpi_p2p_validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
   size_t bytes;
   GMPI_CHECK(gmpi_count_bytes(a->count, a->dtype, 1, "count", &bytes));
   if (bytes && !a->buf)
-    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'buf' is NULL with count %zu > 0",
-                      a->count);
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'buf' is NULL with count %zu > 0", a->count);
   GMPI_CHECK(check_peer(comm, a));
   return check_tag(comm, a);
 }

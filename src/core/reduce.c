@@ -60,12 +60,12 @@ uint16_t gmpi_float_to_bf16(float f) {
 /* ---- generated element loops ---------------------------------------------------------
  * LOAD/STORE let 16-bit floats compute in float32; W is the type the expression runs in
  * (unsigned for integers, so that sums and products wrap as MPI's do, without C's UB). */
-#define PLAIN_LOAD(v) (v)
+#define PLAIN_LOAD(v)  (v)
 #define PLAIN_STORE(v) (v)
-#define HALF_LOAD(v) gmpi_half_to_float(v)
-#define HALF_STORE(v) gmpi_float_to_half(v)
-#define BF16_LOAD(v) gmpi_bf16_to_float(v)
-#define BF16_STORE(v) gmpi_float_to_bf16(v)
+#define HALF_LOAD(v)   gmpi_half_to_float(v)
+#define HALF_STORE(v)  gmpi_float_to_half(v)
+#define BF16_LOAD(v)   gmpi_bf16_to_float(v)
+#define BF16_STORE(v)  gmpi_float_to_bf16(v)
 
 #define REDUCE_FN(tn, T, W, LOAD, STORE, on, EXPR)                                                 \
   static void reduce_##tn##_##on(void *io, const void *in, size_t n) {                             \
@@ -80,7 +80,8 @@ uint16_t gmpi_float_to_bf16(float f) {
 #define DIVIDE_FN(tn, T, W, LOAD, STORE)                                                           \
   static void divide_##tn(void *buf, size_t n, int d) {                                            \
     T *a = buf;                                                                                    \
-    for (size_t i = 0; i < n; i++) a[i] = (T)STORE((W)(LOAD(a[i]) / (W)d));                        \
+    for (size_t i = 0; i < n; i++)                                                                 \
+      a[i] = (T)STORE((W)(LOAD(a[i]) / (W)d));                                                     \
   }
 
 #define ARITH_FNS(tn, T, W, L, S)                                                                  \
@@ -101,7 +102,8 @@ uint16_t gmpi_float_to_bf16(float f) {
   ARITH_FNS(tn, T, U, PLAIN_LOAD, PLAIN_STORE)                                                     \
   ORDER_FNS(tn, T, T, PLAIN_LOAD, PLAIN_STORE)                                                     \
   BIT_FNS(tn, T, U) LOGIC_FNS(tn, T, T) DIVIDE_FN(tn, T, T, PLAIN_LOAD, PLAIN_STORE)
-#define FLOAT_FNS(tn, T, W, L, S) ARITH_FNS(tn, T, W, L, S) ORDER_FNS(tn, T, W, L, S) DIVIDE_FN(tn, T, W, L, S)
+#define FLOAT_FNS(tn, T, W, L, S)                                                                  \
+  ARITH_FNS(tn, T, W, L, S) ORDER_FNS(tn, T, W, L, S) DIVIDE_FN(tn, T, W, L, S)
 
 INT_FNS(i8, int8_t, uint8_t)
 INT_FNS(u8, uint8_t, uint8_t)
@@ -121,16 +123,19 @@ LOGIC_FNS(bool, uint8_t, uint8_t)
 BIT_FNS(byte, uint8_t, uint8_t)
 
 #define INT_ROW(tn)                                                                                \
-  {[GMPI_SUM] = reduce_##tn##_sum,   [GMPI_PROD] = reduce_##tn##_prod,                             \
-   [GMPI_MIN] = reduce_##tn##_min,   [GMPI_MAX] = reduce_##tn##_max,                               \
-   [GMPI_AVG] = reduce_##tn##_sum,   [GMPI_BAND] = reduce_##tn##_band,                             \
-   [GMPI_BOR] = reduce_##tn##_bor,   [GMPI_BXOR] = reduce_##tn##_bxor,                             \
-   [GMPI_LAND] = reduce_##tn##_land, [GMPI_LOR] = reduce_##tn##_lor,                               \
-   [GMPI_LXOR] = reduce_##tn##_lxor}
+  {                                                                                                \
+    [GMPI_SUM] = reduce_##tn##_sum, [GMPI_PROD] = reduce_##tn##_prod,                              \
+    [GMPI_MIN] = reduce_##tn##_min, [GMPI_MAX] = reduce_##tn##_max,                                \
+    [GMPI_AVG] = reduce_##tn##_sum, [GMPI_BAND] = reduce_##tn##_band,                              \
+    [GMPI_BOR] = reduce_##tn##_bor, [GMPI_BXOR] = reduce_##tn##_bxor,                              \
+    [GMPI_LAND] = reduce_##tn##_land, [GMPI_LOR] = reduce_##tn##_lor,                              \
+    [GMPI_LXOR] = reduce_##tn##_lxor                                                               \
+  }
 #define FLOAT_ROW(tn)                                                                              \
-  {[GMPI_SUM] = reduce_##tn##_sum, [GMPI_PROD] = reduce_##tn##_prod,                               \
-   [GMPI_MIN] = reduce_##tn##_min, [GMPI_MAX] = reduce_##tn##_max,                                 \
-   [GMPI_AVG] = reduce_##tn##_sum}
+  {                                                                                                \
+    [GMPI_SUM] = reduce_##tn##_sum, [GMPI_PROD] = reduce_##tn##_prod,                              \
+    [GMPI_MIN] = reduce_##tn##_min, [GMPI_MAX] = reduce_##tn##_max, [GMPI_AVG] = reduce_##tn##_sum \
+  }
 
 static const reduce_fn_t reduce_table[GMPI_DTYPE_COUNT][GMPI_OP_COUNT] = {
     [GMPI_INT8] = INT_ROW(i8),
@@ -156,10 +161,10 @@ static const reduce_fn_t reduce_table[GMPI_DTYPE_COUNT][GMPI_OP_COUNT] = {
 };
 
 static const divide_fn_t divide_table[GMPI_DTYPE_COUNT] = {
-    [GMPI_INT8] = divide_i8,       [GMPI_UINT8] = divide_u8,     [GMPI_INT16] = divide_i16,
-    [GMPI_UINT16] = divide_u16,    [GMPI_INT32] = divide_i32,    [GMPI_UINT32] = divide_u32,
-    [GMPI_INT64] = divide_i64,     [GMPI_UINT64] = divide_u64,   [GMPI_FLOAT16] = divide_f16,
-    [GMPI_BFLOAT16] = divide_bf16, [GMPI_FLOAT32] = divide_f32,  [GMPI_FLOAT64] = divide_f64,
+    [GMPI_INT8] = divide_i8,       [GMPI_UINT8] = divide_u8,    [GMPI_INT16] = divide_i16,
+    [GMPI_UINT16] = divide_u16,    [GMPI_INT32] = divide_i32,   [GMPI_UINT32] = divide_u32,
+    [GMPI_INT64] = divide_i64,     [GMPI_UINT64] = divide_u64,  [GMPI_FLOAT16] = divide_f16,
+    [GMPI_BFLOAT16] = divide_bf16, [GMPI_FLOAT32] = divide_f32, [GMPI_FLOAT64] = divide_f64,
 };
 
 void gmpi_host_reduce(gmpi_dtype_t dtype, gmpi_op_t op, void *inout, const void *in, size_t n) {

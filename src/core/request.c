@@ -21,12 +21,14 @@ gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
   req->args = *args;
   if (comm->rec) {
     gmpi_status_t st = gmpi_plan_record_p2p(comm, req);
-    if (st != GMPI_SUCCESS) free(req);
-    else *out = req;
+    if (st != GMPI_SUCCESS)
+      free(req);
+    else
+      *out = req;
     return st;
   }
-  req->flight_seq = gmpi_flight_start(&comm->flight, p2p_name(args), args->count, args->peer,
-                                      args->tag);
+  req->flight_seq =
+      gmpi_flight_start(&comm->flight, p2p_name(args), args->count, args->peer, args->tag);
   gmpi_status_t st = comm->ops->p2p_post(req);
   if (st != GMPI_SUCCESS) {
     gmpi_flight_end(&comm->flight, req->flight_seq, st);

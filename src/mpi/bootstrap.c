@@ -24,8 +24,7 @@ gmpi_status_t gmpi_mpi_start(void) {
   }
   if (!initialized) {
     int provided = 0;
-    GMPI_MPI_CHECK_GOTO(MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided), st,
-                        unlock);
+    GMPI_MPI_CHECK_GOTO(MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided), st, unlock);
     started_mpi = 1;
   }
   live_comms++;

@@ -91,8 +91,8 @@ gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, 
   if (bytes > INT_MAX)
     return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band allgather of %zu bytes", bytes);
   MPI_Request req;
-  GMPI_MPI_CHECK(MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
-                                comm->oob->comm, &req));
+  GMPI_MPI_CHECK(
+      MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->oob->comm, &req));
   return gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgather");
 }
 
@@ -117,7 +117,8 @@ gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t byt
     goto free_all;
   }
   GMPI_CHECK_GOTO(gmpi_oob_allgather(comm, &my_len, lens, sizeof(my_len)), st, free_all);
-  for (int r = 0; r < p; r++) offs[r + 1] = offs[r] + lens[r];
+  for (int r = 0; r < p; r++)
+    offs[r + 1] = offs[r] + lens[r];
   if (offs[p] > INT_MAX) {
     st = gmpi_error(GMPI_ERR_INTERNAL, "out-of-band allgatherv of %zu bytes", offs[p]);
     goto free_all;

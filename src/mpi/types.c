@@ -7,15 +7,23 @@
 #include "mpi_check.h"
 
 static const MPI_Datatype dtype_map[GMPI_DTYPE_COUNT] = {
-    [GMPI_INT8] = MPI_INT8_T,          [GMPI_UINT8] = MPI_UINT8_T,
-    [GMPI_INT16] = MPI_INT16_T,        [GMPI_UINT16] = MPI_UINT16_T,
-    [GMPI_INT32] = MPI_INT32_T,        [GMPI_UINT32] = MPI_UINT32_T,
-    [GMPI_INT64] = MPI_INT64_T,        [GMPI_UINT64] = MPI_UINT64_T,
-    [GMPI_FLOAT16] = MPI_UINT16_T,     [GMPI_BFLOAT16] = MPI_UINT16_T,
-    [GMPI_FLOAT32] = MPI_FLOAT,        [GMPI_FLOAT64] = MPI_DOUBLE,
-    [GMPI_COMPLEX64] = MPI_C_FLOAT_COMPLEX, [GMPI_COMPLEX128] = MPI_C_DOUBLE_COMPLEX,
+    [GMPI_INT8] = MPI_INT8_T,
+    [GMPI_UINT8] = MPI_UINT8_T,
+    [GMPI_INT16] = MPI_INT16_T,
+    [GMPI_UINT16] = MPI_UINT16_T,
+    [GMPI_INT32] = MPI_INT32_T,
+    [GMPI_UINT32] = MPI_UINT32_T,
+    [GMPI_INT64] = MPI_INT64_T,
+    [GMPI_UINT64] = MPI_UINT64_T,
+    [GMPI_FLOAT16] = MPI_UINT16_T,
+    [GMPI_BFLOAT16] = MPI_UINT16_T,
+    [GMPI_FLOAT32] = MPI_FLOAT,
+    [GMPI_FLOAT64] = MPI_DOUBLE,
+    [GMPI_COMPLEX64] = MPI_C_FLOAT_COMPLEX,
+    [GMPI_COMPLEX128] = MPI_C_DOUBLE_COMPLEX,
     /* bool as a C integer: MPI's logical ops on it yield 0/1 whatever non-zero came in. */
-    [GMPI_BOOL] = MPI_UINT8_T,         [GMPI_BYTE] = MPI_BYTE,
+    [GMPI_BOOL] = MPI_UINT8_T,
+    [GMPI_BYTE] = MPI_BYTE,
 };
 
 static const MPI_Op op_map[GMPI_OP_COUNT] = {
@@ -41,8 +49,10 @@ HALF_OP_FNS(bf16, GMPI_BFLOAT16)
 
 enum { HALF_F16 = 0, HALF_BF16, HALF_KINDS };
 #define HALF_ROW(tn)                                                                               \
-  {[GMPI_SUM] = mpi_##tn##_sum, [GMPI_PROD] = mpi_##tn##_prod, [GMPI_MIN] = mpi_##tn##_min,       \
-   [GMPI_MAX] = mpi_##tn##_max, [GMPI_AVG] = mpi_##tn##_sum}
+  {                                                                                                \
+    [GMPI_SUM] = mpi_##tn##_sum, [GMPI_PROD] = mpi_##tn##_prod, [GMPI_MIN] = mpi_##tn##_min,       \
+    [GMPI_MAX] = mpi_##tn##_max, [GMPI_AVG] = mpi_##tn##_sum                                       \
+  }
 static MPI_User_function *const half_fns[HALF_KINDS][GMPI_OP_COUNT] = {
     [HALF_F16] = HALF_ROW(f16), [HALF_BF16] = HALF_ROW(bf16)};
 
@@ -93,7 +103,8 @@ gmpi_status_t gmpi_mpi_bytes_type(size_t bytes, size_t limit, MPI_Datatype *type
   /* q blocks of `block` bytes, then r bytes: a struct whose type signature is plain bytes,
    * so any receive of enough bytes matches it, and whose extent is exactly `bytes`. */
   size_t block = limit;
-  while (bytes / block > INT_MAX) block *= 2;
+  while (bytes / block > INT_MAX)
+    block *= 2;
   size_t q = bytes / block, r = bytes % block;
   MPI_Datatype blocks, whole;
   GMPI_MPI_CHECK(MPI_Type_contiguous((int)block, MPI_BYTE, &blocks));

@@ -109,8 +109,7 @@ static gmpi_status_t judge(struct gmpi_envelope_engine *env, const env_msg_t *ms
     return gmpi_error(GMPI_ERR_TRUNCATE,
                       "irecv from rank %d tag %d: the message has %zu bytes, longer than the "
                       "receive buffer of %zu %s elements",
-                      msg->m.source, msg->m.tag, msg->m.bytes, a->count,
-                      gmpi_dtype_name(a->dtype));
+                      msg->m.source, msg->m.tag, msg->m.bytes, a->count, gmpi_dtype_name(a->dtype));
   if (env->comm->cfg.check && msg->m.dtype != (int)a->dtype)
     return gmpi_error(GMPI_ERR_MISMATCH,
                       "GMPI_CHECK: irecv from rank %d tag %d expects %s but rank %d sent %s",
@@ -135,8 +134,10 @@ static gmpi_status_t deliver_local(struct gmpi_envelope_engine *env, env_msg_t *
   gmpi_request_t req = msg->req;
   gmpi_status_t result = judge(env, msg, req);
   if (msg->dropped)
-    result = gmpi_error(GMPI_ERR_STATE, "irecv from rank %d tag %d: the matching send was "
-                        "abandoned after a failure", msg->m.source, msg->m.tag);
+    result = gmpi_error(GMPI_ERR_STATE,
+                        "irecv from rank %d tag %d: the matching send was "
+                        "abandoned after a failure",
+                        msg->m.source, msg->m.tag);
   const void *src = msg->state == MSG_IN_SENDER ? msg->self_send->args.buf : msg->staging;
   if (result == GMPI_SUCCESS && msg->m.bytes && src)
     result = env->mover->copy(env->mctx, req->args.buf, src, msg->m.bytes);
@@ -262,8 +263,10 @@ static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int source) 
                               .dtype = env->incoming.dtype,
                               .seq = env->incoming.seq};
   msg->state = MSG_ON_WIRE;
-  if (lane->tail) lane->tail->lane_next = msg;
-  else lane->head = msg;
+  if (lane->tail)
+    lane->tail->lane_next = msg;
+  else
+    lane->head = msg;
   lane->tail = msg;
   GMPI_TRACE("envelope from %d: tag %d, %zu bytes, seq %llu", source, msg->m.tag, msg->m.bytes,
              (unsigned long long)msg->m.seq);
@@ -322,9 +325,8 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   if (!es) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a send");
   const gmpi_p2p_args_t *a = &req->args;
   es->env_req = MPI_REQUEST_NULL;
-  es->wire = (wire_env_t){.tag = a->tag,
-                          .dtype = (int32_t)a->dtype,
-                          .bytes = a->count * gmpi_dtype_size(a->dtype)};
+  es->wire = (wire_env_t){
+      .tag = a->tag, .dtype = (int32_t)a->dtype, .bytes = a->count * gmpi_dtype_size(a->dtype)};
   req->be = es;
   if (a->peer == env->comm->rank) return post_self_send(env, req, es);
   es->wire.seq = env->lanes[a->peer].next_out_seq++;
@@ -391,8 +393,10 @@ void gmpi_env_abandon(struct gmpi_envelope_engine *env, gmpi_request_t req) {
       es->self_msg->dropped = 1;
       es->self_msg->state = MSG_STAGED;
     }
-    if (es->env_req != MPI_REQUEST_NULL) MPI_Request_free(&es->env_req); /* MPI may still read */
-    else free(es);                                                       /* es->wire: keep it */
+    if (es->env_req != MPI_REQUEST_NULL)
+      MPI_Request_free(&es->env_req); /* MPI may still read */
+    else
+      free(es); /* es->wire: keep it */
   } else {
     env_recv_t *er = req->be;
     if (!gmpi_match_cancel(&env->match, &er->m) && er->msg) {
@@ -454,7 +458,8 @@ void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
     env_msg_t *msg = (env_msg_t *)m;
     if (msg->state == MSG_STAGED || msg->state == MSG_IN_SENDER) free_msg(env, msg);
   }
-  for (int s = 0; s < env->comm->size; s++) free_list(env, env->lanes[s].head, 1);
+  for (int s = 0; s < env->comm->size; s++)
+    free_list(env, env->lanes[s].head, 1);
   free_list(env, env->moving, 0);
   if (env->comm->failure == GMPI_SUCCESS) MPI_Comm_free(&env->ctrl);
   if (env->owns_mctx) free(env->mctx);

@@ -10,12 +10,18 @@ static const struct {
   MPI_Datatype type;
   int ok;
 } mpi_types[GMPI_DTYPE_COUNT] = {
-    [GMPI_INT8] = {MPI_INT8_T, 1},        [GMPI_UINT8] = {MPI_UINT8_T, 1},
-    [GMPI_INT16] = {MPI_INT16_T, 1},      [GMPI_UINT16] = {MPI_UINT16_T, 1},
-    [GMPI_INT32] = {MPI_INT32_T, 1},      [GMPI_UINT32] = {MPI_UINT32_T, 1},
-    [GMPI_INT64] = {MPI_INT64_T, 1},      [GMPI_UINT64] = {MPI_UINT64_T, 1},
-    [GMPI_FLOAT32] = {MPI_FLOAT, 1},      [GMPI_FLOAT64] = {MPI_DOUBLE, 1},
-    [GMPI_COMPLEX64] = {MPI_C_FLOAT_COMPLEX, 1}, [GMPI_COMPLEX128] = {MPI_C_DOUBLE_COMPLEX, 1},
+    [GMPI_INT8] = {MPI_INT8_T, 1},
+    [GMPI_UINT8] = {MPI_UINT8_T, 1},
+    [GMPI_INT16] = {MPI_INT16_T, 1},
+    [GMPI_UINT16] = {MPI_UINT16_T, 1},
+    [GMPI_INT32] = {MPI_INT32_T, 1},
+    [GMPI_UINT32] = {MPI_UINT32_T, 1},
+    [GMPI_INT64] = {MPI_INT64_T, 1},
+    [GMPI_UINT64] = {MPI_UINT64_T, 1},
+    [GMPI_FLOAT32] = {MPI_FLOAT, 1},
+    [GMPI_FLOAT64] = {MPI_DOUBLE, 1},
+    [GMPI_COMPLEX64] = {MPI_C_FLOAT_COMPLEX, 1},
+    [GMPI_COMPLEX128] = {MPI_C_DOUBLE_COMPLEX, 1},
     [GMPI_BYTE] = {MPI_BYTE, 1},
 };
 static const MPI_Op mpi_ops[GMPI_OP_COUNT] = {
@@ -65,6 +71,5 @@ int bench_mpi_call(bench_ctx_t *c, bench_kind_t kind, const bench_shape_t *s, co
 static int mpi_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
   return bench_mpi_call(c, coll->kind, s, c->send, c->recv);
 }
-
 
 const bench_baseline_t bench_baseline_mpi = {"mpi", mpi_available, mpi_run};

@@ -66,8 +66,10 @@ static void fill_reduction(bench_ctx_t *c, const bench_shape_t *s) {
 static void fill_bcast(bench_ctx_t *c, const bench_shape_t *s) {
   gmpi_dtype_t d = c->dtype;
   T_TILE(d, c->host_want, s->count, t_input(d, GMPI_SUM, c->root, i));
-  if (c->rank == c->root) memcpy(c->host_in, c->host_want, s->count * es(c));
-  else T_TILE(d, c->host_in, s->count, t_input(d, GMPI_SUM, c->rank + 50, i));
+  if (c->rank == c->root)
+    memcpy(c->host_in, c->host_want, s->count * es(c));
+  else
+    T_TILE(d, c->host_in, s->count, t_input(d, GMPI_SUM, c->rank + 50, i));
 }
 static void fill_allgather(bench_ctx_t *c, const bench_shape_t *s) {
   gmpi_dtype_t d = c->dtype;

@@ -12,7 +12,7 @@
 #include "bench.h"
 
 #define MAX_BASELINES 4
-#define MAX_ROWS 4096
+#define MAX_ROWS      4096
 
 static const bench_baseline_t *baselines[MAX_BASELINES];
 static int n_baselines;
@@ -46,9 +46,12 @@ static size_t parse_size(const char *s) {
   char *end;
   double v = strtod(s, &end);
   switch (*end) {
-  case 'K': case 'k': v *= 1024; break;
-  case 'M': case 'm': v *= 1024 * 1024; break;
-  case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+  case 'K':
+  case 'k': v *= 1024; break;
+  case 'M':
+  case 'm': v *= 1024 * 1024; break;
+  case 'G':
+  case 'g': v *= 1024.0 * 1024 * 1024; break;
   default: break;
   }
   return (size_t)v;
@@ -70,29 +73,34 @@ static int parse_list(char *list, int (*add)(const char *)) {
 }
 static int add_coll(const char *w) {
   if (!strcmp(w, "all")) {
-    for (int i = 0; i < BENCH_COLL_COUNT; i++) coll_selected[i] = 1;
+    for (int i = 0; i < BENCH_COLL_COUNT; i++)
+      coll_selected[i] = 1;
     return 0;
   }
   int k = lookup(w, coll_name, BENCH_COLL_COUNT);
-  if (k < 0) fprintf(stderr, "gmpi-bench: unknown collective '%s'\n", w);
-  else coll_selected[k] = 1;
+  if (k < 0)
+    fprintf(stderr, "gmpi-bench: unknown collective '%s'\n", w);
+  else
+    coll_selected[k] = 1;
   return k < 0;
 }
 static int add_baseline(const char *w) {
   const bench_baseline_t *b = bench_find_baseline(w);
-  if (!b) fprintf(stderr, "gmpi-bench: unknown baseline '%s' (mpi, nccl, staged)\n", w);
-  else if (n_baselines < MAX_BASELINES) baselines[n_baselines++] = b;
+  if (!b)
+    fprintf(stderr, "gmpi-bench: unknown baseline '%s' (mpi, nccl, staged)\n", w);
+  else if (n_baselines < MAX_BASELINES)
+    baselines[n_baselines++] = b;
   return !b;
 }
 
 static int parse_args(int argc, char **argv, bench_ctx_t *c) {
   static const struct option opts[] = {
-      {"minbytes", 1, 0, 'b'}, {"maxbytes", 1, 0, 'e'}, {"stepfactor", 1, 0, 'f'},
+      {"minbytes", 1, 0, 'b'}, {"maxbytes", 1, 0, 'e'},     {"stepfactor", 1, 0, 'f'},
       {"iters", 1, 0, 'n'},    {"warmup_iters", 1, 0, 'w'}, {"check", 1, 0, 'c'},
-      {"op", 1, 0, 'o'},       {"datatype", 1, 0, 'd'}, {"root", 1, 0, 'r'},
-      {"json", 1, 0, 'J'},     {"coll", 1, 0, 1},       {"backend", 1, 0, 2},
-      {"baseline", 1, 0, 3},   {"plot", 1, 0, 4},       {"mode", 1, 0, 5},
-      {"plan-ops", 1, 0, 6},   {"help", 0, 0, 'h'},     {0, 0, 0, 0}};
+      {"op", 1, 0, 'o'},       {"datatype", 1, 0, 'd'},     {"root", 1, 0, 'r'},
+      {"json", 1, 0, 'J'},     {"coll", 1, 0, 1},           {"backend", 1, 0, 2},
+      {"baseline", 1, 0, 3},   {"plot", 1, 0, 4},           {"mode", 1, 0, 5},
+      {"plan-ops", 1, 0, 6},   {"help", 0, 0, 'h'},         {0, 0, 0, 0}};
   int o, bad = 0;
   while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:o:d:r:J:h", opts, NULL)) != -1) {
     switch (o) {
@@ -113,8 +121,9 @@ static int parse_args(int argc, char **argv, bench_ctx_t *c) {
     case 3: bad |= parse_list(optarg, add_baseline); break;
     case 4: svg_path = optarg; break;
     case 5:
-      c->mode = !strcmp(optarg, "stream") ? MODE_STREAM : !strcmp(optarg, "plan") ? MODE_PLAN
-                                                                                  : MODE_EAGER;
+      c->mode = !strcmp(optarg, "stream") ? MODE_STREAM
+                : !strcmp(optarg, "plan") ? MODE_PLAN
+                                          : MODE_EAGER;
       bad |= strcmp(optarg, "stream") && strcmp(optarg, "plan") && strcmp(optarg, "eager");
       break;
     case 6: c->plan_ops = atoi(optarg); break;
@@ -158,10 +167,12 @@ static long check_once(bench_ctx_t *c, const bench_coll_t *coll, const bench_sha
 static double time_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
                         impl_fn_t run, const bench_baseline_t *b) {
   int err = 0;
-  for (int i = 0; i < c->warmup; i++) err |= b ? b->run(c, coll, s) : run(c, coll, s);
+  for (int i = 0; i < c->warmup; i++)
+    err |= b ? b->run(c, coll, s) : run(c, coll, s);
   MPI_Barrier(c->mpi);
   double t0 = MPI_Wtime();
-  for (int i = 0; i < c->iters; i++) err |= b ? b->run(c, coll, s) : run(c, coll, s);
+  for (int i = 0; i < c->iters; i++)
+    err |= b ? b->run(c, coll, s) : run(c, coll, s);
   double t = (MPI_Wtime() - t0) / c->iters, tmax = 0;
   MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, c->mpi);
   return err ? -1 : tmax;
@@ -191,7 +202,9 @@ static void print_header(const bench_ctx_t *c, const bench_coll_t *coll) {
   if (c->rank) return;
   printf("#\n# %s  (%s backend, %d ranks, mode %s)\n", coll->name,
          c->backend == GMPI_BACKEND_CPU ? "cpu" : "cuda", c->size,
-         c->mode == MODE_EAGER ? "eager" : c->mode == MODE_STREAM ? "stream" : "plan");
+         c->mode == MODE_EAGER    ? "eager"
+         : c->mode == MODE_STREAM ? "stream"
+                                  : "plan");
   printf("# %12s %12s %9s %7s %5s %10s %8s %8s %7s", "size", "count", "type", "redop", "root",
          "time(us)", "algbw", "busbw", "#wrong");
   for (int i = 0; i < n_baselines; i++)
@@ -251,8 +264,7 @@ static int alloc_buffers(bench_ctx_t *c) {
   c->host_got = malloc(cap);
   c->host_stage_send = malloc(cap);
   c->host_stage_recv = malloc(cap);
-  return !c->host_in || !c->host_want || !c->host_got || !c->host_stage_send ||
-         !c->host_stage_recv;
+  return !c->host_in || !c->host_want || !c->host_got || !c->host_stage_send || !c->host_stage_recv;
 }
 
 static void free_buffers(bench_ctx_t *c) {
@@ -269,9 +281,15 @@ int bench_plan_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_
 int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
 
 int main(int argc, char **argv) {
-  bench_ctx_t c = {.dtype = GMPI_FLOAT32, .op = GMPI_SUM, .min_bytes = 8,
-                   .max_bytes = 32u << 20, .factor = 2, .iters = 20, .warmup = 5,
-                   .check = 1, .plan_ops = 100};
+  bench_ctx_t c = {.dtype = GMPI_FLOAT32,
+                   .op = GMPI_SUM,
+                   .min_bytes = 8,
+                   .max_bytes = 32u << 20,
+                   .factor = 2,
+                   .iters = 20,
+                   .warmup = 5,
+                   .check = 1,
+                   .plan_ops = 100};
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
@@ -281,7 +299,8 @@ int main(int argc, char **argv) {
     return rc == 2 ? 0 : 2;
   }
   int any = 0;
-  for (int i = 0; i < BENCH_COLL_COUNT; i++) any |= coll_selected[i];
+  for (int i = 0; i < BENCH_COLL_COUNT; i++)
+    any |= coll_selected[i];
   if (!any) coll_selected[BENCH_ALLREDUCE] = 1;
   if (gmpi_init(MPI_COMM_WORLD, &c.comm) != GMPI_SUCCESS) {
     fprintf(stderr, "[rank %d] gmpi_init failed: %s\n", c.rank, gmpi_last_error());
@@ -308,8 +327,9 @@ int main(int argc, char **argv) {
     if (!coll_selected[i]) continue;
     const bench_coll_t *coll = &bench_colls[i];
     if (coll->has_op && !gmpi_op_valid(c.dtype, c.op)) {
-      if (c.rank == 0) printf("# %s skipped: op %s is not defined on %s\n", coll->name,
-                              gmpi_op_name(c.op), gmpi_dtype_name(c.dtype));
+      if (c.rank == 0)
+        printf("# %s skipped: op %s is not defined on %s\n", coll->name, gmpi_op_name(c.op),
+               gmpi_dtype_name(c.dtype));
       continue;
     }
     wrong |= run_coll(&c, coll, impl);

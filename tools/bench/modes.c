@@ -16,7 +16,8 @@ static plan_cache_t cache;
 static int build_plan(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
   gmpi_plan_free(&cache.plan);
   gmpi_status_t st = gmpi_plan_begin(c->comm);
-  for (int i = 0; i < c->plan_ops && st == GMPI_SUCCESS; i++) st = coll->run(c, s);
+  for (int i = 0; i < c->plan_ops && st == GMPI_SUCCESS; i++)
+    st = coll->run(c, s);
   gmpi_status_t end = gmpi_plan_end(c->comm, &cache.plan);
   if (st == GMPI_SUCCESS) st = end;
   if (st != GMPI_SUCCESS) {

@@ -12,7 +12,8 @@ void bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t
     fprintf(stderr, "gmpi-bench: cannot write %s\n", path);
     return;
   }
-  fprintf(f, "{\"ranks\": %d, \"backend\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\", \"rows\": [\n",
+  fprintf(f,
+          "{\"ranks\": %d, \"backend\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\", \"rows\": [\n",
           c->size, c->backend == GMPI_BACKEND_CPU ? "cpu" : "cuda", gmpi_dtype_name(c->dtype),
           gmpi_op_name(c->op));
   for (int i = 0; i < n; i++)
@@ -27,9 +28,9 @@ void bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t
 
 /* ---- SVG ---------------------------------------------------------------------------------- */
 
-#define PANEL_W 520
-#define PANEL_H 360
-#define MARGIN 70
+#define PANEL_W    520
+#define PANEL_H    360
+#define MARGIN     70
 #define MAX_SERIES 32
 
 typedef struct {
@@ -67,19 +68,25 @@ static void draw_axes(FILE *f, const axes_t *a, const char *ylabel) {
           PANEL_H - 80);
   for (int e = (int)ceil(a->y0); e <= (int)floor(a->y1); e++) {
     double y = py(a, pow(10, e));
-    fprintf(f, "<line x1='%d' x2='%d' y1='%.1f' y2='%.1f' stroke='#ddd'/>"
-               "<text x='%d' y='%.1f' font-size='11' text-anchor='end'>1e%d</text>\n",
+    fprintf(f,
+            "<line x1='%d' x2='%d' y1='%.1f' y2='%.1f' stroke='#ddd'/>"
+            "<text x='%d' y='%.1f' font-size='11' text-anchor='end'>1e%d</text>\n",
             x, x + w, y, y, x - 4, y + 4, e);
   }
   for (int e = (int)ceil(a->x0 / log10(4)); e * log10(4) <= a->x1; e++) {
     double b = pow(4, e), xx = px(a, b);
     const char *unit = b >= 1 << 30 ? "G" : b >= 1 << 20 ? "M" : b >= 1 << 10 ? "K" : "";
-    double shown = b >= 1 << 30 ? b / (1 << 30) : b >= 1 << 20 ? b / (1 << 20) : b >= 1 << 10 ? b / 1024 : b;
-    fprintf(f, "<line x1='%.1f' x2='%.1f' y1='40' y2='%d' stroke='#eee'/>"
-               "<text x='%.1f' y='%d' font-size='11' text-anchor='middle'>%g%s</text>\n",
+    double shown = b >= 1 << 30   ? b / (1 << 30)
+                   : b >= 1 << 20 ? b / (1 << 20)
+                   : b >= 1 << 10 ? b / 1024
+                                  : b;
+    fprintf(f,
+            "<line x1='%.1f' x2='%.1f' y1='40' y2='%d' stroke='#eee'/>"
+            "<text x='%.1f' y='%d' font-size='11' text-anchor='middle'>%g%s</text>\n",
             xx, xx, PANEL_H - 40, xx, PANEL_H - 24, shown, unit);
   }
-  fprintf(f, "<text x='%d' y='%d' font-size='12' text-anchor='middle'>message size (bytes)</text>\n",
+  fprintf(f,
+          "<text x='%d' y='%d' font-size='12' text-anchor='middle'>message size (bytes)</text>\n",
           x + w / 2, PANEL_H - 6);
   fprintf(f, "<text x='%d' y='24' font-size='13' font-weight='bold'>%s</text>\n", x, ylabel);
 }
@@ -97,7 +104,8 @@ static void draw_panel(FILE *f, const bench_row_t *rows, int n, series_t *s, int
   }
   if (a.x0 > a.x1) return;
   a.x0 -= 0.1, a.x1 += 0.1, a.y0 = floor(a.y0 - 0.05), a.y1 = ceil(a.y1 + 0.05);
-  draw_axes(f, &a, busbw ? "bus bandwidth (GB/s), higher is better" : "time per op (us), lower is better");
+  draw_axes(f, &a,
+            busbw ? "bus bandwidth (GB/s), higher is better" : "time per op (us), lower is better");
   for (int k = 0; k < ns; k++) {
     const char *color = palette[k % 10];
     const char *dash = strcmp(s[k].impl, "gmpi") ? " stroke-dasharray='6,3'" : "";
@@ -119,23 +127,27 @@ void bench_report_svg(const char *path, const bench_ctx_t *c, const bench_row_t 
   }
   series_t s[MAX_SERIES];
   int ns = 0;
-  for (int i = 0; i < n; i++) find_series(s, &ns, &rows[i]);
+  for (int i = 0; i < n; i++)
+    find_series(s, &ns, &rows[i]);
   int legend_h = 20 * ns + 20;
-  fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
-             "font-family='sans-serif'>\n<rect width='100%%' height='100%%' fill='white'/>\n",
+  fprintf(f,
+          "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
+          "font-family='sans-serif'>\n<rect width='100%%' height='100%%' fill='white'/>\n",
           2 * PANEL_W, PANEL_H + legend_h + 20);
   draw_panel(f, rows, n, s, ns, 1, 0);
   draw_panel(f, rows, n, s, ns, 0, PANEL_W);
   for (int k = 0; k < ns; k++) {
     int y = PANEL_H + 20 + 20 * k;
-    fprintf(f, "<line x1='%d' x2='%d' y1='%d' y2='%d' stroke='%s' stroke-width='2'%s/>"
-               "<text x='%d' y='%d' font-size='12'>%s: %s</text>\n",
+    fprintf(f,
+            "<line x1='%d' x2='%d' y1='%d' y2='%d' stroke='%s' stroke-width='2'%s/>"
+            "<text x='%d' y='%d' font-size='12'>%s: %s</text>\n",
             MARGIN, MARGIN + 30, y, y, palette[k % 10],
             strcmp(s[k].impl, "gmpi") ? " stroke-dasharray='6,3'" : "", MARGIN + 36, y + 4,
             s[k].coll, s[k].impl);
   }
-  fprintf(f, "<text x='%d' y='%d' font-size='12' fill='#555'>gmpi-bench, %d ranks, %s backend, "
-             "%s %s</text>\n</svg>\n",
+  fprintf(f,
+          "<text x='%d' y='%d' font-size='12' fill='#555'>gmpi-bench, %d ranks, %s backend, "
+          "%s %s</text>\n</svg>\n",
           MARGIN + 300, PANEL_H + 24, c->size, c->backend == GMPI_BACKEND_CPU ? "cpu" : "cuda",
           gmpi_dtype_name(c->dtype), gmpi_op_name(c->op));
   fclose(f);

@@ -24,8 +24,8 @@ gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
   GMPI_CHECK(gmpi_mpi_ops_acquire());
   GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(gmpi_oob_mpi_comm(comm), &cpu->data), st, release_ops);
   GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(cpu->data, MPI_ERRORS_RETURN), st, free_data);
-  int envelope = comm->cfg.p2p == GMPI_P2P_ENVELOPE ||
-                 (comm->cfg.p2p == GMPI_P2P_AUTO && comm->cfg.check);
+  int envelope =
+      comm->cfg.p2p == GMPI_P2P_ENVELOPE || (comm->cfg.p2p == GMPI_P2P_AUTO && comm->cfg.check);
   if (envelope) GMPI_CHECK_GOTO(gmpi_env_create_mpi(comm, cpu->data, &cpu->env), st, free_data);
   return GMPI_SUCCESS;
 free_data:

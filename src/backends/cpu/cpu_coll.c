@@ -38,8 +38,10 @@ static gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
     int len = (int)(a->count - off < c->chunk ? a->count - off : c->chunk);
     const void *s = in_place ? MPI_IN_PLACE : BYTES(a->sendbuf, off, c->es);
     void *d = gets_result ? BYTES(a->recvbuf, off, c->es) : NULL;
-    if (root < 0) GMPI_MPI_CHECK(MPI_Allreduce(s, d, len, t, op, c->mc));
-    else GMPI_MPI_CHECK(MPI_Reduce(s, d, len, t, op, root, c->mc));
+    if (root < 0)
+      GMPI_MPI_CHECK(MPI_Allreduce(s, d, len, t, op, c->mc));
+    else
+      GMPI_MPI_CHECK(MPI_Reduce(s, d, len, t, op, root, c->mc));
   }
   if (gets_result && a->op == GMPI_AVG)
     gmpi_host_divide(a->dtype, a->recvbuf, a->count, c->comm->size);
@@ -67,8 +69,8 @@ static gmpi_status_t run_allgather(coll_ctx_t *c) {
   int n;
   GMPI_CHECK(gmpi_mpi_bytes_type(a->count * c->es, c->chunk, &t, &n));
   size_t block = a->count * c->es;
-  int in_place = a->sendbuf == a->recvbuf ||
-                 a->sendbuf == BYTES(a->recvbuf, (size_t)c->comm->rank, block);
+  int in_place =
+      a->sendbuf == a->recvbuf || a->sendbuf == BYTES(a->recvbuf, (size_t)c->comm->rank, block);
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_MPI_CHECK_GOTO(
       MPI_Allgather(in_place ? MPI_IN_PLACE : a->sendbuf, n, t, a->recvbuf, n, t, c->mc), st,
@@ -101,13 +103,16 @@ static gmpi_status_t run_reduce_scatter(coll_ctx_t *c) {
   const char *send = a->sendbuf;
   char *copy = NULL;
   int mpi_in_place = a->sendbuf == a->recvbuf;
-  int nccl_in_place = !mpi_in_place && a->recvbuf == BYTES(a->sendbuf, (size_t)c->comm->rank, block);
+  int nccl_in_place =
+      !mpi_in_place && a->recvbuf == BYTES(a->sendbuf, (size_t)c->comm->rank, block);
   gmpi_status_t st = GMPI_SUCCESS;
   if (a->count > c->chunk) {
     if (mpi_in_place || nccl_in_place) {
       if (!(copy = malloc(all)))
-        return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to stage %zu bytes of an in-place "
-                          "reduce_scatter", all);
+        return gmpi_error(GMPI_ERR_NO_MEMORY,
+                          "no memory to stage %zu bytes of an in-place "
+                          "reduce_scatter",
+                          all);
       memcpy(copy, a->sendbuf, all);
       send = copy;
     }
@@ -115,11 +120,11 @@ static gmpi_status_t run_reduce_scatter(coll_ctx_t *c) {
   } else {
     /* NCCL-style in place: reduce in MPI's in-place form, then move the result to its slot. */
     void *out = nccl_in_place ? (void *)a->sendbuf : a->recvbuf;
-    GMPI_MPI_CHECK_GOTO(MPI_Reduce_scatter_block((mpi_in_place || nccl_in_place) ? MPI_IN_PLACE
-                                                                                : a->sendbuf,
-                                                 out, (int)a->count, gmpi_mpi_dtype(a->dtype),
-                                                 gmpi_mpi_op(a->dtype, a->op), c->mc),
-                        st, free_copy);
+    GMPI_MPI_CHECK_GOTO(
+        MPI_Reduce_scatter_block((mpi_in_place || nccl_in_place) ? MPI_IN_PLACE : a->sendbuf, out,
+                                 (int)a->count, gmpi_mpi_dtype(a->dtype),
+                                 gmpi_mpi_op(a->dtype, a->op), c->mc),
+        st, free_copy);
     if (nccl_in_place) memmove(a->recvbuf, out, block);
   }
   if (st == GMPI_SUCCESS && a->op == GMPI_AVG)
@@ -136,8 +141,10 @@ static gmpi_status_t run_alltoall(coll_ctx_t *c) {
   char *copy = NULL;
   if (a->sendbuf == a->recvbuf && all) { /* in place: MPI's in-place alltoall is not everywhere */
     if (!(copy = malloc(all)))
-      return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to stage %zu bytes of an in-place "
-                        "alltoall", all);
+      return gmpi_error(GMPI_ERR_NO_MEMORY,
+                        "no memory to stage %zu bytes of an in-place "
+                        "alltoall",
+                        all);
     memcpy(copy, a->sendbuf, all);
     send = copy;
   }

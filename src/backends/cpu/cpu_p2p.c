@@ -58,22 +58,22 @@ static void finish_recv(gmpi_request_t req, const MPI_Status *s, int rc) {
   req->status.source = s->MPI_SOURCE;
   req->status.tag = s->MPI_TAG;
   if (rc != MPI_SUCCESS) {
-    req->result = gmpi_error(GMPI_ERR_TRUNCATE,
-                             "irecv from rank %d tag %d: the message is longer than the receive "
-                             "buffer of %zu %s elements",
-                             s->MPI_SOURCE, s->MPI_TAG, req->args.count,
-                             gmpi_dtype_name(req->args.dtype));
+    req->result =
+        gmpi_error(GMPI_ERR_TRUNCATE,
+                   "irecv from rank %d tag %d: the message is longer than the receive "
+                   "buffer of %zu %s elements",
+                   s->MPI_SOURCE, s->MPI_TAG, req->args.count, gmpi_dtype_name(req->args.dtype));
     return;
   }
   MPI_Count bytes = 0;
   MPI_Get_elements_x(s, MPI_BYTE, &bytes);
   req->status.count = (size_t)bytes / es;
   if ((size_t)bytes % es)
-    req->result = gmpi_error(GMPI_ERR_MISMATCH,
-                             "irecv from rank %d tag %d: %lld bytes arrived, not a whole number of "
-                             "%s elements (the sender used another dtype)",
-                             s->MPI_SOURCE, s->MPI_TAG, (long long)bytes,
-                             gmpi_dtype_name(req->args.dtype));
+    req->result =
+        gmpi_error(GMPI_ERR_MISMATCH,
+                   "irecv from rank %d tag %d: %lld bytes arrived, not a whole number of "
+                   "%s elements (the sender used another dtype)",
+                   s->MPI_SOURCE, s->MPI_TAG, (long long)bytes, gmpi_dtype_name(req->args.dtype));
 }
 
 gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) {
