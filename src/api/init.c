@@ -23,7 +23,7 @@ typedef struct {
  * use a GPU; an explicit choice that fails anywhere fails everywhere. */
 static gmpi_status_t agree_backend(gmpi_comm_t comm) {
   const gmpi_backend_ops_t *ops = NULL;
-  gmpi_status_t mine = gmpi_backend_select(&comm->cfg, &ops);
+  gmpi_status_t mine = gmpi_backend_select(comm, &ops);
   backend_vote_t vote = {mine, ops ? (int32_t)ops->kind : -1};
   backend_vote_t *votes = calloc((size_t)comm->size, sizeof(*votes));
   if (!votes) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d votes", comm->size);

@@ -55,8 +55,9 @@ typedef struct gmpi_backend_ops {
   gmpi_backend_t kind; /* the public enum value */
   /* Version of the library it drives ("NCCL 2.28.3"), or NULL. */
   const char *(*lib_version)(void);
-  /* Can this process use the backend? On no, writes the reason into why. Local, not collective. */
-  gmpi_status_t (*probe)(const gmpi_config_t *cfg, char *why, size_t why_len);
+  /* Can this rank use the backend (comm's cfg, host and local rank are set)? On no, writes
+   * the reason into why. Local, not collective. */
+  gmpi_status_t (*probe)(gmpi_comm_t comm, char *why, size_t why_len);
   /* Collective: attach backend state to comm (core fields and oob are set). parent is the
    * comm being split, or NULL under gmpi_init; color/key are the split's arguments. */
   gmpi_status_t (*comm_init)(gmpi_comm_t comm, gmpi_comm_t parent, int color, int key);

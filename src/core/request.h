@@ -15,6 +15,7 @@ struct gmpi_request {
   gmpi_status_t result;             /* final status once done */
   gmpi_msg_status_t status;         /* final envelope once done */
   void *be;                         /* backend or envelope-engine state */
+  int route; /* backend's choice of engine for this request (cuda: host or device) */
   struct gmpi_request *next, *prev; /* engine queues */
 };
 

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "comm.h"
 #include "error.h"
 #include "log.h"
 
@@ -11,7 +12,8 @@ const gmpi_backend_ops_t *gmpi_backend_by_kind(gmpi_backend_t kind) {
   return NULL;
 }
 
-static gmpi_status_t select_gpu(const gmpi_config_t *cfg, const gmpi_backend_ops_t **ops) {
+static gmpi_status_t select_gpu(gmpi_comm_t comm, const gmpi_backend_ops_t **ops) {
+  const gmpi_config_t *cfg = &comm->cfg;
   const gmpi_backend_ops_t *cuda = gmpi_backend_by_kind(GMPI_BACKEND_CUDA);
   const char *asked = gmpi_backend_want_name(cfg->backend);
   if (!cuda)
@@ -20,17 +22,17 @@ static gmpi_status_t select_gpu(const gmpi_config_t *cfg, const gmpi_backend_ops
                       "(rebuild with -DGMPI_WITH_CUDA=ON where they are installed)",
                       asked);
   char why[256] = "";
-  if (cuda->probe(cfg, why, sizeof(why)) != GMPI_SUCCESS)
+  if (cuda->probe(comm, why, sizeof(why)) != GMPI_SUCCESS)
     return gmpi_error(GMPI_ERR_NO_DEVICE, "GMPI_BACKEND=%s, but no GPU is usable: %s", asked, why);
   *ops = cuda;
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_backend_select(const gmpi_config_t *cfg, const gmpi_backend_ops_t **ops) {
-  switch (cfg->backend) {
+gmpi_status_t gmpi_backend_select(gmpi_comm_t comm, const gmpi_backend_ops_t **ops) {
+  switch (comm->cfg.backend) {
   case GMPI_WANT_CPU: *ops = gmpi_backend_by_kind(GMPI_BACKEND_CPU); return GMPI_SUCCESS;
   case GMPI_WANT_CUDA:
-  case GMPI_WANT_GPU: return select_gpu(cfg, ops);
+  case GMPI_WANT_GPU: return select_gpu(comm, ops);
   case GMPI_WANT_ROCM:
     return gmpi_error(GMPI_ERR_NO_DEVICE,
                       "GMPI_BACKEND=rocm: gmpi was not built with ROCm support");
@@ -38,7 +40,7 @@ gmpi_status_t gmpi_backend_select(const gmpi_config_t *cfg, const gmpi_backend_o
   }
   for (int i = 0; i < gmpi_backend_count; i++) {
     char why[256] = "";
-    if (gmpi_backends[i]->probe(cfg, why, sizeof(why)) == GMPI_SUCCESS) {
+    if (gmpi_backends[i]->probe(comm, why, sizeof(why)) == GMPI_SUCCESS) {
       *ops = gmpi_backends[i];
       return GMPI_SUCCESS;
     }

@@ -6,7 +6,8 @@
 #include "backend.h"
 #include "config.h"
 
-gmpi_status_t gmpi_backend_select(const gmpi_config_t *cfg, const gmpi_backend_ops_t **ops);
+/* Local choice for this rank of comm (its cfg, host and local rank are set). */
+gmpi_status_t gmpi_backend_select(gmpi_comm_t comm, const gmpi_backend_ops_t **ops);
 const gmpi_backend_ops_t *gmpi_backend_by_kind(gmpi_backend_t kind);
 
 #endif

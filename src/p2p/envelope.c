@@ -15,12 +15,15 @@
 
 #define ENV_TAG 7 /* the only tag on the envelope channel */
 
-/* What travels on the envelope channel. */
+/* What travels on the envelope channel. The first envelope to a peer may carry the mover's
+ * introduction (a lane's NCCL unique id). */
 typedef struct {
   int32_t tag;
   int32_t dtype;
   uint64_t bytes;
   uint64_t seq;
+  uint32_t hello_len;
+  uint8_t hello[GMPI_MOVER_HELLO_BYTES];
 } wire_env_t;
 
 typedef enum {
@@ -89,7 +92,7 @@ static void complete_recv(gmpi_request_t req, const env_msg_t *msg, gmpi_status_
 }
 
 static void free_msg(struct gmpi_envelope_engine *env, env_msg_t *msg) {
-  if (msg->staging) env->mover->release(env->mctx, msg->staging);
+  if (msg->staging) env->mover->release(env->mctx, msg->staging, msg->m.bytes);
   free(msg);
 }
 
@@ -138,9 +141,11 @@ static gmpi_status_t deliver_local(struct gmpi_envelope_engine *env, env_msg_t *
                         "irecv from rank %d tag %d: the matching send was "
                         "abandoned after a failure",
                         msg->m.source, msg->m.tag);
-  const void *src = msg->state == MSG_IN_SENDER ? msg->self_send->args.buf : msg->staging;
+  int in_sender = msg->state == MSG_IN_SENDER;
+  const void *src = in_sender ? msg->self_send->args.buf : msg->staging;
   if (result == GMPI_SUCCESS && msg->m.bytes && src)
-    result = env->mover->copy(env->mctx, req->args.buf, src, msg->m.bytes);
+    result = (in_sender ? env->mover->self_copy : env->mover->copy)(env->mctx, req->args.buf, src,
+                                                                     msg->m.bytes);
   if (msg->self_send) complete_self_send(msg->self_send);
   complete_recv(req, msg, result);
   free_msg(env, msg);
@@ -255,6 +260,9 @@ static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int source) 
                       source, (unsigned long long)env->incoming.seq,
                       (unsigned long long)lane->next_in_seq);
   lane->next_in_seq++;
+  if (env->incoming.hello_len && env->mover->welcome)
+    GMPI_CHECK(env->mover->welcome(env->mctx, source, env->incoming.hello,
+                                   env->incoming.hello_len));
   env_msg_t *msg = calloc(1, sizeof(*msg));
   if (!msg) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an envelope");
   msg->m = (gmpi_match_msg_t){.source = source,
@@ -286,6 +294,7 @@ static gmpi_status_t poll_envelopes(struct gmpi_envelope_engine *env) {
 
 static gmpi_status_t progress(struct gmpi_envelope_engine *env) {
   GMPI_CHECK(poll_envelopes(env));
+  if (env->mover->progress) GMPI_CHECK(env->mover->progress(env->mctx));
   GMPI_CHECK(issue_lanes(env));
   return test_moving(env);
 }
@@ -330,12 +339,16 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   req->be = es;
   if (a->peer == env->comm->rank) return post_self_send(env, req, es);
   es->wire.seq = env->lanes[a->peer].next_out_seq++;
+  if (es->wire.seq == 0 && env->mover->hello)
+    es->wire.hello_len = (uint32_t)env->mover->hello(env->mctx, a->peer, es->wire.hello);
   GMPI_MPI_CHECK(MPI_Isend(&es->wire, (int)sizeof(es->wire), MPI_BYTE, a->peer, ENV_TAG, env->ctrl,
                            &es->env_req));
   if (es->wire.bytes)
     GMPI_CHECK(env->mover->send(env->mctx, a->peer, a->buf, es->wire.bytes, &es->handle));
   return progress(env);
 }
+
+gmpi_status_t gmpi_env_progress(struct gmpi_envelope_engine *env) { return progress(env); }
 
 gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req) {
   return req->args.dir == GMPI_P2P_SEND ? post_send(env, req) : post_recv(env, req);

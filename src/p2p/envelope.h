@@ -30,10 +30,20 @@ typedef struct gmpi_mover {
   void (*cancel)(void *ctx, void *handle);
   /* Staging memory of the kind the user's buffers are (host for mpi, device for nccl). */
   gmpi_status_t (*alloc)(void *ctx, size_t bytes, void **ptr);
-  void (*release)(void *ctx, void *ptr);
-  /* Copy between two such buffers; complete when it returns. */
+  void (*release)(void *ctx, void *ptr, size_t bytes);
+  /* Copy between two such buffers (staging to user); complete when it returns. */
   gmpi_status_t (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
+  /* Deliver a self message from the sender's buffer; complete when it returns. */
+  gmpi_status_t (*self_copy)(void *ctx, void *dst, const void *src, size_t bytes);
+  /* Introductions: bytes (at most GMPI_MOVER_HELLO_BYTES) the first envelope to peer carries,
+   * and what the receiver does with them. NULL when the mover needs none. */
+  size_t (*hello)(void *ctx, int peer, void *blob);
+  gmpi_status_t (*welcome)(void *ctx, int source, const void *blob, size_t len);
+  /* Push work that waits on the mover itself (lanes being set up). NULL when none. */
+  gmpi_status_t (*progress)(void *ctx);
 } gmpi_mover_t;
+
+#define GMPI_MOVER_HELLO_BYTES 128
 
 struct gmpi_envelope_engine;
 
@@ -51,6 +61,8 @@ gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req
 /* Progress everything, then report whether req is done (its status and result final). */
 gmpi_status_t gmpi_env_test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done);
 void gmpi_env_abandon(struct gmpi_envelope_engine *env, gmpi_request_t req);
+/* Progress without a request in mind (while a collective waits). */
+gmpi_status_t gmpi_env_progress(struct gmpi_envelope_engine *env);
 
 /* Small unexpected messages are taken off the wire at once, like MPI's eager protocol. */
 #define GMPI_ENV_EAGER_BYTES ((size_t)64 * 1024)

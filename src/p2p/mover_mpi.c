@@ -74,8 +74,9 @@ static gmpi_status_t mpi_alloc(void *ctx, size_t bytes, void **ptr) {
   return *ptr ? GMPI_SUCCESS
               : gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to stage a %zu-byte message", bytes);
 }
-static void mpi_release(void *ctx, void *ptr) {
+static void mpi_release(void *ctx, void *ptr, size_t bytes) {
   (void)ctx;
+  (void)bytes;
   free(ptr);
 }
 static gmpi_status_t mpi_copy(void *ctx, void *dst, const void *src, size_t bytes) {
@@ -93,6 +94,7 @@ static const gmpi_mover_t mpi_mover = {
     .alloc = mpi_alloc,
     .release = mpi_release,
     .copy = mpi_copy,
+    .self_copy = mpi_copy,
 };
 
 gmpi_status_t gmpi_env_create_mpi(gmpi_comm_t comm, MPI_Comm data_comm,

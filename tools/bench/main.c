@@ -158,6 +158,7 @@ static long check_once(bench_ctx_t *c, const bench_coll_t *coll, const bench_sha
   void *input = coll->kind == BENCH_BCAST ? c->recv : c->send;
   gmpi_mem_copy(c->comm, input, c->host_in, s->send_elems * e);
   if ((b ? b->run(c, coll, s) : run(c, coll, s)) != 0) return (long)s->recv_elems + 1;
+  bench_sync(c);
   gmpi_mem_copy(c->comm, c->host_got, c->recv, s->recv_elems * e);
   int checks = !(coll->kind == BENCH_REDUCE && c->rank != c->root);
   return c->check && checks ? bench_count_wrong(c, s->recv_elems) : 0;

@@ -42,6 +42,8 @@ int bench_plan_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_
 }
 
 #ifndef GMPI_BENCH_CUDA
+void bench_sync(bench_ctx_t *c) { (void)c; }
+
 int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
   (void)coll;
   (void)s;

@@ -11,8 +11,8 @@
 #include "../../p2p/envelope.h"
 #include "cpu.h"
 
-static gmpi_status_t cpu_probe(const gmpi_config_t *cfg, char *why, size_t why_len) {
-  (void)cfg;
+static gmpi_status_t cpu_probe(gmpi_comm_t comm, char *why, size_t why_len) {
+  (void)comm;
   (void)why;
   (void)why_len;
   return GMPI_SUCCESS; /* MPI is all it needs */

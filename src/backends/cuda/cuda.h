@@ -1,0 +1,80 @@
+/* The cuda backend: one GPU per rank, NCCL for device buffers, the cpu engine for host
+ * buffers, the envelope engine over NCCL "lanes" for point to point. */
+#ifndef GMPI_CUDA_H
+#define GMPI_CUDA_H
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "../../core/backend.h"
+#include "../../core/wait.h"
+#include "../cpu/cpu.h"
+
+struct gmpi_envelope_engine;
+struct cuda_lanes;
+
+typedef struct {
+  int device;
+  ncclComm_t nccl;
+  cudaStream_t stream;      /* gmpi's own stream for this comm */
+  cudaStream_t user_stream; /* stream-ordered mode when set */
+  gmpi_cpu_t host;          /* host buffers go through the cpu engine */
+  struct gmpi_envelope_engine *env;
+  struct cuda_lanes *lanes; /* the p2p mover */
+  size_t nccl_bytes;        /* device memory NCCL took at init (measured) */
+  void *scratch;            /* fallback reductions' gather space, per comm (per stream) */
+  size_t scratch_bytes;
+} cuda_comm_t;
+
+extern const gmpi_backend_ops_t gmpi_backend_cuda;
+
+/* The stream operations are enqueued on: the user's in stream-ordered mode, else gmpi's. */
+static inline cudaStream_t cuda_stream(const cuda_comm_t *cc) {
+  return cc->user_stream ? cc->user_stream : cc->stream;
+}
+
+/* ---- where a buffer lives (cuda_mem.c) ---- */
+typedef enum { BUF_NONE = 0, BUF_HOST, BUF_DEVICE } buf_kind_t;
+/* Classify ptr for this rank's device; another GPU's memory is GMPI_ERR_INVALID_ARG naming
+ * arg. NULL (count 0) is BUF_NONE. */
+gmpi_status_t cuda_classify(const cuda_comm_t *cc, const void *ptr, const char *arg,
+                            buf_kind_t *kind);
+
+/* ---- device memory (cuda_mem.c): one budget per process, shared by its comms ---- */
+gmpi_status_t cuda_mem_setup(const gmpi_config_t *cfg, int device);
+void cuda_mem_teardown(void);
+gmpi_status_t cuda_mem_alloc(size_t bytes, void **ptr);
+gmpi_status_t cuda_mem_free(void *ptr);
+/* Library-owned device memory (staging, fallback scratch), counted separately. */
+gmpi_status_t cuda_lib_alloc(size_t bytes, void **ptr);
+void cuda_lib_free(void *ptr, size_t bytes);
+void cuda_mem_usage(size_t *library, size_t *user);
+/* The comm's scratch for fallback reductions, at most GMPI_CUDA_SCRATCH_BYTES, grown on
+ * demand (library memory). */
+gmpi_status_t cuda_comm_scratch(cuda_comm_t *cc, size_t bytes, void **ptr);
+void cuda_comm_release_scratch(cuda_comm_t *cc);
+#define GMPI_CUDA_SCRATCH_BYTES ((size_t)32 << 20)
+
+/* ---- completion (cuda_backend.c) ---- */
+/* Wait until everything enqueued on stream is done, polling NCCL errors, keeping MPI and the
+ * envelope engine progressing, bounded by GMPI_TIMEOUT (then the NCCL comm is aborted). */
+gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char *what);
+
+/* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */
+gmpi_status_t cuda_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a);
+/* out[i] = op over r of in[r*count + i] for r < nranks (AVG: sum, divided when divide). */
+cudaError_t gmpi_cuda_reduce_ranks(int dtype, int op, const void *in, void *out, size_t count,
+                                   int nranks, int divide, cudaStream_t stream);
+/* buf[i] /= divisor (integer AVG after an NCCL sum: C's truncating division). */
+cudaError_t gmpi_cuda_divide(int dtype, void *buf, size_t count, int divisor, cudaStream_t stream);
+
+/* ---- point to point (cuda_p2p.c) ---- */
+gmpi_status_t cuda_p2p_open(gmpi_comm_t comm, cuda_comm_t *cc);
+void cuda_p2p_close(gmpi_comm_t comm, cuda_comm_t *cc);
+gmpi_status_t cuda_p2p_post(gmpi_request_t req);
+gmpi_status_t cuda_p2p_test(gmpi_request_t req, int *done);
+void cuda_p2p_abandon(gmpi_request_t req);
+/* Progress point to point while waiting for something else (a collective). */
+gmpi_status_t cuda_p2p_progress(gmpi_comm_t comm);
+
+#endif

@@ -1,0 +1,311 @@
+/* The cuda backend's life cycle: probe, bind one device per local rank, build the NCCL
+ * communicator over MPI (unique id on rank 0, bcast, nonblocking init bounded by
+ * GMPI_TIMEOUT), split, bounded completion, teardown; and its ops table. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/comm.h"
+#include "../../core/error.h"
+#include "../../core/log.h"
+#include "../../core/oob.h"
+#include "../../core/request.h"
+#include "cuda.h"
+#include "cuda_check.h"
+
+gmpi_status_t gmpi_cuda_error(cudaError_t e, const char *call) {
+  return gmpi_error(GMPI_ERR_BACKEND, "%s failed: %s (%s)", call, cudaGetErrorString(e),
+                    cudaGetErrorName(e));
+}
+
+gmpi_status_t gmpi_nccl_error(ncclResult_t r, ncclComm_t comm, const char *call) {
+  const char *last = comm ? ncclGetLastError(comm) : ncclGetLastError(NULL);
+  return gmpi_error(GMPI_ERR_BACKEND, "%s failed: %s%s%s", call, ncclGetErrorString(r),
+                    last && last[0] ? ": " : "", last ? last : "");
+}
+
+/* ---- which device this rank gets ------------------------------------------------------ */
+
+/* The device of local rank `local` given GMPI_VISIBLE_DEVICES, or -1 with the reason. */
+static int pick_device(const gmpi_config_t *cfg, int local, int local_size, const char *host,
+                       char *why, size_t why_len) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    snprintf(why, why_len, "%s", e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    cudaGetLastError();
+    return -1;
+  }
+  int visible[256], n = 0;
+  if (cfg->visible_devices[0]) {
+    for (const char *p = cfg->visible_devices; *p && n < 256; p++) {
+      visible[n++] = atoi(p);
+      while (p[1] && *p != ',') p++;
+    }
+  } else {
+    for (n = 0; n < count && n < 256; n++) visible[n] = n;
+  }
+  if (local_size > n) {
+    snprintf(why, why_len,
+             "host %s has %d local ranks but %d usable devices (%d visible to CUDA%s%s); "
+             "gmpi never puts two ranks on one GPU",
+             host, local_size, n, count, cfg->visible_devices[0] ? ", GMPI_VISIBLE_DEVICES=" : "",
+             cfg->visible_devices);
+    return -1;
+  }
+  if (visible[local] >= count) {
+    snprintf(why, why_len, "GMPI_VISIBLE_DEVICES names device %d but %s has only %d",
+             visible[local], host, count);
+    return -1;
+  }
+  return visible[local];
+}
+
+static gmpi_status_t cuda_probe(gmpi_comm_t comm, char *why, size_t why_len) {
+  int dev = pick_device(&comm->cfg, comm->local_rank, comm->local_size, comm->host, why, why_len);
+  return dev < 0 ? GMPI_ERR_NO_DEVICE : GMPI_SUCCESS;
+}
+
+/* ---- bounded waiting --------------------------------------------------------------------- */
+
+/* The NCCL communicator failed or timed out: abort it so no kernel hangs, fail the comm. */
+static gmpi_status_t abort_nccl(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why) {
+  if (cc->nccl) ncclCommAbort(cc->nccl);
+  cc->nccl = NULL;
+  gmpi_comm_fail(comm, why);
+  return why;
+}
+
+static gmpi_status_t nccl_async(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t nc, int *ready) {
+  ncclResult_t r = ncclInProgress;
+  ncclResult_t q = ncclCommGetAsyncError(nc, &r);
+  if (q != ncclSuccess) r = q;
+  *ready = r == ncclSuccess;
+  if (r == ncclSuccess || r == ncclInProgress) return GMPI_SUCCESS;
+  gmpi_status_t st = gmpi_nccl_error(r, nc, "NCCL (asynchronous error)");
+  if (nc == cc->nccl) abort_nccl(comm, cc, GMPI_ERR_BACKEND);
+  return st;
+}
+
+static gmpi_status_t timed_out(gmpi_comm_t comm, cuda_comm_t *cc, const char *what) {
+  abort_nccl(comm, cc, GMPI_ERR_TIMEOUT);
+  return gmpi_error(GMPI_ERR_TIMEOUT,
+                    "%s did not complete within GMPI_TIMEOUT = %g s (a rank is not taking part, "
+                    "or is stuck elsewhere); the NCCL communicator was aborted and the comm is "
+                    "now failed",
+                    what, comm->cfg.timeout_s);
+}
+
+/* Wait for a nonblocking NCCL init or split to finish. */
+static gmpi_status_t nccl_wait_ready(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t nc,
+                                     const char *what) {
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, comm->cfg.timeout_s);
+  for (;;) {
+    int ready = 0;
+    GMPI_CHECK(nccl_async(comm, cc, nc, &ready));
+    if (ready) return GMPI_SUCCESS;
+    if (gmpi_deadline_poll(&d)) {
+      ncclCommAbort(nc);
+      if (nc == cc->nccl) cc->nccl = NULL;
+      gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
+      return gmpi_error(GMPI_ERR_TIMEOUT, "%s did not finish within GMPI_TIMEOUT = %g s", what,
+                        comm->cfg.timeout_s);
+    }
+  }
+}
+
+gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char *what) {
+  cuda_comm_t *cc = comm->be;
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, comm->cfg.timeout_s);
+  for (unsigned polls = 0;; polls++) {
+    cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaSuccess) return GMPI_SUCCESS;
+    if (e != cudaErrorNotReady) return gmpi_cuda_error(e, "cudaStreamQuery");
+    if ((polls & 15u) == 15u) {
+      int ready;
+      if (cc->nccl) GMPI_CHECK(nccl_async(comm, cc, cc->nccl, &ready));
+      GMPI_CHECK(cuda_p2p_progress(comm)); /* peers may wait on our envelopes */
+    }
+    if (gmpi_deadline_poll(&d)) return timed_out(comm, cc, what);
+  }
+}
+
+/* ---- init, split, teardown -------------------------------------------------------------- */
+
+static ncclConfig_t nonblocking_config(void) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0; /* every NCCL wait is ours, so it can be bounded */
+  return config;
+}
+
+static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
+  ncclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  if (comm->rank == 0) GMPI_NCCL_CHECK(ncclGetUniqueId(&id), NULL);
+  GMPI_CHECK(gmpi_oob_bcast(comm, &id, sizeof(id), 0));
+  ncclConfig_t config = nonblocking_config();
+  size_t free_before = 0, free_after = 0, total = 0;
+  cudaMemGetInfo(&free_before, &total);
+  GMPI_NCCL_CHECK(ncclCommInitRankConfig(&cc->nccl, comm->size, id, comm->rank, &config), NULL);
+  GMPI_CHECK(nccl_wait_ready(comm, cc, cc->nccl, "ncclCommInitRankConfig"));
+  cudaMemGetInfo(&free_after, &total);
+  cc->nccl_bytes = free_before > free_after ? free_before - free_after : 0;
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t nccl_split(gmpi_comm_t comm, gmpi_comm_t parent, cuda_comm_t *cc, int color,
+                                int key) {
+  cuda_comm_t *pc = parent->be;
+  ncclConfig_t config = nonblocking_config();
+  ncclComm_t child = NULL;
+  int nccl_color = color == GMPI_UNDEFINED ? NCCL_SPLIT_NOCOLOR : color;
+  GMPI_NCCL_CHECK(ncclCommSplit(pc->nccl, nccl_color, key, &child, &config), pc->nccl);
+  if (!comm) return nccl_wait_ready(parent, pc, pc->nccl, "ncclCommSplit");
+  cc->nccl = child;
+  GMPI_CHECK(nccl_wait_ready(comm, cc, child, "ncclCommSplit"));
+  return nccl_wait_ready(parent, pc, pc->nccl, "ncclCommSplit");
+}
+
+/* Finalize (collective, flushes NCCL's work) then destroy; abort after a failure. */
+static void nccl_destroy(gmpi_comm_t comm, cuda_comm_t *cc) {
+  if (!cc->nccl) return;
+  ncclResult_t r = comm->failure == GMPI_SUCCESS ? ncclCommFinalize(cc->nccl) : ncclInternalError;
+  int finalized = (r == ncclSuccess || r == ncclInProgress) &&
+                  nccl_wait_ready(comm, cc, cc->nccl, "ncclCommFinalize") == GMPI_SUCCESS;
+  if (cc->nccl) finalized ? ncclCommDestroy(cc->nccl) : ncclCommAbort(cc->nccl);
+  cc->nccl = NULL;
+}
+
+static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int color, int key) {
+  char why[256] = "";
+  gmpi_comm_t self = comm ? comm : parent;
+  int dev = parent ? ((cuda_comm_t *)parent->be)->device
+                   : pick_device(&self->cfg, self->local_rank, self->local_size, self->host, why,
+                                 sizeof(why));
+  if (dev < 0) return gmpi_error(GMPI_ERR_NO_DEVICE, "%s", why);
+  cuda_comm_t *cc = comm ? calloc(1, sizeof(*cc)) : NULL;
+  if (comm && !cc) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the cuda backend state");
+  cuda_comm_t scratch_cc = {.device = dev};
+  cuda_comm_t *target = cc ? cc : &scratch_cc;
+  target->device = dev;
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CUDA_CHECK_GOTO(cudaSetDevice(dev), st, free_cc);
+  GMPI_CHECK_GOTO(cuda_mem_setup(&self->cfg, dev), st, free_cc);
+  if (comm) GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, cudaStreamNonBlocking),
+                                 st, teardown_mem);
+  if (parent) GMPI_CHECK_GOTO(nccl_split(comm, parent, target, color, key), st, destroy_stream);
+  else GMPI_CHECK_GOTO(nccl_init(comm, cc), st, destroy_stream);
+  if (!comm) {
+    cuda_mem_teardown();
+    return GMPI_SUCCESS;
+  }
+  comm->be = cc;
+  GMPI_CHECK_GOTO(gmpi_cpu_open(comm, &cc->host), st, destroy_nccl);
+  GMPI_CHECK_GOTO(cuda_p2p_open(comm, cc), st, close_host);
+  gmpi_log(GMPI_LOG_INFO, "cuda: rank %d on device %d, NCCL communicator of %d ranks", comm->rank,
+           dev, comm->size);
+  return GMPI_SUCCESS;
+close_host:
+  gmpi_cpu_close(comm, &cc->host);
+destroy_nccl:
+  comm->be = NULL;
+  if (cc->nccl) ncclCommAbort(cc->nccl);
+destroy_stream:
+  if (cc) cudaStreamDestroy(cc->stream);
+teardown_mem:
+  cuda_mem_teardown();
+free_cc:
+  free(cc);
+  return st;
+}
+
+static void cuda_comm_fini(gmpi_comm_t comm) {
+  cuda_comm_t *cc = comm->be;
+  if (!cc) return;
+  if (comm->failure == GMPI_SUCCESS) cudaStreamSynchronize(cc->stream);
+  cuda_p2p_close(comm, cc);
+  gmpi_cpu_close(comm, &cc->host);
+  nccl_destroy(comm, cc);
+  cuda_comm_release_scratch(cc);
+  cudaStreamDestroy(cc->stream);
+  cuda_mem_teardown();
+  free(cc);
+  comm->be = NULL;
+}
+
+/* ---- the rest of the ops ------------------------------------------------------------------ */
+
+static gmpi_status_t cuda_alloc(gmpi_comm_t comm, size_t bytes, void **ptr) {
+  (void)comm;
+  return cuda_mem_alloc(bytes, ptr);
+}
+static gmpi_status_t cuda_free(gmpi_comm_t comm, void *ptr) {
+  (void)comm;
+  return cuda_mem_free(ptr);
+}
+static gmpi_status_t cuda_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes) {
+  (void)comm;
+  if (bytes) GMPI_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t cuda_query(gmpi_comm_t comm, gmpi_query_t what, void **out) {
+  cuda_comm_t *cc = comm->be;
+  switch (what) {
+  case GMPI_QUERY_NCCL_COMM: *out = cc->nccl; break;
+  case GMPI_QUERY_STREAM: *out = cuda_stream(cc); break;
+  case GMPI_QUERY_DEVICE: *out = (void *)(intptr_t)cc->device; break;
+  }
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t cuda_set_stream(gmpi_comm_t comm, void *stream) {
+  cuda_comm_t *cc = comm->be;
+  /* Work gmpi already enqueued on its own stream must not overtake later user work. */
+  GMPI_CHECK(cuda_wait_stream(comm, cc->stream, "gmpi_comm_set_stream"));
+  cc->user_stream = stream;
+  return GMPI_SUCCESS;
+}
+
+static void cuda_usage(gmpi_comm_t comm, size_t *library, size_t *user) {
+  cuda_comm_t *cc = comm->be;
+  cuda_mem_usage(library, user);
+  *library += cc->nccl_bytes;
+}
+
+static const char *cuda_lib_version(void) {
+  static char text[32];
+  int v = 0;
+  ncclGetVersion(&v);
+  snprintf(text, sizeof(text), "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+  return text;
+}
+
+gmpi_status_t gmpi_cuda_plan_compile(struct gmpi_plan *plan);
+gmpi_status_t gmpi_cuda_plan_run(struct gmpi_plan *plan);
+void gmpi_cuda_plan_release(struct gmpi_plan *plan);
+
+const gmpi_backend_ops_t gmpi_backend_cuda = {
+    .name = "cuda",
+    .kind = GMPI_BACKEND_CUDA,
+    .lib_version = cuda_lib_version,
+    .probe = cuda_probe,
+    .comm_init = cuda_comm_init,
+    .comm_fini = cuda_comm_fini,
+    .mem_alloc = cuda_alloc,
+    .mem_free = cuda_free,
+    .mem_copy = cuda_copy,
+    .coll = cuda_coll,
+    .p2p_post = cuda_p2p_post,
+    .p2p_test = cuda_p2p_test,
+    .p2p_abandon = cuda_p2p_abandon,
+    .query = cuda_query,
+    .set_stream = cuda_set_stream,
+    .mem_usage = cuda_usage,
+    .plan_compile = gmpi_cuda_plan_compile,
+    .plan_run = gmpi_cuda_plan_run,
+    .plan_release = gmpi_cuda_plan_release,
+};

@@ -1,0 +1,257 @@
+/* Collectives on the cuda backend. Host buffers take the cpu engine (MPI); device buffers of
+ * this rank's GPU take NCCL -- natively where NCCL has the type and op, as real pairs for
+ * complex sums, as sum + division for integer averages, and otherwise by gathering every
+ * rank's input and reducing with gmpi's kernel (core/devpath.c decides). Data movement is
+ * type-agnostic: bytes. Blocking mode waits (bounded) for the stream; stream-ordered mode
+ * returns once enqueued on the user's stream. */
+#include <string.h>
+
+#include "../../core/comm.h"
+#include "../../core/devpath.h"
+#include "../../core/dtype.h"
+#include "../../core/error.h"
+#include "../../core/ops.h"
+#include "cuda.h"
+#include "cuda_check.h"
+
+static const ncclDataType_t nccl_type[GMPI_DTYPE_COUNT] = {
+    [GMPI_INT8] = ncclInt8,        [GMPI_UINT8] = ncclUint8,     [GMPI_INT32] = ncclInt32,
+    [GMPI_UINT32] = ncclUint32,    [GMPI_INT64] = ncclInt64,     [GMPI_UINT64] = ncclUint64,
+    [GMPI_FLOAT16] = ncclFloat16,  [GMPI_BFLOAT16] = ncclBfloat16, [GMPI_FLOAT32] = ncclFloat32,
+    [GMPI_FLOAT64] = ncclFloat64,
+};
+static const ncclRedOp_t nccl_op[GMPI_OP_COUNT] = {
+    [GMPI_SUM] = ncclSum, [GMPI_PROD] = ncclProd, [GMPI_MIN] = ncclMin,
+    [GMPI_MAX] = ncclMax, [GMPI_AVG] = ncclAvg,
+};
+
+typedef struct {
+  gmpi_comm_t comm;
+  cuda_comm_t *cc;
+  const gmpi_coll_args_t *a;
+  cudaStream_t s;
+  size_t es;    /* element size */
+  size_t bytes; /* count * es */
+} dev_ctx_t;
+
+#define AT(ptr, off) ((char *)(ptr) + (off))
+
+gmpi_status_t cuda_comm_scratch(cuda_comm_t *cc, size_t bytes, void **ptr) {
+  if (bytes > cc->scratch_bytes) {
+    cuda_comm_release_scratch(cc);
+    GMPI_CHECK(cuda_lib_alloc(bytes, &cc->scratch));
+    cc->scratch_bytes = bytes;
+  }
+  *ptr = cc->scratch;
+  return GMPI_SUCCESS;
+}
+
+void cuda_comm_release_scratch(cuda_comm_t *cc) {
+  cuda_lib_free(cc->scratch, cc->scratch_bytes);
+  cc->scratch = NULL;
+  cc->scratch_bytes = 0;
+}
+
+/* Elements per gather round so that every rank's chunk fits the scratch. */
+static size_t gather_chunk(const dev_ctx_t *x) {
+  size_t chunk = GMPI_CUDA_SCRATCH_BYTES / ((size_t)x->comm->size * x->es);
+  return chunk ? chunk : 1;
+}
+
+static gmpi_status_t reduce_kernel(dev_ctx_t *x, const void *gathered, void *out, size_t len) {
+  cudaError_t e = gmpi_cuda_reduce_ranks((int)x->a->dtype, (int)x->a->op, gathered, out, len,
+                                         x->comm->size, x->a->op == GMPI_AVG, x->s);
+  return e == cudaSuccess ? GMPI_SUCCESS : gmpi_cuda_error(e, "gmpi_cuda_reduce_ranks");
+}
+
+/* ---- reductions NCCL cannot do: gather, then gmpi's kernel ------------------------------ */
+
+static gmpi_status_t gather_allreduce(dev_ctx_t *x, int root) {
+  const gmpi_coll_args_t *a = x->a;
+  ncclComm_t nc = x->cc->nccl;
+  size_t chunk = gather_chunk(x);
+  void *scratch;
+  GMPI_CHECK(cuda_comm_scratch(x->cc, (size_t)x->comm->size * chunk * x->es, &scratch));
+  for (size_t off = 0; off < a->count; off += chunk) {
+    size_t len = a->count - off < chunk ? a->count - off : chunk;
+    const void *in = AT(a->sendbuf, off * x->es);
+    if (root < 0)
+      GMPI_NCCL_CHECK(ncclAllGather(in, scratch, len * x->es, ncclUint8, nc, x->s), nc);
+    else
+      GMPI_NCCL_CHECK(ncclGather(in, scratch, len * x->es, ncclUint8, root, nc, x->s), nc);
+    if (root < 0 || root == x->comm->rank)
+      GMPI_CHECK(reduce_kernel(x, scratch, AT(a->recvbuf, off * x->es), len));
+  }
+  return GMPI_SUCCESS;
+}
+
+/* Each rank receives every rank's block `rank`, chunk by chunk, and reduces it. Results
+ * overwrite only input chunks already sent, so both in-place forms are safe. */
+static gmpi_status_t gather_reduce_scatter(dev_ctx_t *x, void *out) {
+  const gmpi_coll_args_t *a = x->a;
+  ncclComm_t nc = x->cc->nccl;
+  size_t chunk = gather_chunk(x), n = a->count;
+  void *scratch;
+  GMPI_CHECK(cuda_comm_scratch(x->cc, (size_t)x->comm->size * chunk * x->es, &scratch));
+  for (size_t off = 0; off < n; off += chunk) {
+    size_t len = n - off < chunk ? n - off : chunk, b = len * x->es;
+    GMPI_NCCL_CHECK(ncclGroupStart(), nc);
+    for (int p = 0; p < x->comm->size; p++) {
+      GMPI_NCCL_CHECK(ncclSend(AT(a->sendbuf, ((size_t)p * n + off) * x->es), b, ncclUint8, p, nc,
+                               x->s),
+                      nc);
+      GMPI_NCCL_CHECK(ncclRecv(AT(scratch, (size_t)p * b), b, ncclUint8, p, nc, x->s), nc);
+    }
+    GMPI_NCCL_CHECK(ncclGroupEnd(), nc);
+    GMPI_CHECK(reduce_kernel(x, scratch, AT(out, off * x->es), len));
+  }
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t divide(dev_ctx_t *x, void *buf, size_t count) {
+  cudaError_t e = gmpi_cuda_divide((int)x->a->dtype, buf, count, x->comm->size, x->s);
+  return e == cudaSuccess ? GMPI_SUCCESS : gmpi_cuda_error(e, "gmpi_cuda_divide");
+}
+
+/* ---- one function per collective ---------------------------------------------------------- */
+
+static gmpi_status_t dev_allreduce(dev_ctx_t *x) {
+  const gmpi_coll_args_t *a = x->a;
+  gmpi_devpath_t p = gmpi_devpath_for(a->dtype, a->op);
+  if (p.kind == GMPI_DEVPATH_GATHER) return gather_allreduce(x, -1);
+  ncclComm_t nc = x->cc->nccl;
+  GMPI_NCCL_CHECK(ncclAllReduce(a->sendbuf, a->recvbuf, a->count * p.count_mult,
+                                nccl_type[p.dtype], nccl_op[p.op], nc, x->s),
+                  nc);
+  return p.kind == GMPI_DEVPATH_SUM_DIVIDE ? divide(x, a->recvbuf, a->count) : GMPI_SUCCESS;
+}
+
+static gmpi_status_t dev_reduce(dev_ctx_t *x) {
+  const gmpi_coll_args_t *a = x->a;
+  gmpi_devpath_t p = gmpi_devpath_for(a->dtype, a->op);
+  if (p.kind == GMPI_DEVPATH_GATHER) return gather_allreduce(x, a->root);
+  ncclComm_t nc = x->cc->nccl;
+  int is_root = x->comm->rank == a->root;
+  GMPI_NCCL_CHECK(ncclReduce(a->sendbuf, is_root ? a->recvbuf : NULL, a->count * p.count_mult,
+                             nccl_type[p.dtype], nccl_op[p.op], a->root, nc, x->s),
+                  nc);
+  if (p.kind == GMPI_DEVPATH_SUM_DIVIDE && is_root) return divide(x, a->recvbuf, a->count);
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t dev_reduce_scatter(dev_ctx_t *x) {
+  const gmpi_coll_args_t *a = x->a;
+  ncclComm_t nc = x->cc->nccl;
+  /* MPI's in-place form (recvbuf == sendbuf) wants the result at the start: compute at our
+   * slot, NCCL's in-place form, then move it. */
+  int mpi_in_place = a->sendbuf == a->recvbuf;
+  void *out = mpi_in_place ? AT(a->recvbuf, (size_t)x->comm->rank * x->bytes) : a->recvbuf;
+  gmpi_devpath_t p = gmpi_devpath_for(a->dtype, a->op);
+  if (p.kind == GMPI_DEVPATH_GATHER) {
+    GMPI_CHECK(gather_reduce_scatter(x, a->recvbuf));
+    return GMPI_SUCCESS;
+  }
+  GMPI_NCCL_CHECK(ncclReduceScatter(a->sendbuf, out, a->count * p.count_mult, nccl_type[p.dtype],
+                                    nccl_op[p.op], nc, x->s),
+                  nc);
+  if (p.kind == GMPI_DEVPATH_SUM_DIVIDE) GMPI_CHECK(divide(x, out, a->count));
+  if (out != a->recvbuf)
+    GMPI_CUDA_CHECK(cudaMemcpyAsync(a->recvbuf, out, x->bytes, cudaMemcpyDeviceToDevice, x->s));
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t dev_bcast(dev_ctx_t *x) {
+  ncclComm_t nc = x->cc->nccl;
+  GMPI_NCCL_CHECK(
+      ncclBroadcast(x->a->recvbuf, x->a->recvbuf, x->bytes, ncclUint8, x->a->root, nc, x->s), nc);
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t dev_allgather(dev_ctx_t *x) {
+  const gmpi_coll_args_t *a = x->a;
+  ncclComm_t nc = x->cc->nccl;
+  /* Either in-place form means our block already sits at our slot: NCCL's in place. */
+  const void *send = a->sendbuf == a->recvbuf ? AT(a->recvbuf, (size_t)x->comm->rank * x->bytes)
+                                              : a->sendbuf;
+  GMPI_NCCL_CHECK(ncclAllGather(send, a->recvbuf, x->bytes, ncclUint8, nc, x->s), nc);
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t dev_alltoall(dev_ctx_t *x) {
+  const gmpi_coll_args_t *a = x->a;
+  ncclComm_t nc = x->cc->nccl;
+  size_t all = x->bytes * (size_t)x->comm->size;
+  const void *send = a->sendbuf;
+  void *copy = NULL;
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (a->sendbuf == a->recvbuf && all) { /* in place: send from a copy */
+    if (all <= GMPI_CUDA_SCRATCH_BYTES) GMPI_CHECK(cuda_comm_scratch(x->cc, all, &copy));
+    else GMPI_CHECK(cuda_lib_alloc(all, &copy));
+    GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(copy, a->sendbuf, all, cudaMemcpyDeviceToDevice, x->s),
+                         st, release);
+    send = copy;
+  }
+  GMPI_NCCL_CHECK_GOTO(ncclAlltoAll(send, a->recvbuf, x->bytes, ncclUint8, nc, x->s), nc, st,
+                       release);
+release:
+  if (copy && all > GMPI_CUDA_SCRATCH_BYTES) { /* the temporary must outlive the transfer */
+    if (st == GMPI_SUCCESS) st = cuda_wait_stream(x->comm, x->s, "alltoall");
+    cuda_lib_free(copy, all);
+  }
+  return st;
+}
+
+static gmpi_status_t dev_barrier(dev_ctx_t *x) {
+  void *word;
+  ncclComm_t nc = x->cc->nccl;
+  GMPI_CHECK(cuda_comm_scratch(x->cc, sizeof(int), &word));
+  GMPI_NCCL_CHECK(ncclAllReduce(word, word, 1, ncclInt32, ncclSum, nc, x->s), nc);
+  return GMPI_SUCCESS;
+}
+
+typedef gmpi_status_t (*dev_fn_t)(dev_ctx_t *x);
+static const dev_fn_t dev_table[GMPI_COLL_KIND_COUNT] = {
+    [GMPI_COLL_ALLREDUCE] = dev_allreduce,   [GMPI_COLL_BCAST] = dev_bcast,
+    [GMPI_COLL_REDUCE] = dev_reduce,         [GMPI_COLL_ALLGATHER] = dev_allgather,
+    [GMPI_COLL_REDUCE_SCATTER] = dev_reduce_scatter, [GMPI_COLL_ALLTOALL] = dev_alltoall,
+    [GMPI_COLL_BARRIER] = dev_barrier,
+};
+
+/* ---- routing ------------------------------------------------------------------------------- */
+
+/* Where the buffers this rank uses live: all on the device, all on the host, or refused. */
+static gmpi_status_t route(cuda_comm_t *cc, gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                           buf_kind_t *where) {
+  int uses_send = a->kind != GMPI_COLL_BCAST && a->kind != GMPI_COLL_BARRIER;
+  int uses_recv = a->kind != GMPI_COLL_BARRIER &&
+                  !(a->kind == GMPI_COLL_REDUCE && comm->rank != a->root);
+  buf_kind_t s = BUF_NONE, r = BUF_NONE;
+  if (uses_send) GMPI_CHECK(cuda_classify(cc, a->sendbuf, "sendbuf", &s));
+  if (uses_recv) GMPI_CHECK(cuda_classify(cc, a->recvbuf, "recvbuf", &r));
+  if (s != BUF_NONE && r != BUF_NONE && s != r)
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "%s: sendbuf %p is %s memory but recvbuf %p is %s memory; both must be on "
+                      "device %d or both on the host",
+                      gmpi_coll_name(a->kind), a->sendbuf, s == BUF_HOST ? "host" : "device",
+                      a->recvbuf, r == BUF_HOST ? "host" : "device", cc->device);
+  *where = s != BUF_NONE ? s : r;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t cuda_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  cuda_comm_t *cc = comm->be;
+  buf_kind_t where = BUF_NONE;
+  GMPI_CHECK(route(cc, comm, a, &where));
+  /* Host data (and blocking-mode barriers) go through MPI, after any work the user enqueued
+   * on their stream in stream-ordered mode. */
+  if (where == BUF_HOST || (where == BUF_NONE && !cc->user_stream)) {
+    if (cc->user_stream) GMPI_CHECK(cuda_wait_stream(comm, cc->user_stream, "the user's stream"));
+    return gmpi_cpu_coll(comm, &cc->host, a);
+  }
+  dev_ctx_t x = {comm, cc, a, cuda_stream(cc), gmpi_dtype_size(a->dtype), 0};
+  x.bytes = a->count * x.es;
+  if (a->count == 0 && a->kind != GMPI_COLL_BARRIER) return GMPI_SUCCESS;
+  GMPI_CHECK(dev_table[a->kind](&x));
+  if (cc->user_stream) return GMPI_SUCCESS; /* stream-ordered: enqueued is done */
+  return cuda_wait_stream(comm, x.s, gmpi_coll_name(a->kind));
+}

@@ -1,0 +1,240 @@
+/* The kernels that must exist: reducing gathered inputs for the (dtype, op) pairs NCCL lacks
+ * (16-bit integers, bool, byte, bitwise and logical ops, complex product...), and the integer
+ * division that finishes an average. 16-bit floats compute in float32; integer sums and
+ * products wrap (unsigned arithmetic), as MPI's do. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "gmpi.h"
+
+namespace {
+
+template <typename T> struct Traits {
+  typedef T acc;
+  __device__ static acc load(T v) { return v; }
+  __device__ static T store(acc v) { return v; }
+};
+template <> struct Traits<__half> {
+  typedef float acc;
+  __device__ static float load(__half v) { return __half2float(v); }
+  __device__ static __half store(float v) { return __float2half_rn(v); }
+};
+template <> struct Traits<__nv_bfloat16> {
+  typedef float acc;
+  __device__ static float load(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __device__ static __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
+};
+
+/* Integers wrap through their unsigned type; everything else computes as itself. */
+template <typename A> __device__ A wrap_add(A a, A b) {
+  if constexpr (std::is_integral<A>::value) {
+    typedef typename std::make_unsigned<A>::type U;
+    return (A)((U)a + (U)b);
+  } else {
+    return a + b;
+  }
+}
+template <typename A> __device__ A wrap_mul(A a, A b) {
+  if constexpr (std::is_integral<A>::value) {
+    typedef typename std::make_unsigned<A>::type U;
+    return (A)((U)a * (U)b);
+  } else {
+    return a * b;
+  }
+}
+
+struct OpSum {
+  template <typename A> __device__ A operator()(A a, A b) const { return wrap_add(a, b); }
+  __device__ float2 operator()(float2 a, float2 b) const { return make_float2(a.x + b.x, a.y + b.y); }
+  __device__ double2 operator()(double2 a, double2 b) const {
+    return make_double2(a.x + b.x, a.y + b.y);
+  }
+};
+struct OpProd {
+  template <typename A> __device__ A operator()(A a, A b) const { return wrap_mul(a, b); }
+  __device__ float2 operator()(float2 a, float2 b) const {
+    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+  }
+  __device__ double2 operator()(double2 a, double2 b) const {
+    return make_double2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+  }
+};
+struct OpMin {
+  template <typename A> __device__ A operator()(A a, A b) const { return b < a ? b : a; }
+};
+struct OpMax {
+  template <typename A> __device__ A operator()(A a, A b) const { return b > a ? b : a; }
+};
+struct OpBand {
+  template <typename A> __device__ A operator()(A a, A b) const { return a & b; }
+};
+struct OpBor {
+  template <typename A> __device__ A operator()(A a, A b) const { return a | b; }
+};
+struct OpBxor {
+  template <typename A> __device__ A operator()(A a, A b) const { return a ^ b; }
+};
+struct OpLand {
+  template <typename A> __device__ A operator()(A a, A b) const { return (A)(a && b); }
+};
+struct OpLor {
+  template <typename A> __device__ A operator()(A a, A b) const { return (A)(a || b); }
+};
+struct OpLxor {
+  template <typename A> __device__ A operator()(A a, A b) const { return (A)(!a != !b); }
+};
+
+template <typename A> __device__ A divide_by(A v, int n) {
+  if constexpr (std::is_integral<A>::value) return (A)(v / (A)n); /* C truncation */
+  else return v / (A)n;
+}
+__device__ float2 divide_by(float2 v, int n) { return make_float2(v.x / n, v.y / n); }
+__device__ double2 divide_by(double2 v, int n) { return make_double2(v.x / n, v.y / n); }
+
+template <typename T, typename Op>
+__global__ void reduce_ranks_kernel(const T *in, T *out, size_t count, int nranks, int divide,
+                                    Op op) {
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
+    typename Traits<T>::acc acc = Traits<T>::load(in[i]);
+    for (int r = 1; r < nranks; r++) acc = op(acc, Traits<T>::load(in[(size_t)r * count + i]));
+    if (divide) acc = divide_by(acc, nranks);
+    out[i] = Traits<T>::store(acc);
+  }
+}
+
+template <typename T>
+__global__ void divide_kernel(T *buf, size_t count, int divisor) {
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
+    buf[i] = divide_by(buf[i], divisor);
+}
+
+unsigned grid_for(size_t count) {
+  size_t blocks = (count + 255) / 256;
+  return (unsigned)(blocks > 4096 ? 4096 : blocks ? blocks : 1);
+}
+
+template <typename T, typename Op>
+cudaError_t launch(Op op, const void *in, void *out, size_t count, int nranks, int divide,
+                   cudaStream_t s) {
+  reduce_ranks_kernel<T, Op><<<grid_for(count), 256, 0, s>>>((const T *)in, (T *)out, count,
+                                                              nranks, divide, op);
+  return cudaGetLastError();
+}
+
+#define ARGS in, out, count, nranks, divide, s
+
+/* Integers: every op. */
+template <typename T>
+cudaError_t int_ops(int op, const void *in, void *out, size_t count, int nranks, int divide,
+                    cudaStream_t s) {
+  switch (op) {
+  case GMPI_SUM:
+  case GMPI_AVG: return launch<T>(OpSum(), ARGS);
+  case GMPI_PROD: return launch<T>(OpProd(), ARGS);
+  case GMPI_MIN: return launch<T>(OpMin(), ARGS);
+  case GMPI_MAX: return launch<T>(OpMax(), ARGS);
+  case GMPI_BAND: return launch<T>(OpBand(), ARGS);
+  case GMPI_BOR: return launch<T>(OpBor(), ARGS);
+  case GMPI_BXOR: return launch<T>(OpBxor(), ARGS);
+  case GMPI_LAND: return launch<T>(OpLand(), ARGS);
+  case GMPI_LOR: return launch<T>(OpLor(), ARGS);
+  case GMPI_LXOR: return launch<T>(OpLxor(), ARGS);
+  }
+  return cudaErrorInvalidValue;
+}
+
+/* Floating types: arithmetic and ordering. */
+template <typename T>
+cudaError_t float_ops(int op, const void *in, void *out, size_t count, int nranks, int divide,
+                      cudaStream_t s) {
+  switch (op) {
+  case GMPI_SUM:
+  case GMPI_AVG: return launch<T>(OpSum(), ARGS);
+  case GMPI_PROD: return launch<T>(OpProd(), ARGS);
+  case GMPI_MIN: return launch<T>(OpMin(), ARGS);
+  case GMPI_MAX: return launch<T>(OpMax(), ARGS);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t complex_ops(int op, const void *in, void *out, size_t count, int nranks, int divide,
+                        cudaStream_t s) {
+  if (op == GMPI_SUM) return launch<T>(OpSum(), ARGS);
+  if (op == GMPI_PROD) return launch<T>(OpProd(), ARGS);
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t bool_ops(int op, const void *in, void *out, size_t count, int nranks, int divide,
+                     cudaStream_t s) {
+  switch (op) {
+  case GMPI_LAND: return launch<uint8_t>(OpLand(), ARGS);
+  case GMPI_LOR: return launch<uint8_t>(OpLor(), ARGS);
+  case GMPI_LXOR: return launch<uint8_t>(OpLxor(), ARGS);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t byte_ops(int op, const void *in, void *out, size_t count, int nranks, int divide,
+                     cudaStream_t s) {
+  switch (op) {
+  case GMPI_BAND: return launch<uint8_t>(OpBand(), ARGS);
+  case GMPI_BOR: return launch<uint8_t>(OpBor(), ARGS);
+  case GMPI_BXOR: return launch<uint8_t>(OpBxor(), ARGS);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T> cudaError_t launch_divide(void *buf, size_t count, int d, cudaStream_t s) {
+  divide_kernel<T><<<grid_for(count), 256, 0, s>>>((T *)buf, count, d);
+  return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" cudaError_t gmpi_cuda_reduce_ranks(int dtype, int op, const void *in, void *out,
+                                              size_t count, int nranks, int divide,
+                                              cudaStream_t s) {
+  if (count == 0) return cudaSuccess;
+  switch (dtype) {
+  case GMPI_INT8: return int_ops<int8_t>(op, ARGS);
+  case GMPI_UINT8: return int_ops<uint8_t>(op, ARGS);
+  case GMPI_INT16: return int_ops<int16_t>(op, ARGS);
+  case GMPI_UINT16: return int_ops<uint16_t>(op, ARGS);
+  case GMPI_INT32: return int_ops<int32_t>(op, ARGS);
+  case GMPI_UINT32: return int_ops<uint32_t>(op, ARGS);
+  case GMPI_INT64: return int_ops<int64_t>(op, ARGS);
+  case GMPI_UINT64: return int_ops<uint64_t>(op, ARGS);
+  case GMPI_FLOAT16: return float_ops<__half>(op, ARGS);
+  case GMPI_BFLOAT16: return float_ops<__nv_bfloat16>(op, ARGS);
+  case GMPI_FLOAT32: return float_ops<float>(op, ARGS);
+  case GMPI_FLOAT64: return float_ops<double>(op, ARGS);
+  case GMPI_COMPLEX64: return complex_ops<float2>(op, ARGS);
+  case GMPI_COMPLEX128: return complex_ops<double2>(op, ARGS);
+  case GMPI_BOOL: return bool_ops(op, ARGS);
+  case GMPI_BYTE: return byte_ops(op, ARGS);
+  }
+  return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t gmpi_cuda_divide(int dtype, void *buf, size_t count, int divisor,
+                                        cudaStream_t s) {
+  if (count == 0 || divisor == 1) return cudaSuccess;
+  switch (dtype) {
+  case GMPI_INT8: return launch_divide<int8_t>(buf, count, divisor, s);
+  case GMPI_UINT8: return launch_divide<uint8_t>(buf, count, divisor, s);
+  case GMPI_INT16: return launch_divide<int16_t>(buf, count, divisor, s);
+  case GMPI_UINT16: return launch_divide<uint16_t>(buf, count, divisor, s);
+  case GMPI_INT32: return launch_divide<int32_t>(buf, count, divisor, s);
+  case GMPI_UINT32: return launch_divide<uint32_t>(buf, count, divisor, s);
+  case GMPI_INT64: return launch_divide<int64_t>(buf, count, divisor, s);
+  case GMPI_UINT64: return launch_divide<uint64_t>(buf, count, divisor, s);
+  }
+  return cudaErrorInvalidValue;
+}

@@ -1,0 +1,51 @@
+/* The device reduction path of every valid (dtype, op): NCCL-native pairs go native, complex
+ * sum as real pairs, integer avg as sum + division, everything else through gather + kernel,
+ * and no valid pair is left without a path. */
+#include <stdio.h>
+
+#include "../src/core/devpath.h"
+
+static int failures;
+#define CHECK_EQ(a, b)                                                                             \
+  do {                                                                                             \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                            \
+    if (a_ != b_) {                                                                                \
+      failures++;                                                                                  \
+      fprintf(stderr, "FAIL %s:%d: %s == %s: %lld != %lld\n", __FILE__, __LINE__, #a, #b, a_, b_); \
+    }                                                                                              \
+  } while (0)
+
+int main(void) {
+  CHECK_EQ(gmpi_devpath_for(GMPI_FLOAT32, GMPI_SUM).kind, GMPI_DEVPATH_NATIVE);
+  CHECK_EQ(gmpi_devpath_for(GMPI_BFLOAT16, GMPI_AVG).kind, GMPI_DEVPATH_NATIVE);
+  CHECK_EQ(gmpi_devpath_for(GMPI_INT64, GMPI_MIN).kind, GMPI_DEVPATH_NATIVE);
+  gmpi_devpath_t c = gmpi_devpath_for(GMPI_COMPLEX128, GMPI_SUM);
+  CHECK_EQ(c.kind, GMPI_DEVPATH_PAIRS);
+  CHECK_EQ(c.dtype, GMPI_FLOAT64);
+  CHECK_EQ(c.count_mult, 2);
+  gmpi_devpath_t a = gmpi_devpath_for(GMPI_INT32, GMPI_AVG);
+  CHECK_EQ(a.kind, GMPI_DEVPATH_SUM_DIVIDE);
+  CHECK_EQ(a.op, GMPI_SUM);
+  CHECK_EQ(gmpi_devpath_for(GMPI_COMPLEX64, GMPI_PROD).kind, GMPI_DEVPATH_GATHER);
+  CHECK_EQ(gmpi_devpath_for(GMPI_INT16, GMPI_SUM).kind, GMPI_DEVPATH_GATHER);
+  CHECK_EQ(gmpi_devpath_for(GMPI_BOOL, GMPI_LOR).kind, GMPI_DEVPATH_GATHER);
+  CHECK_EQ(gmpi_devpath_for(GMPI_UINT32, GMPI_BXOR).kind, GMPI_DEVPATH_GATHER);
+  CHECK_EQ(gmpi_devpath_for(GMPI_INT8, GMPI_LAND).kind, GMPI_DEVPATH_GATHER);
+  CHECK_EQ(gmpi_devpath_for(GMPI_BYTE, GMPI_BAND).kind, GMPI_DEVPATH_GATHER);
+  /* Every valid pair: the library gets a dtype it has (or gmpi's kernel does the work). */
+  int native = 0, gather = 0;
+  for (int d = 0; d < GMPI_DTYPE_COUNT; d++)
+    for (int o = 0; o < GMPI_OP_COUNT; o++) {
+      if (!gmpi_op_valid((gmpi_dtype_t)d, (gmpi_op_t)o)) continue;
+      gmpi_devpath_t p = gmpi_devpath_for((gmpi_dtype_t)d, (gmpi_op_t)o);
+      if (p.kind == GMPI_DEVPATH_GATHER) gather++;
+      else {
+        native++;
+        CHECK_EQ(gmpi_devpath_native_dtype(p.dtype), 1);
+      }
+    }
+  CHECK_EQ(native + gather, 8 * 11 + 4 * 5 + 2 * 2 + 3 + 3);
+  printf("unit_devpath: %s (%d pairs native or mapped, %d through gather + kernel)\n",
+         failures ? "FAIL" : "PASS", native, gather);
+  return failures ? 1 : 0;
+}

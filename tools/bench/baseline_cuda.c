@@ -1,0 +1,125 @@
+/* Baselines on the cuda backend, on the very device buffers gmpi used:
+ *   nccl   -- the raw NCCL call on gmpi's own communicator and stream; in eager mode each
+ *             call is followed by a stream synchronize (what a blocking call must do), in
+ *             stream mode only the timed loop's end is synchronized, as for gmpi;
+ *   staged -- what a program without gmpi does with plain MPI: copy to pinned host memory,
+ *             the blocking MPI call, copy back. */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+static const struct {
+  ncclDataType_t type;
+  int ok;
+} nccl_types[GMPI_DTYPE_COUNT] = {
+    [GMPI_INT8] = {ncclInt8, 1},         [GMPI_UINT8] = {ncclUint8, 1},
+    [GMPI_INT32] = {ncclInt32, 1},       [GMPI_UINT32] = {ncclUint32, 1},
+    [GMPI_INT64] = {ncclInt64, 1},       [GMPI_UINT64] = {ncclUint64, 1},
+    [GMPI_FLOAT16] = {ncclFloat16, 1},   [GMPI_BFLOAT16] = {ncclBfloat16, 1},
+    [GMPI_FLOAT32] = {ncclFloat32, 1},   [GMPI_FLOAT64] = {ncclFloat64, 1},
+};
+static const struct {
+  ncclRedOp_t op;
+  int ok;
+} nccl_ops[GMPI_OP_COUNT] = {
+    [GMPI_SUM] = {ncclSum, 1}, [GMPI_PROD] = {ncclProd, 1}, [GMPI_MIN] = {ncclMin, 1},
+    [GMPI_MAX] = {ncclMax, 1}, [GMPI_AVG] = {ncclAvg, 1},
+};
+
+static int is_cuda(const bench_ctx_t *c, char *why, size_t len) {
+  if (c->backend == GMPI_BACKEND_CUDA) return 1;
+  snprintf(why, len, "the comm runs the cpu backend (no device buffers)");
+  return 0;
+}
+
+static int nccl_available(const bench_ctx_t *c, char *why, size_t len) {
+  if (!is_cuda(c, why, len)) return 0;
+  if (!nccl_types[c->dtype].ok || !nccl_ops[c->op].ok) {
+    snprintf(why, len, "NCCL has no %s %s", gmpi_dtype_name(c->dtype), gmpi_op_name(c->op));
+    return 0;
+  }
+  if (c->op == GMPI_AVG && c->dtype <= GMPI_UINT64) {
+    snprintf(why, len, "NCCL's integer average is not C's truncating division");
+    return 0;
+  }
+  return 1;
+}
+
+static int nccl_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  ncclComm_t nc;
+  cudaStream_t st;
+  gmpi_comm_nccl(c->comm, (void **)&nc);
+  gmpi_comm_stream(c->comm, (void **)&st);
+  ncclDataType_t t = nccl_types[c->dtype].type;
+  ncclRedOp_t op = nccl_ops[c->op].op;
+  size_t n = s->count, es = gmpi_dtype_size(c->dtype);
+  int next = (c->rank + 1) % c->size, prev = (c->rank + c->size - 1) % c->size;
+  ncclResult_t r = ncclSuccess;
+  switch (coll->kind) {
+  case BENCH_ALLREDUCE: r = ncclAllReduce(c->send, c->recv, n, t, op, nc, st); break;
+  case BENCH_BCAST: r = ncclBroadcast(c->recv, c->recv, n, t, c->root, nc, st); break;
+  case BENCH_REDUCE: r = ncclReduce(c->send, c->recv, n, t, op, c->root, nc, st); break;
+  case BENCH_ALLGATHER: r = ncclAllGather(c->send, c->recv, n, t, nc, st); break;
+  case BENCH_REDUCE_SCATTER: r = ncclReduceScatter(c->send, c->recv, n, t, op, nc, st); break;
+  case BENCH_ALLTOALL: r = ncclAlltoAll(c->send, c->recv, n * es, ncclUint8, nc, st); break;
+  case BENCH_SENDRECV:
+    ncclGroupStart();
+    ncclSend(c->send, n * es, ncclUint8, next, nc, st);
+    ncclRecv(c->recv, n * es, ncclUint8, prev, nc, st);
+    r = ncclGroupEnd();
+    break;
+  case BENCH_COLL_COUNT: break;
+  }
+  /* The comm is nonblocking: completion of the enqueue is polled by the synchronize. */
+  if (r != ncclSuccess && r != ncclInProgress) return 1;
+  if (c->mode == MODE_STREAM) return 0;
+  return cudaStreamSynchronize(st) != cudaSuccess;
+}
+
+static int staged_available(const bench_ctx_t *c, char *why, size_t len) {
+  if (!is_cuda(c, why, len)) return 0;
+  if (!bench_mpi_type_ok(c->dtype) || c->op == GMPI_AVG) {
+    snprintf(why, len, "MPI has no %s %s", gmpi_dtype_name(c->dtype), gmpi_op_name(c->op));
+    return 0;
+  }
+  return 1;
+}
+
+/* Pinned staging, allocated once at the largest size. */
+static void *pinned_send, *pinned_recv;
+
+static int staged_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  size_t es = gmpi_dtype_size(c->dtype);
+  if (!pinned_send && (cudaMallocHost(&pinned_send, c->send_cap) != cudaSuccess ||
+                       cudaMallocHost(&pinned_recv, c->recv_cap) != cudaSuccess))
+    return 1;
+  void *dev_in = coll->kind == BENCH_BCAST ? c->recv : c->send;
+  void *host_in = coll->kind == BENCH_BCAST ? pinned_recv : pinned_send;
+  if (cudaMemcpy(host_in, dev_in, s->send_elems * es, cudaMemcpyDeviceToHost) != cudaSuccess)
+    return 1;
+  if (bench_mpi_call(c, coll->kind, s, pinned_send, pinned_recv) != MPI_SUCCESS) return 1;
+  return cudaMemcpy(c->recv, pinned_recv, s->recv_elems * es, cudaMemcpyHostToDevice) !=
+         cudaSuccess;
+}
+
+const bench_baseline_t bench_baseline_nccl = {"nccl", nccl_available, nccl_run};
+const bench_baseline_t bench_baseline_staged = {"staged", staged_available, staged_run};
+
+/* Stream-ordered gmpi: the comm enqueues on its stream; the timed loop syncs at its end. */
+int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  void *stream = NULL;
+  gmpi_comm_stream(c->comm, &stream);
+  gmpi_status_t st = gmpi_comm_set_stream(c->comm, stream);
+  if (st == GMPI_SUCCESS) st = coll->run(c, s);
+  return st != GMPI_SUCCESS;
+}
+
+void bench_sync(bench_ctx_t *c) {
+  if (c->backend != GMPI_BACKEND_CUDA) return;
+  void *stream = NULL;
+  gmpi_comm_stream(c->comm, &stream);
+  cudaStreamSynchronize((cudaStream_t)stream);
+}
