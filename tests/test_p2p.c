@@ -46,96 +46,109 @@ static void ring_per_dtype(void) {
   }
 }
 
+/* Pairs (0,1), (2,3)...; a rank without a partner (1 rank, odd sizes) plays both roles. */
+static int partner(void) { return (rank ^ 1) < size ? rank ^ 1 : rank; }
+static int sends_first(void) { return rank % 2 == 0 || partner() == rank; }
+static int receives(void) { return rank % 2 == 1 || partner() == rank; }
+
 /* rank 2k posts Irecv(41) then Isend(43); rank 2k+1 posts Isend(41) then Irecv(43). */
 static void waitall_crossing_tags(size_t n) {
-  int peer = rank ^ 1;
-  if (peer >= size) return;
-  void *s = pattern_buf(GMPI_FLOAT32, n, rank), *r = t_alloc(n * 4);
-  gmpi_request_t reqs[2];
-  gmpi_msg_status_t st[2];
-  if (rank % 2 == 0) {
+  int peer = partner(), alone = peer == rank;
+  void *s = pattern_buf(GMPI_FLOAT32, n, rank), *r = t_alloc(n * 4), *r2 = t_alloc(n * 4);
+  gmpi_request_t reqs[4] = {NULL, NULL, NULL, NULL};
+  gmpi_msg_status_t st[4];
+  if (rank % 2 == 0 || alone) {
     T_OK(gmpi_irecv(r, n, GMPI_FLOAT32, peer, 41, comm, &reqs[0]));
     T_OK(gmpi_isend(s, n, GMPI_FLOAT32, peer, 43, comm, &reqs[1]));
-  } else {
-    T_OK(gmpi_isend(s, n, GMPI_FLOAT32, peer, 41, comm, &reqs[0]));
-    T_OK(gmpi_irecv(r, n, GMPI_FLOAT32, peer, 43, comm, &reqs[1]));
   }
-  T_OK(gmpi_waitall(2, reqs, st));
-  T_EQ_PTR(reqs[0], NULL);
-  T_EQ_PTR(reqs[1], NULL);
-  int ri = rank % 2 == 0 ? 0 : 1;
-  T_EQ_INT(st[ri].source, peer);
-  T_EQ_INT(st[ri].tag, rank % 2 == 0 ? 41 : 43);
-  T_EQ_SIZE(st[ri].count, n);
+  if (rank % 2 == 1 || alone) {
+    T_OK(gmpi_isend(s, n, GMPI_FLOAT32, peer, 41, comm, &reqs[2]));
+    T_OK(gmpi_irecv(alone ? r2 : r, n, GMPI_FLOAT32, peer, 43, comm, &reqs[3]));
+  }
+  T_OK(gmpi_waitall(4, reqs, st));
+  for (int i = 0; i < 4; i++) T_EQ_PTR(reqs[i], NULL);
+  for (int i = 0; i < 4; i += 3) {
+    if (i == 0 && !(rank % 2 == 0 || alone)) continue;
+    if (i == 3 && !(rank % 2 == 1 || alone)) continue;
+    T_EQ_INT(st[i].source, peer);
+    T_EQ_INT(st[i].tag, i == 0 ? 41 : 43);
+    T_EQ_SIZE(st[i].count, n);
+  }
   expect_pattern("waitall crossing tags", GMPI_FLOAT32, r, n, peer);
+  if (alone) expect_pattern("waitall crossing tags (43)", GMPI_FLOAT32, r2, n, peer);
   t_free(s);
   t_free(r);
+  t_free(r2);
 }
 
 /* Sender: tag 1 then tag 2. Receiver takes tag 2 first. Blocking sends when small (MPI's eager
  * buffering makes that legal in practice), nonblocking when large. */
 static void out_of_order_tags(size_t n, int blocking) {
-  int peer = rank ^ 1;
-  if (peer >= size) return;
+  int peer = partner();
   void *a = pattern_buf(GMPI_INT32, n, 10 + rank), *b = pattern_buf(GMPI_INT32, n, 20 + rank);
-  if (rank % 2 == 0) {
+  void *ra = t_alloc(n * 4), *rb = t_alloc(n * 4);
+  gmpi_request_t reqs[2] = {NULL, NULL};
+  if (sends_first()) {
     if (blocking) {
       T_OK(gmpi_send(a, n, GMPI_INT32, peer, 1, comm));
       T_OK(gmpi_send(b, n, GMPI_INT32, peer, 2, comm));
     } else {
-      gmpi_request_t reqs[2];
       T_OK(gmpi_isend(a, n, GMPI_INT32, peer, 1, comm, &reqs[0]));
       T_OK(gmpi_isend(b, n, GMPI_INT32, peer, 2, comm, &reqs[1]));
-      T_OK(gmpi_waitall(2, reqs, NULL));
     }
-  } else {
-    gmpi_msg_status_t st;
-    T_OK(gmpi_recv(b, n, GMPI_INT32, peer, 2, comm, &st));
-    T_EQ_INT(st.tag, 2);
-    T_OK(gmpi_recv(a, n, GMPI_INT32, peer, 1, comm, &st));
-    T_EQ_INT(st.tag, 1);
-    expect_pattern("out-of-order tag 2", GMPI_INT32, b, n, 20 + peer);
-    expect_pattern("out-of-order tag 1", GMPI_INT32, a, n, 10 + peer);
   }
+  if (receives()) {
+    gmpi_msg_status_t st;
+    T_OK(gmpi_recv(rb, n, GMPI_INT32, peer, 2, comm, &st));
+    T_EQ_INT(st.tag, 2);
+    T_OK(gmpi_recv(ra, n, GMPI_INT32, peer, 1, comm, &st));
+    T_EQ_INT(st.tag, 1);
+    expect_pattern("out-of-order tag 2", GMPI_INT32, rb, n, 20 + peer);
+    expect_pattern("out-of-order tag 1", GMPI_INT32, ra, n, 10 + peer);
+  }
+  T_OK(gmpi_waitall(2, reqs, NULL));
   t_free(a);
   t_free(b);
+  t_free(ra);
+  t_free(rb);
 }
 
-/* Everyone sends to rank 0 (tag 100 + rank, rank+1 elements); rank 0 takes them with
- * ANY_SOURCE / ANY_TAG and must learn source, tag and count from the status. */
+/* Everyone sends to rank 0 (tag 100 + rank, rank+1 elements), rank 0 to itself too; rank 0
+ * takes them with ANY_SOURCE / ANY_TAG and must learn source, tag and count from the status. */
 static void wildcards(void) {
-  if (rank != 0) {
-    void *s = pattern_buf(GMPI_INT64, (size_t)rank + 1, rank);
-    T_OK(gmpi_send(s, (size_t)rank + 1, GMPI_INT64, 0, 100 + rank, comm));
-    t_free(s);
-    return;
+  void *s = pattern_buf(GMPI_INT64, (size_t)rank + 1, rank);
+  gmpi_request_t req;
+  T_OK(gmpi_isend(s, (size_t)rank + 1, GMPI_INT64, 0, 100 + rank, comm, &req));
+  if (rank == 0) {
+    int seen[64] = {0};
+    void *r = t_alloc(64 * 8);
+    for (int k = 0; k < size; k++) {
+      gmpi_msg_status_t st = {-5, -5, 0};
+      T_OK(gmpi_recv(r, 64, GMPI_INT64, GMPI_ANY_SOURCE, GMPI_ANY_TAG, comm, &st));
+      T_TRUE(st.source >= 0 && st.source < size);
+      if (st.source < 0 || st.source >= size) continue;
+      seen[st.source]++;
+      T_EQ_INT(st.tag, 100 + st.source);
+      T_EQ_SIZE(st.count, (size_t)st.source + 1);
+      expect_pattern("ANY_SOURCE payload", GMPI_INT64, r, (size_t)st.source + 1, st.source);
+    }
+    for (int k = 0; k < size; k++) T_EQ_INT(seen[k], 1);
+    t_free(r);
   }
-  int seen[64] = {0};
-  void *r = t_alloc(64 * 8);
-  for (int k = 1; k < size; k++) {
-    gmpi_msg_status_t st = {-5, -5, 0};
-    T_OK(gmpi_recv(r, 64, GMPI_INT64, GMPI_ANY_SOURCE, GMPI_ANY_TAG, comm, &st));
-    T_TRUE(st.source >= 1 && st.source < size);
-    if (st.source < 1 || st.source >= size) continue;
-    seen[st.source]++;
-    T_EQ_INT(st.tag, 100 + st.source);
-    T_EQ_SIZE(st.count, (size_t)st.source + 1);
-    expect_pattern("ANY_SOURCE payload", GMPI_INT64, r, (size_t)st.source + 1, st.source);
-  }
-  for (int k = 1; k < size; k++)
-    T_EQ_INT(seen[k], 1);
-  t_free(r);
+  T_OK(gmpi_wait(&req, NULL));
+  t_free(s);
 }
 
 /* A message longer than the receive buffer is GMPI_ERR_TRUNCATE; the comm goes on working. */
 static void truncation(void) {
-  int peer = rank ^ 1;
-  if (peer >= size) return;
+  int peer = partner();
   void *s = pattern_buf(GMPI_FLOAT64, 10, rank), *r = t_alloc(10 * 8);
-  if (rank % 2 == 0) {
-    T_OK(gmpi_send(s, 10, GMPI_FLOAT64, peer, 9, comm));
-    T_OK(gmpi_send(s, 10, GMPI_FLOAT64, peer, 9, comm));
-  } else {
+  gmpi_request_t reqs[2] = {NULL, NULL};
+  if (sends_first()) {
+    T_OK(gmpi_isend(s, 10, GMPI_FLOAT64, peer, 9, comm, &reqs[0]));
+    T_OK(gmpi_isend(s, 10, GMPI_FLOAT64, peer, 9, comm, &reqs[1]));
+  }
+  if (receives()) {
     T_STATUS(gmpi_recv(r, 5, GMPI_FLOAT64, peer, 9, comm, NULL), GMPI_ERR_TRUNCATE);
     T_ERROR_MENTIONS("longer");
     gmpi_msg_status_t st;
@@ -143,14 +156,14 @@ static void truncation(void) {
     T_EQ_SIZE(st.count, 10);
     expect_pattern("after truncation", GMPI_FLOAT64, r, 10, peer);
   }
+  T_OK(gmpi_waitall(2, reqs, NULL));
   t_free(s);
   t_free(r);
 }
 
 /* A shorter message than the buffer is fine: count says how much came. */
 static void shorter_message(void) {
-  int peer = rank ^ 1;
-  if (peer >= size) return;
+  int peer = partner();
   void *s = pattern_buf(GMPI_UINT16, 3, rank), *r = t_alloc(50 * 2);
   gmpi_msg_status_t st;
   T_OK(gmpi_sendrecv(s, 3, GMPI_UINT16, peer, 4, r, 50, GMPI_UINT16, peer, 4, comm, &st));
@@ -163,26 +176,24 @@ static void shorter_message(void) {
 
 /* Poll with gmpi_test until the message arrives (bounded by a generous number of polls). */
 static void test_polling(void) {
-  int peer = rank ^ 1;
-  if (peer >= size) return;
-  void *buf = pattern_buf(GMPI_UINT8, 33, rank);
-  if (rank % 2 == 1) {
-    gmpi_request_t req;
-    T_OK(gmpi_irecv(buf, 33, GMPI_UINT8, peer, 3, comm, &req));
-    T_OK(gmpi_barrier(comm)); /* the sender starts only now: the first tests must say "not yet" */
+  int peer = partner();
+  void *out = pattern_buf(GMPI_UINT8, 33, rank), *in = t_alloc(33);
+  gmpi_request_t req = NULL, sreq = NULL;
+  if (receives()) T_OK(gmpi_irecv(in, 33, GMPI_UINT8, peer, 3, comm, &req));
+  T_OK(gmpi_barrier(comm)); /* the sender starts only now: the first tests must say "not yet" */
+  if (sends_first()) T_OK(gmpi_isend(out, 33, GMPI_UINT8, peer, 3, comm, &sreq));
+  if (receives()) {
     int done = 0;
     gmpi_msg_status_t st;
-    for (long polls = 0; !done && polls < 100000000L; polls++)
-      T_OK(gmpi_test(&req, &done, &st));
+    for (long polls = 0; !done && polls < 100000000L; polls++) T_OK(gmpi_test(&req, &done, &st));
     T_TRUE(done);
     T_EQ_PTR(req, NULL);
     T_EQ_SIZE(st.count, 33);
-    expect_pattern("test polling", GMPI_UINT8, buf, 33, peer);
-  } else {
-    T_OK(gmpi_barrier(comm));
-    T_OK(gmpi_send(buf, 33, GMPI_UINT8, peer, 3, comm));
+    expect_pattern("test polling", GMPI_UINT8, in, 33, peer);
   }
-  t_free(buf);
+  T_OK(gmpi_wait(&sreq, NULL));
+  t_free(out);
+  t_free(in);
 }
 
 static void self_messages(void) {

@@ -58,6 +58,31 @@ static size_t gather_chunk(const dev_ctx_t *x) {
   return chunk ? chunk : 1;
 }
 
+/* Alltoall and gather as grouped sends and receives: the same kernels NCCL's own would run,
+ * and available in every NCCL 2.x, not only where ncclAlltoAll/ncclGather exist. */
+static gmpi_status_t grouped_alltoall(dev_ctx_t *x, const void *send, void *recv, size_t block) {
+  ncclComm_t nc = x->cc->nccl;
+  GMPI_NCCL_CHECK(ncclGroupStart(), nc);
+  for (int p = 0; p < x->comm->size; p++) {
+    GMPI_NCCL_CHECK(ncclSend(AT(send, (size_t)p * block), block, ncclUint8, p, nc, x->s), nc);
+    GMPI_NCCL_CHECK(ncclRecv(AT(recv, (size_t)p * block), block, ncclUint8, p, nc, x->s), nc);
+  }
+  GMPI_NCCL_CHECK(ncclGroupEnd(), nc);
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t grouped_gather(dev_ctx_t *x, const void *send, void *recv, size_t block,
+                                    int root) {
+  ncclComm_t nc = x->cc->nccl;
+  GMPI_NCCL_CHECK(ncclGroupStart(), nc);
+  GMPI_NCCL_CHECK(ncclSend(send, block, ncclUint8, root, nc, x->s), nc);
+  if (x->comm->rank == root)
+    for (int p = 0; p < x->comm->size; p++)
+      GMPI_NCCL_CHECK(ncclRecv(AT(recv, (size_t)p * block), block, ncclUint8, p, nc, x->s), nc);
+  GMPI_NCCL_CHECK(ncclGroupEnd(), nc);
+  return GMPI_SUCCESS;
+}
+
 static gmpi_status_t reduce_kernel(dev_ctx_t *x, const void *gathered, void *out, size_t len) {
   cudaError_t e = gmpi_cuda_reduce_ranks((int)x->a->dtype, (int)x->a->op, gathered, out, len,
                                          x->comm->size, x->a->op == GMPI_AVG, x->s);
@@ -78,7 +103,7 @@ static gmpi_status_t gather_allreduce(dev_ctx_t *x, int root) {
     if (root < 0)
       GMPI_NCCL_CHECK(ncclAllGather(in, scratch, len * x->es, ncclUint8, nc, x->s), nc);
     else
-      GMPI_NCCL_CHECK(ncclGather(in, scratch, len * x->es, ncclUint8, root, nc, x->s), nc);
+      GMPI_CHECK(grouped_gather(x, in, scratch, len * x->es, root));
     if (root < 0 || root == x->comm->rank)
       GMPI_CHECK(reduce_kernel(x, scratch, AT(a->recvbuf, off * x->es), len));
   }
@@ -95,6 +120,7 @@ static gmpi_status_t gather_reduce_scatter(dev_ctx_t *x, void *out) {
   GMPI_CHECK(cuda_comm_scratch(x->cc, (size_t)x->comm->size * chunk * x->es, &scratch));
   for (size_t off = 0; off < n; off += chunk) {
     size_t len = n - off < chunk ? n - off : chunk, b = len * x->es;
+    /* block p's chunk goes to rank p: strided sends, so not grouped_alltoall's layout */
     GMPI_NCCL_CHECK(ncclGroupStart(), nc);
     for (int p = 0; p < x->comm->size; p++) {
       GMPI_NCCL_CHECK(ncclSend(AT(a->sendbuf, ((size_t)p * n + off) * x->es), b, ncclUint8, p, nc,
@@ -179,7 +205,6 @@ static gmpi_status_t dev_allgather(dev_ctx_t *x) {
 
 static gmpi_status_t dev_alltoall(dev_ctx_t *x) {
   const gmpi_coll_args_t *a = x->a;
-  ncclComm_t nc = x->cc->nccl;
   size_t all = x->bytes * (size_t)x->comm->size;
   const void *send = a->sendbuf;
   void *copy = NULL;
@@ -191,8 +216,7 @@ static gmpi_status_t dev_alltoall(dev_ctx_t *x) {
                          st, release);
     send = copy;
   }
-  GMPI_NCCL_CHECK_GOTO(ncclAlltoAll(send, a->recvbuf, x->bytes, ncclUint8, nc, x->s), nc, st,
-                       release);
+  GMPI_CHECK_GOTO(grouped_alltoall(x, send, a->recvbuf, x->bytes), st, release);
 release:
   if (copy && all > GMPI_CUDA_SCRATCH_BYTES) { /* the temporary must outlive the transfer */
     if (st == GMPI_SUCCESS) st = cuda_wait_stream(x->comm, x->s, "alltoall");

@@ -1,0 +1,174 @@
+/* What only the cuda backend has: device binding, the raw NCCL handle (an ncclAllReduce by
+ * hand on gmpi's communicator), the memory budget, host and device buffers on one comm,
+ * another GPU's memory refused, stream-ordered mode. Skips, saying why, without a GPU. */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdint.h>
+
+#include "test_util.h"
+
+static int rank, size;
+static gmpi_comm_t comm;
+
+static int expected_device(void) {
+  MPI_Comm node;
+  int local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  const char *v = getenv("GMPI_VISIBLE_DEVICES");
+  if (!v) return local;
+  for (int i = 0; i < local && v; i++) {
+    v = strchr(v, ',');
+    if (v) v++;
+  }
+  return v ? atoi(v) : -1;
+}
+
+static void binding(void) {
+  int dev = -1, current = -2;
+  T_OK(gmpi_comm_device(comm, &dev));
+  T_EQ_INT(dev, expected_device());
+  cudaGetDevice(&current);
+  T_EQ_INT(current, dev);
+}
+
+/* The raw handles work: an ncclAllReduce by hand on gmpi's communicator and stream. */
+static void interop(void) {
+  ncclComm_t nc = NULL;
+  cudaStream_t s = NULL;
+  T_OK(gmpi_comm_nccl(comm, (void **)&nc));
+  T_OK(gmpi_comm_stream(comm, (void **)&s));
+  T_TRUE(nc != NULL);
+  int nranks = 0;
+  ncclCommCount(nc, &nranks);
+  T_EQ_INT(nranks, size);
+  int *d = t_alloc(4 * sizeof(int)), h[4] = {rank + 1, 2, 3, rank}, got[4];
+  t_put(d, h, sizeof(h));
+  ncclResult_t r = ncclAllReduce(d, d, 4, ncclInt32, ncclSum, nc, s);
+  T_TRUE(r == ncclSuccess || r == ncclInProgress);
+  T_EQ_INT(cudaStreamSynchronize(s), cudaSuccess);
+  t_get(got, d, sizeof(got));
+  T_EQ_INT(got[0], size * (size + 1) / 2);
+  T_EQ_INT(got[1], 2 * size);
+  T_EQ_INT(got[3], size * (size - 1) / 2);
+  t_free(d);
+}
+
+static void budget(void) {
+  size_t lib0, user0, lib1, user1;
+  T_OK(gmpi_comm_mem_usage(comm, &lib0, &user0));
+  void *p = NULL, *q = (void *)1;
+  T_OK(gmpi_mem_alloc(comm, 1 << 20, &p));
+  T_OK(gmpi_comm_mem_usage(comm, &lib1, &user1));
+  T_EQ_SIZE(user1, user0 + (1 << 20));
+  T_STATUS(gmpi_mem_alloc(comm, SIZE_MAX / 4, &q), GMPI_ERR_NO_MEMORY);
+  T_ERROR_MENTIONS("budget");
+  T_EQ_PTR(q, (void *)1); /* untouched on failure */
+  T_OK(gmpi_mem_free(comm, p));
+  T_OK(gmpi_comm_mem_usage(comm, &lib1, &user1));
+  T_EQ_SIZE(user1, user0);
+  char host[8];
+  T_STATUS(gmpi_mem_free(comm, host), GMPI_ERR_INVALID_ARG);
+  if (rank == 0) printf("memory: library %zu bytes (gmpi + NCCL), user %zu bytes\n", lib1, user1);
+}
+
+/* Host buffers take MPI, device buffers NCCL, on the same comm; a mix is refused. */
+static void mixing(void) {
+  double hin[3] = {1, 2, rank}, hout[3], dgot[3];
+  double *d = t_alloc(sizeof(hin));
+  T_OK(gmpi_allreduce(hin, hout, 3, GMPI_FLOAT64, GMPI_SUM, comm));
+  T_EQ_INT(hout[1], 2 * size);
+  t_put(d, hin, sizeof(hin));
+  T_OK(gmpi_allreduce(d, d, 3, GMPI_FLOAT64, GMPI_MAX, comm));
+  t_get(dgot, d, sizeof(dgot));
+  T_EQ_INT(dgot[2], size - 1);
+  T_STATUS(gmpi_allreduce(hin, d, 3, GMPI_FLOAT64, GMPI_SUM, comm), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("host");
+  /* p2p: a host message and a device message to ourselves, in flight together */
+  gmpi_request_t r[4];
+  double hrecv[3] = {0};
+  double *drecv = t_alloc(sizeof(hin));
+  T_OK(gmpi_irecv(hrecv, 3, GMPI_FLOAT64, rank, 5, comm, &r[0]));
+  T_OK(gmpi_irecv(drecv, 3, GMPI_FLOAT64, rank, 6, comm, &r[1]));
+  T_OK(gmpi_isend(d, 3, GMPI_FLOAT64, rank, 6, comm, &r[2]));
+  T_OK(gmpi_isend(hin, 3, GMPI_FLOAT64, rank, 5, comm, &r[3]));
+  T_OK(gmpi_waitall(4, r, NULL));
+  t_get(hout, drecv, sizeof(hout));
+  T_EQ_INT(hrecv[2], rank);
+  T_EQ_INT(hout[2], size - 1);
+  t_free(d);
+  t_free(drecv);
+}
+
+static void other_device(void) {
+  int count = 0, dev = 0;
+  cudaGetDeviceCount(&count);
+  gmpi_comm_device(comm, &dev);
+  if (count < 2) {
+    if (rank == 0) printf("other-device check skipped: only %d device visible\n", count);
+    return;
+  }
+  void *foreign = NULL, *mine = t_alloc(64);
+  cudaSetDevice((dev + 1) % count);
+  cudaMalloc(&foreign, 64);
+  cudaSetDevice(dev);
+  T_STATUS(gmpi_allreduce(foreign, mine, 4, GMPI_FLOAT32, GMPI_SUM, comm), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("device");
+  cudaSetDevice((dev + 1) % count);
+  cudaFree(foreign);
+  cudaSetDevice(dev);
+  t_free(mine);
+}
+
+/* Stream-ordered: the allreduce runs after the user's memset and before the user's copy, all
+ * on the user's stream; the call itself returns at once. */
+static void stream_ordered(void) {
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  int *d = t_alloc(1024 * sizeof(int)), *h;
+  cudaMallocHost((void **)&h, 1024 * sizeof(int));
+  T_OK(gmpi_comm_set_stream(comm, s));
+  void *got_stream = NULL;
+  T_OK(gmpi_comm_stream(comm, &got_stream));
+  T_EQ_PTR(got_stream, s);
+  cudaMemsetAsync(d, 1, 1024 * sizeof(int), s); /* every int 0x01010101 */
+  T_OK(gmpi_allreduce(d, d, 1024, GMPI_INT32, GMPI_SUM, comm));
+  T_OK(gmpi_bcast(d, 1024, GMPI_INT32, 0, comm));
+  cudaMemcpyAsync(h, d, 1024 * sizeof(int), cudaMemcpyDeviceToHost, s);
+  T_EQ_INT(cudaStreamSynchronize(s), cudaSuccess);
+  for (int i = 0; i < 1024; i++)
+    if (h[i] != 0x01010101 * size) {
+      T_FAIL_("stream-ordered allreduce: element %d = %d, want %d", i, h[i], 0x01010101 * size);
+      break;
+    }
+  T_OK(gmpi_comm_set_stream(comm, NULL));
+  t_free(d);
+  cudaFreeHost(h);
+  cudaStreamDestroy(s);
+}
+
+int main(int argc, char **argv) {
+  comm = t_init(&argc, &argv);
+  gmpi_comm_rank(comm, &rank);
+  gmpi_comm_size(comm, &size);
+  gmpi_backend_t backend;
+  gmpi_comm_backend(comm, &backend);
+  if (backend != GMPI_BACKEND_CUDA) {
+    gmpi_comm_t probe = NULL;
+    setenv("GMPI_BACKEND", "cuda", 1);
+    gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &probe);
+    gmpi_finalize(&probe);
+    char why[1100];
+    snprintf(why, sizeof(why), "the cuda backend cannot run here (%s: %s)", t_status_name(st),
+             gmpi_last_error());
+    return t_skip("cuda", why);
+  }
+  binding();
+  interop();
+  budget();
+  mixing();
+  other_device();
+  stream_ordered();
+  return t_finish("cuda");
+}
