@@ -4,7 +4,7 @@
 
 #include "test_util.h"
 
-#define N (((size_t)1 << 31) + 5)
+#define N     (((size_t)1 << 31) + 5)
 #define CHUNK ((size_t)64 << 20)
 
 static uint8_t pattern(size_t i, int seed) { return (uint8_t)((i * 7 + (size_t)seed * 13) & 0x3f); }
@@ -12,7 +12,8 @@ static uint8_t pattern(size_t i, int seed) { return (uint8_t)((i * 7 + (size_t)s
 static void fill(void *dev, int seed, uint8_t *host) {
   for (size_t off = 0; off < N; off += CHUNK) {
     size_t len = N - off < CHUNK ? N - off : CHUNK;
-    for (size_t i = 0; i < len; i++) host[i] = pattern(off + i, seed);
+    for (size_t i = 0; i < len; i++)
+      host[i] = pattern(off + i, seed);
     t_put((char *)dev + off, host, len);
   }
 }

@@ -66,7 +66,8 @@ static void waitall_crossing_tags(size_t n) {
     T_OK(gmpi_irecv(alone ? r2 : r, n, GMPI_FLOAT32, peer, 43, comm, &reqs[3]));
   }
   T_OK(gmpi_waitall(4, reqs, st));
-  for (int i = 0; i < 4; i++) T_EQ_PTR(reqs[i], NULL);
+  for (int i = 0; i < 4; i++)
+    T_EQ_PTR(reqs[i], NULL);
   for (int i = 0; i < 4; i += 3) {
     if (i == 0 && !(rank % 2 == 0 || alone)) continue;
     if (i == 3 && !(rank % 2 == 1 || alone)) continue;
@@ -132,7 +133,8 @@ static void wildcards(void) {
       T_EQ_SIZE(st.count, (size_t)st.source + 1);
       expect_pattern("ANY_SOURCE payload", GMPI_INT64, r, (size_t)st.source + 1, st.source);
     }
-    for (int k = 0; k < size; k++) T_EQ_INT(seen[k], 1);
+    for (int k = 0; k < size; k++)
+      T_EQ_INT(seen[k], 1);
     t_free(r);
   }
   T_OK(gmpi_wait(&req, NULL));
@@ -185,7 +187,8 @@ static void test_polling(void) {
   if (receives()) {
     int done = 0;
     gmpi_msg_status_t st;
-    for (long polls = 0; !done && polls < 100000000L; polls++) T_OK(gmpi_test(&req, &done, &st));
+    for (long polls = 0; !done && polls < 100000000L; polls++)
+      T_OK(gmpi_test(&req, &done, &st));
     T_TRUE(done);
     T_EQ_PTR(req, NULL);
     T_EQ_SIZE(st.count, 33);

@@ -38,7 +38,8 @@ int main(void) {
     for (int o = 0; o < GMPI_OP_COUNT; o++) {
       if (!gmpi_op_valid((gmpi_dtype_t)d, (gmpi_op_t)o)) continue;
       gmpi_devpath_t p = gmpi_devpath_for((gmpi_dtype_t)d, (gmpi_op_t)o);
-      if (p.kind == GMPI_DEVPATH_GATHER) gather++;
+      if (p.kind == GMPI_DEVPATH_GATHER)
+        gather++;
       else {
         native++;
         CHECK_EQ(gmpi_devpath_native_dtype(p.dtype), 1);

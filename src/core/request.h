@@ -10,12 +10,12 @@
 struct gmpi_request {
   gmpi_comm_t comm;
   gmpi_p2p_args_t args;
-  uint64_t flight_seq;              /* its entry in the comm's flight record */
-  int done;                         /* set by the backend in p2p_test */
-  gmpi_status_t result;             /* final status once done */
-  gmpi_msg_status_t status;         /* final envelope once done */
-  void *be;                         /* backend or envelope-engine state */
-  int route; /* backend's choice of engine for this request (cuda: host or device) */
+  uint64_t flight_seq;      /* its entry in the comm's flight record */
+  int done;                 /* set by the backend in p2p_test */
+  gmpi_status_t result;     /* final status once done */
+  gmpi_msg_status_t status; /* final envelope once done */
+  void *be;                 /* backend or envelope-engine state */
+  int route;                /* backend's choice of engine for this request (cuda: host or device) */
   struct gmpi_request *next, *prev; /* engine queues */
 };
 

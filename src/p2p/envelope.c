@@ -145,7 +145,7 @@ static gmpi_status_t deliver_local(struct gmpi_envelope_engine *env, env_msg_t *
   const void *src = in_sender ? msg->self_send->args.buf : msg->staging;
   if (result == GMPI_SUCCESS && msg->m.bytes && src)
     result = (in_sender ? env->mover->self_copy : env->mover->copy)(env->mctx, req->args.buf, src,
-                                                                     msg->m.bytes);
+                                                                    msg->m.bytes);
   if (msg->self_send) complete_self_send(msg->self_send);
   complete_recv(req, msg, result);
   free_msg(env, msg);
@@ -261,8 +261,8 @@ static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int source) 
                       (unsigned long long)lane->next_in_seq);
   lane->next_in_seq++;
   if (env->incoming.hello_len && env->mover->welcome)
-    GMPI_CHECK(env->mover->welcome(env->mctx, source, env->incoming.hello,
-                                   env->incoming.hello_len));
+    GMPI_CHECK(
+        env->mover->welcome(env->mctx, source, env->incoming.hello, env->incoming.hello_len));
   env_msg_t *msg = calloc(1, sizeof(*msg));
   if (!msg) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an envelope");
   msg->m = (gmpi_match_msg_t){.source = source,

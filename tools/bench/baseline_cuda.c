@@ -15,11 +15,11 @@ static const struct {
   ncclDataType_t type;
   int ok;
 } nccl_types[GMPI_DTYPE_COUNT] = {
-    [GMPI_INT8] = {ncclInt8, 1},         [GMPI_UINT8] = {ncclUint8, 1},
-    [GMPI_INT32] = {ncclInt32, 1},       [GMPI_UINT32] = {ncclUint32, 1},
-    [GMPI_INT64] = {ncclInt64, 1},       [GMPI_UINT64] = {ncclUint64, 1},
-    [GMPI_FLOAT16] = {ncclFloat16, 1},   [GMPI_BFLOAT16] = {ncclBfloat16, 1},
-    [GMPI_FLOAT32] = {ncclFloat32, 1},   [GMPI_FLOAT64] = {ncclFloat64, 1},
+    [GMPI_INT8] = {ncclInt8, 1},       [GMPI_UINT8] = {ncclUint8, 1},
+    [GMPI_INT32] = {ncclInt32, 1},     [GMPI_UINT32] = {ncclUint32, 1},
+    [GMPI_INT64] = {ncclInt64, 1},     [GMPI_UINT64] = {ncclUint64, 1},
+    [GMPI_FLOAT16] = {ncclFloat16, 1}, [GMPI_BFLOAT16] = {ncclBfloat16, 1},
+    [GMPI_FLOAT32] = {ncclFloat32, 1}, [GMPI_FLOAT64] = {ncclFloat64, 1},
 };
 static const struct {
   ncclRedOp_t op;
@@ -80,8 +80,10 @@ static int nccl_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_
     break;
   case BENCH_COLL_COUNT: break;
   }
-  /* The comm is nonblocking: completion of the enqueue is polled by the synchronize. */
-  if (r != ncclSuccess && r != ncclInProgress) return 1;
+  /* gmpi's communicator is nonblocking: wait until NCCL has really enqueued the call. */
+  while (r == ncclInProgress)
+    ncclCommGetAsyncError(nc, &r);
+  if (r != ncclSuccess) return 1;
   if (c->mode == MODE_STREAM) return 0;
   return cudaStreamSynchronize(st) != cudaSuccess;
 }

@@ -41,10 +41,12 @@ static int pick_device(const gmpi_config_t *cfg, int local, int local_size, cons
   if (cfg->visible_devices[0]) {
     for (const char *p = cfg->visible_devices; *p && n < 256; p++) {
       visible[n++] = atoi(p);
-      while (p[1] && *p != ',') p++;
+      while (p[1] && *p != ',')
+        p++;
     }
   } else {
-    for (n = 0; n < count && n < 256; n++) visible[n] = n;
+    for (n = 0; n < count && n < 256; n++)
+      visible[n] = n;
   }
   if (local_size > n) {
     snprintf(why, why_len,
@@ -113,6 +115,21 @@ static gmpi_status_t nccl_wait_ready(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm
       return gmpi_error(GMPI_ERR_TIMEOUT, "%s did not finish within GMPI_TIMEOUT = %g s", what,
                         comm->cfg.timeout_s);
     }
+  }
+}
+
+gmpi_status_t cuda_nccl_settle(gmpi_comm_t comm, ncclComm_t nc, ncclResult_t r, const char *call) {
+  if (r == ncclSuccess) return GMPI_SUCCESS;
+  if (r != ncclInProgress) return gmpi_nccl_error(r, nc, call);
+  cuda_comm_t *cc = comm->be;
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, comm->cfg.timeout_s);
+  for (;;) {
+    int ready = 0;
+    GMPI_CHECK(nccl_async(comm, cc, nc, &ready));
+    if (ready) return GMPI_SUCCESS;
+    GMPI_CHECK(cuda_p2p_progress(comm));
+    if (gmpi_deadline_poll(&d)) return timed_out(comm, cc, call);
   }
 }
 
@@ -194,10 +211,13 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CUDA_CHECK_GOTO(cudaSetDevice(dev), st, free_cc);
   GMPI_CHECK_GOTO(cuda_mem_setup(&self->cfg, dev), st, free_cc);
-  if (comm) GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, cudaStreamNonBlocking),
-                                 st, teardown_mem);
-  if (parent) GMPI_CHECK_GOTO(nccl_split(comm, parent, target, color, key), st, destroy_stream);
-  else GMPI_CHECK_GOTO(nccl_init(comm, cc), st, destroy_stream);
+  if (comm)
+    GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, cudaStreamNonBlocking), st,
+                         teardown_mem);
+  if (parent)
+    GMPI_CHECK_GOTO(nccl_split(comm, parent, target, color, key), st, destroy_stream);
+  else
+    GMPI_CHECK_GOTO(nccl_init(comm, cc), st, destroy_stream);
   if (!comm) {
     cuda_mem_teardown();
     return GMPI_SUCCESS;
@@ -264,6 +284,7 @@ static gmpi_status_t cuda_query(gmpi_comm_t comm, gmpi_query_t what, void **out)
 
 static gmpi_status_t cuda_set_stream(gmpi_comm_t comm, void *stream) {
   cuda_comm_t *cc = comm->be;
+  if (stream == cc->user_stream) return GMPI_SUCCESS;
   /* Work gmpi already enqueued on its own stream must not overtake later user work. */
   GMPI_CHECK(cuda_wait_stream(comm, cc->stream, "gmpi_comm_set_stream"));
   cc->user_stream = stream;

@@ -43,4 +43,10 @@ gmpi_status_t gmpi_nccl_error(ncclResult_t r, ncclComm_t comm, const char *call)
     }                                                                                              \
   } while (0)
 
+/* Call NCCL on a nonblocking communicator and wait (bounded, progressing MPI) until the call is
+ * really enqueued: ncclInProgress means NCCL is still enqueuing in the background, and any
+ * stream work issued before it settles would run in the wrong order. */
+gmpi_status_t cuda_nccl_settle(gmpi_comm_t comm, ncclComm_t nc, ncclResult_t r, const char *call);
+#define GMPI_NCCL_ENQUEUE(comm, nc, call) GMPI_CHECK(cuda_nccl_settle((comm), (nc), (call), #call))
+
 #endif

@@ -15,9 +15,9 @@
 #include "cuda_check.h"
 
 static const ncclDataType_t nccl_type[GMPI_DTYPE_COUNT] = {
-    [GMPI_INT8] = ncclInt8,        [GMPI_UINT8] = ncclUint8,     [GMPI_INT32] = ncclInt32,
-    [GMPI_UINT32] = ncclUint32,    [GMPI_INT64] = ncclInt64,     [GMPI_UINT64] = ncclUint64,
-    [GMPI_FLOAT16] = ncclFloat16,  [GMPI_BFLOAT16] = ncclBfloat16, [GMPI_FLOAT32] = ncclFloat32,
+    [GMPI_INT8] = ncclInt8,       [GMPI_UINT8] = ncclUint8,       [GMPI_INT32] = ncclInt32,
+    [GMPI_UINT32] = ncclUint32,   [GMPI_INT64] = ncclInt64,       [GMPI_UINT64] = ncclUint64,
+    [GMPI_FLOAT16] = ncclFloat16, [GMPI_BFLOAT16] = ncclBfloat16, [GMPI_FLOAT32] = ncclFloat32,
     [GMPI_FLOAT64] = ncclFloat64,
 };
 static const ncclRedOp_t nccl_op[GMPI_OP_COUNT] = {
@@ -62,24 +62,27 @@ static size_t gather_chunk(const dev_ctx_t *x) {
  * and available in every NCCL 2.x, not only where ncclAlltoAll/ncclGather exist. */
 static gmpi_status_t grouped_alltoall(dev_ctx_t *x, const void *send, void *recv, size_t block) {
   ncclComm_t nc = x->cc->nccl;
-  GMPI_NCCL_CHECK(ncclGroupStart(), nc);
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
   for (int p = 0; p < x->comm->size; p++) {
-    GMPI_NCCL_CHECK(ncclSend(AT(send, (size_t)p * block), block, ncclUint8, p, nc, x->s), nc);
-    GMPI_NCCL_CHECK(ncclRecv(AT(recv, (size_t)p * block), block, ncclUint8, p, nc, x->s), nc);
+    GMPI_NCCL_ENQUEUE(x->comm, nc,
+                      ncclSend(AT(send, (size_t)p * block), block, ncclUint8, p, nc, x->s));
+    GMPI_NCCL_ENQUEUE(x->comm, nc,
+                      ncclRecv(AT(recv, (size_t)p * block), block, ncclUint8, p, nc, x->s));
   }
-  GMPI_NCCL_CHECK(ncclGroupEnd(), nc);
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
   return GMPI_SUCCESS;
 }
 
 static gmpi_status_t grouped_gather(dev_ctx_t *x, const void *send, void *recv, size_t block,
                                     int root) {
   ncclComm_t nc = x->cc->nccl;
-  GMPI_NCCL_CHECK(ncclGroupStart(), nc);
-  GMPI_NCCL_CHECK(ncclSend(send, block, ncclUint8, root, nc, x->s), nc);
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclSend(send, block, ncclUint8, root, nc, x->s));
   if (x->comm->rank == root)
     for (int p = 0; p < x->comm->size; p++)
-      GMPI_NCCL_CHECK(ncclRecv(AT(recv, (size_t)p * block), block, ncclUint8, p, nc, x->s), nc);
-  GMPI_NCCL_CHECK(ncclGroupEnd(), nc);
+      GMPI_NCCL_ENQUEUE(x->comm, nc,
+                        ncclRecv(AT(recv, (size_t)p * block), block, ncclUint8, p, nc, x->s));
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
   return GMPI_SUCCESS;
 }
 
@@ -101,7 +104,7 @@ static gmpi_status_t gather_allreduce(dev_ctx_t *x, int root) {
     size_t len = a->count - off < chunk ? a->count - off : chunk;
     const void *in = AT(a->sendbuf, off * x->es);
     if (root < 0)
-      GMPI_NCCL_CHECK(ncclAllGather(in, scratch, len * x->es, ncclUint8, nc, x->s), nc);
+      GMPI_NCCL_ENQUEUE(x->comm, nc, ncclAllGather(in, scratch, len * x->es, ncclUint8, nc, x->s));
     else
       GMPI_CHECK(grouped_gather(x, in, scratch, len * x->es, root));
     if (root < 0 || root == x->comm->rank)
@@ -121,14 +124,15 @@ static gmpi_status_t gather_reduce_scatter(dev_ctx_t *x, void *out) {
   for (size_t off = 0; off < n; off += chunk) {
     size_t len = n - off < chunk ? n - off : chunk, b = len * x->es;
     /* block p's chunk goes to rank p: strided sends, so not grouped_alltoall's layout */
-    GMPI_NCCL_CHECK(ncclGroupStart(), nc);
+    GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
     for (int p = 0; p < x->comm->size; p++) {
-      GMPI_NCCL_CHECK(ncclSend(AT(a->sendbuf, ((size_t)p * n + off) * x->es), b, ncclUint8, p, nc,
-                               x->s),
-                      nc);
-      GMPI_NCCL_CHECK(ncclRecv(AT(scratch, (size_t)p * b), b, ncclUint8, p, nc, x->s), nc);
+      GMPI_NCCL_ENQUEUE(
+          x->comm, nc,
+          ncclSend(AT(a->sendbuf, ((size_t)p * n + off) * x->es), b, ncclUint8, p, nc, x->s));
+      GMPI_NCCL_ENQUEUE(x->comm, nc,
+                        ncclRecv(AT(scratch, (size_t)p * b), b, ncclUint8, p, nc, x->s));
     }
-    GMPI_NCCL_CHECK(ncclGroupEnd(), nc);
+    GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
     GMPI_CHECK(reduce_kernel(x, scratch, AT(out, off * x->es), len));
   }
   return GMPI_SUCCESS;
@@ -146,9 +150,9 @@ static gmpi_status_t dev_allreduce(dev_ctx_t *x) {
   gmpi_devpath_t p = gmpi_devpath_for(a->dtype, a->op);
   if (p.kind == GMPI_DEVPATH_GATHER) return gather_allreduce(x, -1);
   ncclComm_t nc = x->cc->nccl;
-  GMPI_NCCL_CHECK(ncclAllReduce(a->sendbuf, a->recvbuf, a->count * p.count_mult,
-                                nccl_type[p.dtype], nccl_op[p.op], nc, x->s),
-                  nc);
+  GMPI_NCCL_ENQUEUE(x->comm, nc,
+                    ncclAllReduce(a->sendbuf, a->recvbuf, a->count * p.count_mult,
+                                  nccl_type[p.dtype], nccl_op[p.op], nc, x->s));
   return p.kind == GMPI_DEVPATH_SUM_DIVIDE ? divide(x, a->recvbuf, a->count) : GMPI_SUCCESS;
 }
 
@@ -158,9 +162,9 @@ static gmpi_status_t dev_reduce(dev_ctx_t *x) {
   if (p.kind == GMPI_DEVPATH_GATHER) return gather_allreduce(x, a->root);
   ncclComm_t nc = x->cc->nccl;
   int is_root = x->comm->rank == a->root;
-  GMPI_NCCL_CHECK(ncclReduce(a->sendbuf, is_root ? a->recvbuf : NULL, a->count * p.count_mult,
-                             nccl_type[p.dtype], nccl_op[p.op], a->root, nc, x->s),
-                  nc);
+  GMPI_NCCL_ENQUEUE(x->comm, nc,
+                    ncclReduce(a->sendbuf, is_root ? a->recvbuf : NULL, a->count * p.count_mult,
+                               nccl_type[p.dtype], nccl_op[p.op], a->root, nc, x->s));
   if (p.kind == GMPI_DEVPATH_SUM_DIVIDE && is_root) return divide(x, a->recvbuf, a->count);
   return GMPI_SUCCESS;
 }
@@ -177,9 +181,9 @@ static gmpi_status_t dev_reduce_scatter(dev_ctx_t *x) {
     GMPI_CHECK(gather_reduce_scatter(x, a->recvbuf));
     return GMPI_SUCCESS;
   }
-  GMPI_NCCL_CHECK(ncclReduceScatter(a->sendbuf, out, a->count * p.count_mult, nccl_type[p.dtype],
-                                    nccl_op[p.op], nc, x->s),
-                  nc);
+  GMPI_NCCL_ENQUEUE(x->comm, nc,
+                    ncclReduceScatter(a->sendbuf, out, a->count * p.count_mult, nccl_type[p.dtype],
+                                      nccl_op[p.op], nc, x->s));
   if (p.kind == GMPI_DEVPATH_SUM_DIVIDE) GMPI_CHECK(divide(x, out, a->count));
   if (out != a->recvbuf)
     GMPI_CUDA_CHECK(cudaMemcpyAsync(a->recvbuf, out, x->bytes, cudaMemcpyDeviceToDevice, x->s));
@@ -188,8 +192,9 @@ static gmpi_status_t dev_reduce_scatter(dev_ctx_t *x) {
 
 static gmpi_status_t dev_bcast(dev_ctx_t *x) {
   ncclComm_t nc = x->cc->nccl;
-  GMPI_NCCL_CHECK(
-      ncclBroadcast(x->a->recvbuf, x->a->recvbuf, x->bytes, ncclUint8, x->a->root, nc, x->s), nc);
+  GMPI_NCCL_ENQUEUE(
+      x->comm, nc,
+      ncclBroadcast(x->a->recvbuf, x->a->recvbuf, x->bytes, ncclUint8, x->a->root, nc, x->s));
   return GMPI_SUCCESS;
 }
 
@@ -197,9 +202,9 @@ static gmpi_status_t dev_allgather(dev_ctx_t *x) {
   const gmpi_coll_args_t *a = x->a;
   ncclComm_t nc = x->cc->nccl;
   /* Either in-place form means our block already sits at our slot: NCCL's in place. */
-  const void *send = a->sendbuf == a->recvbuf ? AT(a->recvbuf, (size_t)x->comm->rank * x->bytes)
-                                              : a->sendbuf;
-  GMPI_NCCL_CHECK(ncclAllGather(send, a->recvbuf, x->bytes, ncclUint8, nc, x->s), nc);
+  const void *send =
+      a->sendbuf == a->recvbuf ? AT(a->recvbuf, (size_t)x->comm->rank * x->bytes) : a->sendbuf;
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclAllGather(send, a->recvbuf, x->bytes, ncclUint8, nc, x->s));
   return GMPI_SUCCESS;
 }
 
@@ -210,10 +215,12 @@ static gmpi_status_t dev_alltoall(dev_ctx_t *x) {
   void *copy = NULL;
   gmpi_status_t st = GMPI_SUCCESS;
   if (a->sendbuf == a->recvbuf && all) { /* in place: send from a copy */
-    if (all <= GMPI_CUDA_SCRATCH_BYTES) GMPI_CHECK(cuda_comm_scratch(x->cc, all, &copy));
-    else GMPI_CHECK(cuda_lib_alloc(all, &copy));
-    GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(copy, a->sendbuf, all, cudaMemcpyDeviceToDevice, x->s),
-                         st, release);
+    if (all <= GMPI_CUDA_SCRATCH_BYTES)
+      GMPI_CHECK(cuda_comm_scratch(x->cc, all, &copy));
+    else
+      GMPI_CHECK(cuda_lib_alloc(all, &copy));
+    GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(copy, a->sendbuf, all, cudaMemcpyDeviceToDevice, x->s), st,
+                         release);
     send = copy;
   }
   GMPI_CHECK_GOTO(grouped_alltoall(x, send, a->recvbuf, x->bytes), st, release);
@@ -229,15 +236,18 @@ static gmpi_status_t dev_barrier(dev_ctx_t *x) {
   void *word;
   ncclComm_t nc = x->cc->nccl;
   GMPI_CHECK(cuda_comm_scratch(x->cc, sizeof(int), &word));
-  GMPI_NCCL_CHECK(ncclAllReduce(word, word, 1, ncclInt32, ncclSum, nc, x->s), nc);
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclAllReduce(word, word, 1, ncclInt32, ncclSum, nc, x->s));
   return GMPI_SUCCESS;
 }
 
 typedef gmpi_status_t (*dev_fn_t)(dev_ctx_t *x);
 static const dev_fn_t dev_table[GMPI_COLL_KIND_COUNT] = {
-    [GMPI_COLL_ALLREDUCE] = dev_allreduce,   [GMPI_COLL_BCAST] = dev_bcast,
-    [GMPI_COLL_REDUCE] = dev_reduce,         [GMPI_COLL_ALLGATHER] = dev_allgather,
-    [GMPI_COLL_REDUCE_SCATTER] = dev_reduce_scatter, [GMPI_COLL_ALLTOALL] = dev_alltoall,
+    [GMPI_COLL_ALLREDUCE] = dev_allreduce,
+    [GMPI_COLL_BCAST] = dev_bcast,
+    [GMPI_COLL_REDUCE] = dev_reduce,
+    [GMPI_COLL_ALLGATHER] = dev_allgather,
+    [GMPI_COLL_REDUCE_SCATTER] = dev_reduce_scatter,
+    [GMPI_COLL_ALLTOALL] = dev_alltoall,
     [GMPI_COLL_BARRIER] = dev_barrier,
 };
 
@@ -247,8 +257,8 @@ static const dev_fn_t dev_table[GMPI_COLL_KIND_COUNT] = {
 static gmpi_status_t route(cuda_comm_t *cc, gmpi_comm_t comm, const gmpi_coll_args_t *a,
                            buf_kind_t *where) {
   int uses_send = a->kind != GMPI_COLL_BCAST && a->kind != GMPI_COLL_BARRIER;
-  int uses_recv = a->kind != GMPI_COLL_BARRIER &&
-                  !(a->kind == GMPI_COLL_REDUCE && comm->rank != a->root);
+  int uses_recv =
+      a->kind != GMPI_COLL_BARRIER && !(a->kind == GMPI_COLL_REDUCE && comm->rank != a->root);
   buf_kind_t s = BUF_NONE, r = BUF_NONE;
   if (uses_send) GMPI_CHECK(cuda_classify(cc, a->sendbuf, "sendbuf", &s));
   if (uses_recv) GMPI_CHECK(cuda_classify(cc, a->recvbuf, "recvbuf", &r));

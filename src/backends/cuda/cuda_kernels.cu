@@ -49,7 +49,9 @@ template <typename A> __device__ A wrap_mul(A a, A b) {
 
 struct OpSum {
   template <typename A> __device__ A operator()(A a, A b) const { return wrap_add(a, b); }
-  __device__ float2 operator()(float2 a, float2 b) const { return make_float2(a.x + b.x, a.y + b.y); }
+  __device__ float2 operator()(float2 a, float2 b) const {
+    return make_float2(a.x + b.x, a.y + b.y);
+  }
   __device__ double2 operator()(double2 a, double2 b) const {
     return make_double2(a.x + b.x, a.y + b.y);
   }
@@ -89,8 +91,10 @@ struct OpLxor {
 };
 
 template <typename A> __device__ A divide_by(A v, int n) {
-  if constexpr (std::is_integral<A>::value) return (A)(v / (A)n); /* C truncation */
-  else return v / (A)n;
+  if constexpr (std::is_integral<A>::value)
+    return (A)(v / (A)n); /* C truncation */
+  else
+    return v / (A)n;
 }
 __device__ float2 divide_by(float2 v, int n) { return make_float2(v.x / n, v.y / n); }
 __device__ double2 divide_by(double2 v, int n) { return make_double2(v.x / n, v.y / n); }
@@ -101,14 +105,14 @@ __global__ void reduce_ranks_kernel(const T *in, T *out, size_t count, int nrank
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
     typename Traits<T>::acc acc = Traits<T>::load(in[i]);
-    for (int r = 1; r < nranks; r++) acc = op(acc, Traits<T>::load(in[(size_t)r * count + i]));
+    for (int r = 1; r < nranks; r++)
+      acc = op(acc, Traits<T>::load(in[(size_t)r * count + i]));
     if (divide) acc = divide_by(acc, nranks);
     out[i] = Traits<T>::store(acc);
   }
 }
 
-template <typename T>
-__global__ void divide_kernel(T *buf, size_t count, int divisor) {
+template <typename T> __global__ void divide_kernel(T *buf, size_t count, int divisor) {
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
     buf[i] = divide_by(buf[i], divisor);
@@ -122,8 +126,8 @@ unsigned grid_for(size_t count) {
 template <typename T, typename Op>
 cudaError_t launch(Op op, const void *in, void *out, size_t count, int nranks, int divide,
                    cudaStream_t s) {
-  reduce_ranks_kernel<T, Op><<<grid_for(count), 256, 0, s>>>((const T *)in, (T *)out, count,
-                                                              nranks, divide, op);
+  reduce_ranks_kernel<T, Op>
+      <<<grid_for(count), 256, 0, s>>>((const T *)in, (T *)out, count, nranks, divide, op);
   return cudaGetLastError();
 }
 

@@ -26,7 +26,7 @@ static struct {
   int refs; /* comms using the device */
   int device;
   size_t budget, user_bytes, lib_bytes;
-  void *pool; /* preallocated budget, or NULL */
+  void *pool;      /* preallocated budget, or NULL */
   block_t *blocks; /* user blocks sorted by base (pool: all blocks, used or free) */
   size_t n_blocks, cap_blocks;
 } mem = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -55,8 +55,10 @@ static long blocks_find(uintptr_t p) {
   size_t lo = 0, hi = mem.n_blocks;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (mem.blocks[mid].base + mem.blocks[mid].size <= p) lo = mid + 1;
-    else hi = mid;
+    if (mem.blocks[mid].base + mem.blocks[mid].size <= p)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo < mem.n_blocks && mem.blocks[lo].base <= p && mem.blocks[lo].used) return (long)lo;
   return -1;
@@ -73,8 +75,7 @@ gmpi_status_t cuda_mem_setup(const gmpi_config_t *cfg, int device) {
   mem.user_bytes = mem.lib_bytes = 0;
   if (cfg->gpu_preallocate && mem.budget) {
     GMPI_CUDA_CHECK_GOTO(cudaMalloc(&mem.pool, mem.budget), st, undo_ref);
-    GMPI_CHECK_GOTO(blocks_insert(0, (block_t){(uintptr_t)mem.pool, mem.budget, 0}), st,
-                    free_pool);
+    GMPI_CHECK_GOTO(blocks_insert(0, (block_t){(uintptr_t)mem.pool, mem.budget, 0}), st, free_pool);
     gmpi_log(GMPI_LOG_INFO, "reserved %zu bytes of device %d for gmpi_mem_alloc", mem.budget,
              device);
   }
@@ -92,9 +93,11 @@ unlock:
 void cuda_mem_teardown(void) {
   pthread_mutex_lock(&mem.lock);
   if (--mem.refs == 0) {
-    if (mem.pool) cudaFree(mem.pool);
+    if (mem.pool)
+      cudaFree(mem.pool);
     else
-      for (size_t i = 0; i < mem.n_blocks; i++) cudaFree((void *)mem.blocks[i].base);
+      for (size_t i = 0; i < mem.n_blocks; i++)
+        cudaFree((void *)mem.blocks[i].base);
     free(mem.blocks);
     mem.pool = NULL;
     mem.blocks = NULL;
@@ -151,10 +154,13 @@ gmpi_status_t cuda_mem_alloc(size_t bytes, void **ptr) {
     void *p = NULL;
     GMPI_CUDA_CHECK_GOTO(cudaMalloc(&p, rounded), st, unlock);
     long at = 0;
-    while ((size_t)at < mem.n_blocks && mem.blocks[at].base < (uintptr_t)p) at++;
+    while ((size_t)at < mem.n_blocks && mem.blocks[at].base < (uintptr_t)p)
+      at++;
     st = blocks_insert((size_t)at, (block_t){(uintptr_t)p, rounded, 1});
-    if (st != GMPI_SUCCESS) cudaFree(p);
-    else *ptr = p;
+    if (st != GMPI_SUCCESS)
+      cudaFree(p);
+    else
+      *ptr = p;
   }
   if (st == GMPI_SUCCESS) mem.user_bytes += rounded;
 unlock:

@@ -32,17 +32,21 @@ typedef struct xfer {
   void *buf;
   size_t bytes;
   cudaEvent_t ready; /* stream-ordered mode: the user's stream reached the post */
-  cudaEvent_t done;
-  int issued;
-  struct xfer *next; /* pending on a lane that is not ready yet */
+  cudaEvent_t done;  /* recorded once NCCL has really enqueued the transfer */
+  int issued;        /* done is recorded: completion can be tested */
+  struct xfer *next; /* the lane's queue */
 } xfer_t;
 
+/* A lane issues its transfers one at a time, in order: the communicator is nonblocking, so a
+ * call may return ncclInProgress while NCCL still enqueues it (the first one also connects
+ * the two ranks); the next call waits until that settles. Nothing here blocks the host. */
 typedef struct lane {
   int peer;
   ncclComm_t nccl;
   cudaStream_t stream;
   lane_state_t state;
-  xfer_t *pending_head, *pending_tail;
+  xfer_t *queue_head, *queue_tail; /* not yet handed to NCCL */
+  xfer_t *enqueuing;               /* handed to NCCL, ncclInProgress */
 } lane_t;
 
 struct cuda_lanes {
@@ -53,61 +57,91 @@ struct cuda_lanes {
 
 /* ---- lanes ------------------------------------------------------------------------------- */
 
-static gmpi_status_t lane_start(struct cuda_lanes *l, lane_t *lane, const ncclUniqueId *id,
-                                int my_rank) {
+static void free_xfer(xfer_t *x) {
+  if (x->ready) cudaEventDestroy(x->ready);
+  cudaEventDestroy(x->done);
+  free(x);
+}
+
+static gmpi_status_t lane_start(lane_t *lane, const ncclUniqueId *id, int my_rank) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   GMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&lane->stream, cudaStreamNonBlocking));
   GMPI_NCCL_CHECK(ncclCommInitRankConfig(&lane->nccl, 2, *id, my_rank, &config), NULL);
   lane->state = LANE_STARTING;
   GMPI_TRACE("lane %s rank %d: starting", my_rank == 0 ? "to" : "from", lane->peer);
-  (void)l;
   return GMPI_SUCCESS;
 }
 
-static gmpi_status_t issue(struct cuda_lanes *l, xfer_t *x) {
-  lane_t *lane = x->lane;
-  int peer = x->is_send ? 1 : 0; /* a lane's sender is its rank 0, its receiver rank 1 */
-  if (x->ready) GMPI_CUDA_CHECK(cudaStreamWaitEvent(lane->stream, x->ready, 0));
-  if (x->is_send)
-    GMPI_NCCL_CHECK(ncclSend(x->buf, x->bytes, ncclUint8, peer, lane->nccl, lane->stream),
-                    lane->nccl);
-  else
-    GMPI_NCCL_CHECK(ncclRecv(x->buf, x->bytes, ncclUint8, peer, lane->nccl, lane->stream),
-                    lane->nccl);
-  GMPI_CUDA_CHECK(cudaEventRecord(x->done, lane->stream));
-  x->issued = 1;
-  (void)l;
-  return GMPI_SUCCESS;
+static gmpi_status_t lane_failed(lane_t *lane, ncclResult_t r, const char *what) {
+  lane->state = LANE_FAILED;
+  return gmpi_nccl_error(r, lane->nccl, what);
 }
 
-/* A starting lane: ready now? Then issue what waited for it, in order. */
-static gmpi_status_t lane_poll(struct cuda_lanes *l, lane_t *lane) {
-  if (lane->state != LANE_STARTING) return GMPI_SUCCESS;
+/* The lane's NCCL state: 1 when idle (init or last enqueue finished), 0 when busy. */
+static gmpi_status_t lane_settled(lane_t *lane, int *idle) {
   ncclResult_t r = ncclInProgress;
   ncclCommGetAsyncError(lane->nccl, &r);
-  if (r == ncclInProgress) return GMPI_SUCCESS;
-  if (r != ncclSuccess) {
-    lane->state = LANE_FAILED;
-    return gmpi_nccl_error(r, lane->nccl, "ncclCommInitRankConfig (point-to-point lane)");
-  }
-  lane->state = LANE_READY;
-  for (xfer_t *x = lane->pending_head; x; x = x->next) GMPI_CHECK(issue(l, x));
-  lane->pending_head = lane->pending_tail = NULL;
+  *idle = r == ncclSuccess;
+  if (r == ncclSuccess || r == ncclInProgress) return GMPI_SUCCESS;
+  return lane_failed(lane, r, "NCCL point-to-point lane");
+}
+
+static gmpi_status_t record_done(xfer_t *x) {
+  GMPI_CUDA_CHECK(cudaEventRecord(x->done, x->lane->stream));
+  x->issued = 1;
   return GMPI_SUCCESS;
+}
+
+/* Hand the next queued transfer to NCCL. A lane's sender is its rank 0, its receiver rank 1. */
+static gmpi_status_t lane_issue_next(lane_t *lane) {
+  xfer_t *x = lane->queue_head;
+  lane->queue_head = x->next;
+  if (!lane->queue_head) lane->queue_tail = NULL;
+  x->next = NULL;
+  if (x->ready) GMPI_CUDA_CHECK(cudaStreamWaitEvent(lane->stream, x->ready, 0));
+  ncclResult_t r = x->is_send ? ncclSend(x->buf, x->bytes, ncclUint8, 1, lane->nccl, lane->stream)
+                              : ncclRecv(x->buf, x->bytes, ncclUint8, 0, lane->nccl, lane->stream);
+  if (r == ncclInProgress) {
+    lane->enqueuing = x;
+    return GMPI_SUCCESS;
+  }
+  if (r != ncclSuccess) return lane_failed(lane, r, x->is_send ? "ncclSend" : "ncclRecv");
+  return record_done(x);
+}
+
+/* Move the lane along as far as it goes without waiting. */
+static gmpi_status_t lane_pump(lane_t *lane) {
+  if (lane->state == LANE_NONE || lane->state == LANE_FAILED) return GMPI_SUCCESS;
+  for (;;) {
+    int idle = 0;
+    GMPI_CHECK(lane_settled(lane, &idle));
+    if (!idle) return GMPI_SUCCESS;
+    lane->state = LANE_READY;
+    if (lane->enqueuing) {
+      xfer_t *x = lane->enqueuing;
+      lane->enqueuing = NULL;
+      GMPI_CHECK(record_done(x));
+    }
+    if (!lane->queue_head) return GMPI_SUCCESS;
+    GMPI_CHECK(lane_issue_next(lane));
+  }
 }
 
 static gmpi_status_t lanes_progress(void *ctx) {
   struct cuda_lanes *l = ctx;
   for (int p = 0; p < l->comm->size; p++) {
-    GMPI_CHECK(lane_poll(l, &l->out[p]));
-    GMPI_CHECK(lane_poll(l, &l->in[p]));
+    GMPI_CHECK(lane_pump(&l->out[p]));
+    GMPI_CHECK(lane_pump(&l->in[p]));
   }
   return GMPI_SUCCESS;
 }
 
 static void lane_close(struct cuda_lanes *l, lane_t *lane) {
   if (lane->state == LANE_NONE) return;
+  for (xfer_t *x = lane->queue_head, *n; x; x = n)
+    n = x->next, free_xfer(x);
+  if (lane->enqueuing) free_xfer(lane->enqueuing);
   if (lane->nccl) {
     int healthy = l->comm->failure == GMPI_SUCCESS && lane->state == LANE_READY;
     ncclResult_t r = healthy ? ncclCommFinalize(lane->nccl) : ncclInternalError;
@@ -117,8 +151,10 @@ static void lane_close(struct cuda_lanes *l, lane_t *lane) {
       ncclCommGetAsyncError(lane->nccl, &r);
       if (r != ncclInProgress || gmpi_deadline_poll(&d)) break;
     }
-    if (r == ncclSuccess) ncclCommDestroy(lane->nccl);
-    else ncclCommAbort(lane->nccl);
+    if (r == ncclSuccess)
+      ncclCommDestroy(lane->nccl);
+    else
+      ncclCommAbort(lane->nccl);
   }
   if (lane->stream) cudaStreamDestroy(lane->stream);
   memset(lane, 0, sizeof(*lane));
@@ -130,7 +166,7 @@ static size_t lanes_hello(void *ctx, int peer, void *blob) {
   struct cuda_lanes *l = ctx;
   lane_t *lane = &l->out[peer];
   ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess || lane_start(l, lane, &id, 0) != GMPI_SUCCESS) {
+  if (ncclGetUniqueId(&id) != ncclSuccess || lane_start(lane, &id, 0) != GMPI_SUCCESS) {
     lane->state = LANE_FAILED;
     return 0;
   }
@@ -145,7 +181,7 @@ static gmpi_status_t lanes_welcome(void *ctx, int source, const void *blob, size
                       len);
   ncclUniqueId id;
   memcpy(&id, blob, sizeof(id));
-  return lane_start(l, &l->in[source], &id, 1);
+  return lane_start(&l->in[source], &id, 1);
 }
 
 static gmpi_status_t start_xfer(struct cuda_lanes *l, lane_t *lane, int is_send, void *buf,
@@ -163,15 +199,13 @@ static gmpi_status_t start_xfer(struct cuda_lanes *l, lane_t *lane, int is_send,
                          destroy_done);
     GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->ready, l->cc->user_stream), st, destroy_ready);
   }
-  if (lane->state == LANE_READY) {
-    GMPI_CHECK_GOTO(issue(l, x), st, destroy_ready);
-  } else {
-    if (lane->pending_tail) lane->pending_tail->next = x;
-    else lane->pending_head = x;
-    lane->pending_tail = x;
-  }
+  if (lane->queue_tail)
+    lane->queue_tail->next = x;
+  else
+    lane->queue_head = x;
+  lane->queue_tail = x;
   *handle = x;
-  return GMPI_SUCCESS;
+  return lane_pump(lane); /* x stays queued on failure; the lane's close frees it */
 destroy_ready:
   if (x->ready) cudaEventDestroy(x->ready);
 destroy_done:
@@ -191,17 +225,13 @@ static gmpi_status_t lanes_recv(void *ctx, int peer, void *buf, size_t bytes, vo
   return start_xfer(l, &l->in[peer], 0, buf, bytes, h);
 }
 
-static void free_xfer(xfer_t *x) {
-  if (x->ready) cudaEventDestroy(x->ready);
-  cudaEventDestroy(x->done);
-  free(x);
-}
-
 static gmpi_status_t lanes_test(void *ctx, void *handle, int *done) {
   struct cuda_lanes *l = ctx;
   xfer_t *x = handle;
+  (void)l;
   *done = 0;
-  if (!x->issued) return lane_poll(l, x->lane);
+  if (!x->issued) GMPI_CHECK(lane_pump(x->lane));
+  if (!x->issued) return GMPI_SUCCESS;
   cudaError_t e = cudaEventQuery(x->done);
   if (e == cudaErrorNotReady) {
     ncclResult_t r = ncclSuccess;
@@ -219,7 +249,7 @@ static gmpi_status_t lanes_test(void *ctx, void *handle, int *done) {
 static void lanes_cancel(void *ctx, void *handle) {
   (void)ctx;
   xfer_t *x = handle;
-  if (x->issued) free_xfer(x); /* a pending one stays queued; its lane frees it on close */
+  if (x->issued) free_xfer(x); /* a queued or enqueuing one is freed with its lane */
 }
 
 static gmpi_status_t lanes_alloc(void *ctx, size_t bytes, void **ptr) {
@@ -244,10 +274,10 @@ static gmpi_status_t lanes_self_copy(void *ctx, void *dst, const void *src, size
   ncclComm_t nc = l->cc->nccl;
   cudaStream_t s = l->cc->stream;
   int me = l->comm->rank;
-  GMPI_NCCL_CHECK(ncclGroupStart(), nc);
-  GMPI_NCCL_CHECK(ncclSend(src, bytes, ncclUint8, me, nc, s), nc);
-  GMPI_NCCL_CHECK(ncclRecv(dst, bytes, ncclUint8, me, nc, s), nc);
-  GMPI_NCCL_CHECK(ncclGroupEnd(), nc);
+  GMPI_NCCL_ENQUEUE(l->comm, nc, ncclGroupStart());
+  GMPI_NCCL_ENQUEUE(l->comm, nc, ncclSend(src, bytes, ncclUint8, me, nc, s));
+  GMPI_NCCL_ENQUEUE(l->comm, nc, ncclRecv(dst, bytes, ncclUint8, me, nc, s));
+  GMPI_NCCL_ENQUEUE(l->comm, nc, ncclGroupEnd());
   return cuda_wait_stream(l->comm, s, "a self send/recv");
 }
 
@@ -280,7 +310,8 @@ gmpi_status_t cuda_p2p_open(gmpi_comm_t comm, cuda_comm_t *cc) {
     st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d lanes", 2 * comm->size);
     goto free_lanes;
   }
-  for (int p = 0; p < comm->size; p++) l->out[p].peer = l->in[p].peer = p;
+  for (int p = 0; p < comm->size; p++)
+    l->out[p].peer = l->in[p].peer = p;
   GMPI_CHECK_GOTO(gmpi_env_create(comm, &nccl_mover, l, &cc->env), st, free_lanes);
   cc->lanes = l;
   return GMPI_SUCCESS;
@@ -297,8 +328,6 @@ void cuda_p2p_close(gmpi_comm_t comm, cuda_comm_t *cc) {
   gmpi_env_destroy(cc->env);
   cc->env = NULL;
   for (int p = 0; p < comm->size; p++) {
-    for (xfer_t *x = l->out[p].pending_head, *n; x; x = n) n = x->next, free_xfer(x);
-    for (xfer_t *x = l->in[p].pending_head, *n; x; x = n) n = x->next, free_xfer(x);
     lane_close(l, &l->out[p]);
     lane_close(l, &l->in[p]);
   }
@@ -331,8 +360,10 @@ gmpi_status_t cuda_p2p_test(gmpi_request_t req, int *done) {
 
 void cuda_p2p_abandon(gmpi_request_t req) {
   cuda_comm_t *cc = req->comm->be;
-  if (on_host(req)) gmpi_cpu_p2p_abandon(&cc->host, req);
-  else gmpi_env_abandon(cc->env, req);
+  if (on_host(req))
+    gmpi_cpu_p2p_abandon(&cc->host, req);
+  else
+    gmpi_env_abandon(cc->env, req);
 }
 
 gmpi_status_t cuda_p2p_progress(gmpi_comm_t comm) {
