@@ -1,58 +1,111 @@
-/* Plans (issue 4): placeholder until the recorder lands. */
+/* Recording a plan, and the plan objects' life cycle. While comm->rec is set, collectives and
+ * point-to-point calls on comm append steps instead of running; waits on recorded requests
+ * append wait steps. gmpi_plan_end (src/api/plan.c) compiles the steps. */
 #include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 #include "comm.h"
 #include "error.h"
+#include "plan_rec.h"
+#include "request.h"
 
-gmpi_status_t gmpi_plan_record_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
-  (void)comm;
-  (void)a;
-  return gmpi_error(GMPI_ERR_UNSUPPORTED, "plans are not implemented yet");
-}
-gmpi_status_t gmpi_plan_record_p2p(gmpi_comm_t comm, gmpi_request_t req) {
-  (void)comm;
-  (void)req;
-  return gmpi_error(GMPI_ERR_UNSUPPORTED, "plans are not implemented yet");
-}
-int gmpi_plan_request_is_recorded(gmpi_request_t req) {
-  (void)req;
-  return 0;
-}
-gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req) {
-  (void)req;
-  return GMPI_ERR_UNSUPPORTED;
-}
-void gmpi_plan_drop_request(gmpi_request_t req) { (void)req; }
-void gmpi_plan_orphan_all(gmpi_comm_t comm) { (void)comm; }
-void gmpi_plan_abort_recording(gmpi_comm_t comm) { (void)comm; }
-gmpi_status_t gmpi_plan_begin(gmpi_comm_t comm) {
-  GMPI_API_ENTER(comm);
-  return gmpi_error(GMPI_ERR_UNSUPPORTED, "plans are not implemented yet");
-}
-gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *plan) {
-  (void)plan;
-  GMPI_API_ENTER(comm);
-  return gmpi_error(GMPI_ERR_UNSUPPORTED, "plans are not implemented yet");
-}
-gmpi_status_t gmpi_plan_run(gmpi_plan_t plan) {
-  (void)plan;
-  return GMPI_ERR_UNSUPPORTED;
-}
-gmpi_status_t gmpi_plan_dump(gmpi_plan_t plan, FILE *out) {
-  (void)plan;
-  (void)out;
-  return GMPI_ERR_UNSUPPORTED;
-}
-gmpi_status_t gmpi_plan_free(gmpi_plan_t *plan) {
-  (void)plan;
+static gmpi_status_t push_step(struct gmpi_plan_rec *rec, gmpi_plan_step_t step) {
+  if (rec->n == rec->cap) {
+    int cap = rec->cap ? 2 * rec->cap : 32;
+    gmpi_plan_step_t *grown = realloc(rec->steps, (size_t)cap * sizeof(*grown));
+    if (!grown) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to record %d steps", cap);
+    rec->steps = grown;
+    rec->cap = cap;
+  }
+  step.group = -1;
+  step.peer = -1;
+  rec->steps[rec->n++] = step;
   return GMPI_SUCCESS;
 }
-gmpi_status_t gmpi_cpu_plan_compile(struct gmpi_plan *plan) {
-  (void)plan;
-  return GMPI_ERR_UNSUPPORTED;
+
+gmpi_status_t gmpi_plan_record_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  gmpi_plan_step_t step;
+  memset(&step, 0, sizeof(step));
+  step.kind = PLAN_COLL;
+  step.coll = *a;
+  step.request = -1;
+  return push_step(comm->rec, step);
 }
-gmpi_status_t gmpi_cpu_plan_run(struct gmpi_plan *plan) {
-  (void)plan;
-  return GMPI_ERR_UNSUPPORTED;
+
+gmpi_status_t gmpi_plan_record_p2p(gmpi_comm_t comm, gmpi_request_t req) {
+  struct gmpi_plan_rec *rec = comm->rec;
+  if (rec->n_reqs == rec->cap_reqs) {
+    int cap = rec->cap_reqs ? 2 * rec->cap_reqs : 32;
+    gmpi_request_t *grown = realloc(rec->reqs, (size_t)cap * sizeof(*grown));
+    if (!grown) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to record %d requests", cap);
+    rec->reqs = grown;
+    rec->cap_reqs = cap;
+  }
+  gmpi_plan_step_t step;
+  memset(&step, 0, sizeof(step));
+  step.kind = req->args.dir == GMPI_P2P_SEND ? PLAN_SEND : PLAN_RECV;
+  step.p2p = req->args;
+  step.request = rec->n_reqs;
+  GMPI_CHECK(push_step(rec, step));
+  req->rec = rec;
+  req->rec_index = rec->n_reqs;
+  rec->reqs[rec->n_reqs++] = req;
+  return GMPI_SUCCESS;
 }
-void gmpi_cpu_plan_release(struct gmpi_plan *plan) { (void)plan; }
+
+int gmpi_plan_request_is_recorded(gmpi_request_t req) { return req && req->rec; }
+
+gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req) {
+  struct gmpi_plan_rec *rec = req->rec;
+  if (req->comm->rec != rec)
+    return gmpi_error(GMPI_ERR_STATE, "the request was recorded in a plan whose recording has "
+                                      "ended; it can only be waited inside that plan");
+  gmpi_plan_step_t step;
+  memset(&step, 0, sizeof(step));
+  step.kind = PLAN_WAIT;
+  step.request = req->rec_index;
+  GMPI_CHECK(push_step(rec, step));
+  rec->reqs[req->rec_index] = NULL;
+  free(req);
+  return GMPI_SUCCESS;
+}
+
+/* The request stays in the recording, unwaited: gmpi_plan_end reports it on every rank. */
+void gmpi_plan_drop_request(gmpi_request_t req) { (void)req; }
+
+void gmpi_plan_rec_free(struct gmpi_plan_rec *rec) {
+  if (!rec) return;
+  for (int i = 0; i < rec->n_reqs; i++)
+    free(rec->reqs[i]);
+  free(rec->reqs);
+  free(rec->steps);
+  free(rec);
+}
+
+void gmpi_plan_abort_recording(gmpi_comm_t comm) {
+  gmpi_plan_rec_free(comm->rec);
+  comm->rec = NULL;
+}
+
+void gmpi_plan_orphan_all(gmpi_comm_t comm) {
+  for (struct gmpi_plan *p = comm->plans, *next; p; p = next) {
+    next = p->next;
+    comm->ops->plan_release(p);
+    p->be = NULL;
+    p->comm = NULL;
+    p->next = NULL;
+  }
+  comm->plans = NULL;
+}
+
+void gmpi_plan_unlink(struct gmpi_plan *plan) {
+  gmpi_comm_t comm = plan->comm;
+  for (struct gmpi_plan **link = &comm->plans; *link; link = &(*link)->next) {
+    if (*link == plan) {
+      *link = plan->next;
+      break;
+    }
+  }
+}

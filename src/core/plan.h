@@ -1,9 +1,39 @@
-/* Plans: operations recorded once, compiled collectively, replayed. See plan.c. */
+/* Plans: operations recorded once on a comm, compiled collectively (checked across ranks,
+ * point-to-point matched, scheduled), lowered by the backend and replayed.
+ *
+ * Execution model of a plan (the same on every backend): collectives run in recorded order;
+ * the point-to-point operations a rank records between two boundaries (a wait, or a
+ * collective) form one group and run concurrently, as one NCCL group does. A plan whose
+ * groups cannot all complete under that rule is refused at compile time. */
 #ifndef GMPI_CORE_PLAN_H
 #define GMPI_CORE_PLAN_H
 
+#include <stdio.h>
+
 #include "backend.h"
 #include "gmpi.h"
+
+typedef enum { PLAN_COLL = 0, PLAN_SEND, PLAN_RECV, PLAN_WAIT } gmpi_plan_step_kind_t;
+
+typedef struct {
+  gmpi_plan_step_kind_t kind;
+  gmpi_coll_args_t coll; /* PLAN_COLL */
+  gmpi_p2p_args_t p2p;   /* PLAN_SEND / PLAN_RECV; a receive's peer and tag as recorded */
+  int request;           /* SEND/RECV: its request number; WAIT: the request it waits */
+  int peer, tag;         /* resolved by matching (a receive's actual source and tag) */
+  size_t bytes;          /* bytes that move (a receive: the matched message's) */
+  int group;             /* lowering: steps with one group number run together */
+  char lowered[48];      /* backend call this step became, for gmpi_plan_dump */
+} gmpi_plan_step_t;
+
+struct gmpi_plan {
+  gmpi_comm_t comm;        /* NULL once the comm was finalized (orphaned plan) */
+  const char *backend;     /* name of the backend that lowered it */
+  gmpi_plan_step_t *steps; /* the recorded steps, matched and grouped */
+  int n_steps, n_groups;
+  void *be;               /* the backend's lowering */
+  struct gmpi_plan *next; /* the comm's live plans */
+};
 
 /* Called by the operation paths while comm->rec is set: record instead of running. */
 gmpi_status_t gmpi_plan_record_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a);

@@ -13,6 +13,7 @@ typedef struct {
   MPI_Comm data;                    /* gmpi's duplicate carrying host data */
   struct gmpi_envelope_engine *env; /* envelope matching when GMPI_P2P=envelope or CHECK=1 */
   size_t user_bytes;                /* held by gmpi_mem_alloc */
+  MPI_Comm plans;                   /* plans' persistent requests live here (made on demand) */
 } gmpi_cpu_t;
 
 extern const gmpi_backend_ops_t gmpi_backend_cpu;
@@ -21,6 +22,16 @@ extern const gmpi_backend_ops_t gmpi_backend_cpu;
 gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu);
 void gmpi_cpu_close(gmpi_comm_t comm, gmpi_cpu_t *cpu);
 gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
+/* The collective without its arrival gate (plans gate once per replay). */
+gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
+/* Every rank has arrived, within GMPI_TIMEOUT (nothing when the timeout is 0). */
+gmpi_status_t gmpi_cpu_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu);
+/* Plans on host buffers (cpu_plan.c), also used by cuda for host-buffer plans. */
+gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
+                                  void **lowered);
+gmpi_status_t gmpi_cpu_plan_replay(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
+                                   void *lowered);
+void gmpi_cpu_plan_free(void *lowered);
 gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req);
 gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done);
 void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req);

@@ -20,6 +20,7 @@ static gmpi_status_t cpu_probe(gmpi_comm_t comm, char *why, size_t why_len) {
 
 gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
   memset(cpu, 0, sizeof(*cpu));
+  cpu->plans = MPI_COMM_NULL;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CHECK(gmpi_mpi_ops_acquire());
   GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(gmpi_oob_mpi_comm(comm), &cpu->data), st, release_ops);
@@ -37,7 +38,10 @@ release_ops:
 
 void gmpi_cpu_close(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
   if (cpu->env) gmpi_env_destroy(cpu->env);
-  if (comm->failure == GMPI_SUCCESS) MPI_Comm_free(&cpu->data);
+  if (comm->failure == GMPI_SUCCESS) {
+    MPI_Comm_free(&cpu->data);
+    if (cpu->plans != MPI_COMM_NULL) MPI_Comm_free(&cpu->plans);
+  }
   gmpi_mpi_ops_release();
 }
 

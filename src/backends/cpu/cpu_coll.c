@@ -178,6 +178,13 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
 
 /* Every rank has reached this collective, or GMPI_ERR_TIMEOUT. A barrier (the blocking one when
  * waits are unbounded) -- except under GMPI_CHECK, whose signature exchange already proved it. */
+gmpi_status_t gmpi_cpu_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
+  if (comm->cfg.timeout_s == 0) return GMPI_SUCCESS;
+  MPI_Request r;
+  GMPI_MPI_CHECK(MPI_Ibarrier(cpu->data, &r));
+  return gmpi_mpi_wait(comm, 1, &r, MPI_STATUSES_IGNORE, "the arrival gate");
+}
+
 static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
   if (comm->cfg.check && a->kind != GMPI_COLL_BARRIER) return GMPI_SUCCESS;
   if (comm->cfg.timeout_s == 0) {
@@ -191,6 +198,10 @@ static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_
 
 gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
   GMPI_CHECK(arrival_gate(comm, cpu, a));
+  return gmpi_cpu_coll_run(comm, cpu, a);
+}
+
+gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
   coll_ctx_t c = {.comm = comm,
                   .mc = cpu->data,
                   .a = a,

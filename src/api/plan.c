@@ -1,0 +1,161 @@
+/* Public plan calls: begin recording, end (compile collectively), run, dump, free. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/comm.h"
+#include "../core/dtype.h"
+#include "../core/error.h"
+#include "../core/oob.h"
+#include "../core/ops.h"
+#include "../core/plan.h"
+#include "../core/plan_check.h"
+#include "../core/plan_rec.h"
+
+gmpi_status_t gmpi_plan_begin(gmpi_comm_t comm) {
+  GMPI_API_ENTER(comm);
+  if (comm->rec)
+    return gmpi_error(GMPI_ERR_STATE, "the communicator is already recording a plan; end it with "
+                      "gmpi_plan_end first");
+  comm->rec = calloc(1, sizeof(*comm->rec));
+  if (!comm->rec) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan recording");
+  return GMPI_SUCCESS;
+}
+
+/* The first step whose request is never waited inside the recording, or -1. */
+static int first_unwaited(const struct gmpi_plan_rec *rec) {
+  for (int i = 0; i < rec->n; i++) {
+    const gmpi_plan_step_t *s = &rec->steps[i];
+    if ((s->kind == PLAN_SEND || s->kind == PLAN_RECV) && rec->reqs[s->request]) return i;
+  }
+  return -1;
+}
+
+/* Every rank lowered its part, or every rank fails (naming a rank that could not). */
+static gmpi_status_t agree(gmpi_comm_t comm, gmpi_status_t mine) {
+  int32_t vote = mine, *votes = calloc((size_t)comm->size, sizeof(*votes));
+  if (!votes) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d votes", comm->size);
+  gmpi_status_t st = gmpi_oob_allgather(comm, &vote, votes, sizeof(vote));
+  for (int r = 0; r < comm->size && st == GMPI_SUCCESS; r++)
+    if (votes[r] != GMPI_SUCCESS)
+      st = mine != GMPI_SUCCESS ? mine
+                                : gmpi_error((gmpi_status_t)votes[r],
+                                             "rank %d could not compile the plan; its log says why",
+                                             r);
+  free(votes);
+  return st;
+}
+
+gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *out) {
+  GMPI_API_ENTER(comm);
+  struct gmpi_plan_rec *rec = comm->rec;
+  if (!rec) return gmpi_error(GMPI_ERR_STATE, "the communicator is not recording a plan");
+  comm->rec = NULL; /* the recording ends, whatever happens next */
+  struct gmpi_plan *plan = calloc(1, sizeof(*plan));
+  gmpi_status_t st = GMPI_SUCCESS, mine = GMPI_SUCCESS;
+  if (!plan) {
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan");
+    goto free_rec;
+  }
+  int unwaited = first_unwaited(rec);
+  plan->comm = comm;
+  plan->backend = comm->ops->name;
+  plan->steps = rec->steps;
+  plan->n_steps = rec->n;
+  rec->steps = NULL;
+  GMPI_CHECK_GOTO(gmpi_plan_check(comm, plan->steps, plan->n_steps, unwaited, &plan->n_groups),
+                  st, free_plan);
+  mine = out ? comm->ops->plan_compile(plan)
+             : gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
+  st = agree(comm, mine);
+  if (st != GMPI_SUCCESS) {
+    if (mine == GMPI_SUCCESS && out) comm->ops->plan_release(plan);
+    goto free_plan;
+  }
+  plan->next = comm->plans;
+  comm->plans = plan;
+  *out = plan;
+  gmpi_plan_rec_free(rec);
+  return GMPI_SUCCESS;
+free_plan:
+  free(plan->steps);
+  free(plan);
+free_rec:
+  gmpi_plan_rec_free(rec);
+  return st;
+}
+
+static gmpi_status_t enter_plan(const char *func, gmpi_plan_t plan) {
+  gmpi_call_begin(func, -1);
+  if (!plan) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
+  if (!plan->comm)
+    return gmpi_error(GMPI_ERR_STATE, "the plan's communicator was finalized; only "
+                      "gmpi_plan_free is allowed");
+  return gmpi_comm_enter(func, plan->comm);
+}
+
+gmpi_status_t gmpi_plan_run(gmpi_plan_t plan) {
+  GMPI_CHECK(enter_plan(__func__, plan));
+  gmpi_comm_t comm = plan->comm;
+  if (comm->rec)
+    return gmpi_error(GMPI_ERR_STATE, "cannot run a plan while the comm records another");
+  uint64_t seq = gmpi_flight_start(&comm->flight, "plan", (size_t)plan->n_steps, -1, -1);
+  gmpi_status_t st = comm->ops->plan_run(plan);
+  gmpi_flight_end(&comm->flight, seq, st);
+  if (st == GMPI_ERR_TIMEOUT) gmpi_flight_dump(&comm->flight, "timeout");
+  return st;
+}
+
+static void dump_step(FILE *out, const gmpi_plan_step_t *s, int index) {
+  fprintf(out, "  %3d  group %-3d %-26s ", index, s->group, s->lowered);
+  switch (s->kind) {
+  case PLAN_COLL: {
+    const gmpi_coll_args_t *a = &s->coll;
+    fprintf(out, "%s send=%p recv=%p count=%zu %s", gmpi_coll_name(a->kind), a->sendbuf,
+            a->recvbuf, a->count, gmpi_dtype_name(a->dtype));
+    if (gmpi_coll_has_op(a->kind)) fprintf(out, " op=%s", gmpi_op_name(a->op));
+    if (gmpi_coll_has_root(a->kind)) fprintf(out, " root=%d", a->root);
+    break;
+  }
+  case PLAN_SEND:
+  case PLAN_RECV:
+    fprintf(out, "%s buf=%p %zu bytes %s rank %d tag %d (request %d)",
+            s->kind == PLAN_SEND ? "send" : "recv", s->p2p.buf, s->bytes,
+            s->kind == PLAN_SEND ? "to" : "from", s->peer, s->tag, s->request);
+    if (s->kind == PLAN_RECV && (s->p2p.peer == GMPI_ANY_SOURCE || s->p2p.tag == GMPI_ANY_TAG))
+      fprintf(out, " [recorded as source %d tag %d]", s->p2p.peer, s->p2p.tag);
+    break;
+  case PLAN_WAIT: fprintf(out, "wait request %d", s->request); break;
+  }
+  fputc('\n', out);
+}
+
+gmpi_status_t gmpi_plan_dump(gmpi_plan_t plan, FILE *out) {
+  gmpi_call_begin(__func__, -1);
+  if (!plan) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
+  if (!out) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'out' is NULL");
+  fprintf(out, "gmpi plan: %d steps in %d groups, lowered for the %s backend%s\n", plan->n_steps,
+          plan->n_groups, plan->backend, plan->comm ? "" : " (orphaned: comm finalized)");
+  if (plan->comm)
+    fprintf(out, "  rank %d of %d\n", plan->comm->rank, plan->comm->size);
+  for (int i = 0; i < plan->n_steps; i++) dump_step(out, &plan->steps[i], i);
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_plan_free(gmpi_plan_t *pplan) {
+  gmpi_call_begin(__func__, -1);
+  if (!pplan || !*pplan) return GMPI_SUCCESS;
+  struct gmpi_plan *plan = *pplan;
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (plan->comm) {
+    gmpi_call_ctx()->rank = plan->comm->rank;
+    plan->comm->ops->plan_release(plan);
+    gmpi_plan_unlink(plan);
+  } else {
+    st = gmpi_error(GMPI_ERR_STATE, "the plan's communicator was finalized before the plan; "
+                    "its memory is released now, its backend resources were at finalize");
+  }
+  free(plan->steps);
+  free(plan);
+  *pplan = NULL;
+  return st;
+}

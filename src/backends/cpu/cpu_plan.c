@@ -1,0 +1,133 @@
+/* Plans on host buffers: each matched send and receive becomes an MPI persistent request on
+ * the comm's plan channel (their own MPI communicator: eager traffic can never steal them),
+ * created once; collectives stay MPI's tuned blocking calls. A replay passes one arrival gate,
+ * then runs the steps in order: a collective directly, a group of point-to-point steps as
+ * MPI_Startall + a bounded wait. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/comm.h"
+#include "../../core/error.h"
+#include "../../core/ops.h"
+#include "../../core/plan.h"
+#include "../../mpi/mpi_check.h"
+#include "../../mpi/oob.h"
+#include "../../mpi/types.h"
+#include "cpu.h"
+
+typedef struct {
+  int n;                /* persistent requests */
+  MPI_Request *reqs;    /* in step order */
+  MPI_Datatype *types;  /* their byte types */
+  int *first, *count;   /* per group: first request and how many (0 for a collective) */
+  int n_groups;
+} cpu_plan_t;
+
+void gmpi_cpu_plan_free(void *lowered) {
+  cpu_plan_t *cp = lowered;
+  if (!cp) return;
+  for (int i = 0; i < cp->n; i++) {
+    if (cp->reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&cp->reqs[i]);
+    gmpi_mpi_type_release(&cp->types[i]);
+  }
+  free(cp->reqs);
+  free(cp->types);
+  free(cp->first);
+  free(cp->count);
+  free(cp);
+}
+
+static gmpi_status_t persistent(gmpi_comm_t comm, MPI_Comm mc, gmpi_plan_step_t *s,
+                                MPI_Request *req, MPI_Datatype *type) {
+  int n;
+  GMPI_CHECK(gmpi_mpi_bytes_type(s->bytes, comm->cfg.max_chunk, type, &n));
+  if (s->kind == PLAN_SEND) {
+    GMPI_MPI_CHECK(MPI_Send_init(s->p2p.buf, n, *type, s->peer, s->tag, mc, req));
+    snprintf(s->lowered, sizeof(s->lowered), "MPI_Send_init+Start");
+  } else {
+    GMPI_MPI_CHECK(MPI_Recv_init(s->p2p.buf, n, *type, s->peer, s->tag, mc, req));
+    snprintf(s->lowered, sizeof(s->lowered), "MPI_Recv_init+Start");
+  }
+  return GMPI_SUCCESS;
+}
+
+static void name_step(gmpi_plan_step_t *s) {
+  static const char *const mpi_name[GMPI_COLL_KIND_COUNT] = {
+      [GMPI_COLL_ALLREDUCE] = "MPI_Allreduce",
+      [GMPI_COLL_BCAST] = "MPI_Bcast",
+      [GMPI_COLL_REDUCE] = "MPI_Reduce",
+      [GMPI_COLL_ALLGATHER] = "MPI_Allgather",
+      [GMPI_COLL_REDUCE_SCATTER] = "MPI_Reduce_scatter_block",
+      [GMPI_COLL_ALLTOALL] = "MPI_Alltoall",
+      [GMPI_COLL_BARRIER] = "MPI_Barrier"};
+  if (s->kind == PLAN_COLL) snprintf(s->lowered, sizeof(s->lowered), "%s", mpi_name[s->coll.kind]);
+  if (s->kind == PLAN_WAIT) snprintf(s->lowered, sizeof(s->lowered), "(group end: MPI_Waitall)");
+}
+
+gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
+                                  void **lowered) {
+  if (cpu->plans == MPI_COMM_NULL) { /* collective: every rank compiles the same plan */
+    GMPI_MPI_CHECK(MPI_Comm_dup(cpu->data, &cpu->plans));
+    GMPI_MPI_CHECK(MPI_Comm_set_errhandler(cpu->plans, MPI_ERRORS_RETURN));
+  }
+  cpu_plan_t *cp = calloc(1, sizeof(*cp));
+  int ns = plan->n_steps, ng = plan->n_groups;
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (!cp || !(cp->reqs = calloc((size_t)ns + 1, sizeof(MPI_Request))) ||
+      !(cp->types = calloc((size_t)ns + 1, sizeof(MPI_Datatype))) ||
+      !(cp->first = calloc((size_t)ng + 1, sizeof(int))) ||
+      !(cp->count = calloc((size_t)ng + 1, sizeof(int)))) {
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to lower a plan of %d steps", ns);
+    goto fail;
+  }
+  cp->n_groups = ng;
+  for (int i = 0; i < ns; i++) {
+    gmpi_plan_step_t *s = &plan->steps[i];
+    name_step(s);
+    if (s->kind != PLAN_SEND && s->kind != PLAN_RECV) continue;
+    if (cp->count[s->group]++ == 0) cp->first[s->group] = cp->n;
+    cp->types[cp->n] = MPI_DATATYPE_NULL;
+    cp->reqs[cp->n] = MPI_REQUEST_NULL;
+    GMPI_CHECK_GOTO(persistent(comm, cpu->plans, s, &cp->reqs[cp->n], &cp->types[cp->n]), st,
+                    fail);
+    cp->n++;
+  }
+  *lowered = cp;
+  return GMPI_SUCCESS;
+fail:
+  gmpi_cpu_plan_free(cp);
+  return st;
+}
+
+gmpi_status_t gmpi_cpu_plan_replay(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
+                                   void *lowered) {
+  cpu_plan_t *cp = lowered;
+  GMPI_CHECK(gmpi_cpu_gate(comm, cpu));
+  int group = -1;
+  for (int i = 0; i < plan->n_steps; i++) {
+    gmpi_plan_step_t *s = &plan->steps[i];
+    if (s->kind == PLAN_COLL) {
+      GMPI_CHECK(gmpi_cpu_coll_run(comm, cpu, &s->coll));
+      continue;
+    }
+    if (s->kind == PLAN_WAIT || s->group == group) continue;
+    group = s->group; /* the first step of a p2p group: run the whole group */
+    int k = cp->count[group];
+    MPI_Request *r = &cp->reqs[cp->first[group]];
+    GMPI_MPI_CHECK(MPI_Startall(k, r));
+    GMPI_CHECK(gmpi_mpi_wait(comm, k, r, MPI_STATUSES_IGNORE, "a plan's point-to-point group"));
+  }
+  return GMPI_SUCCESS;
+}
+
+/* The cpu backend's plan ops. */
+gmpi_status_t gmpi_cpu_plan_compile(struct gmpi_plan *plan) {
+  return gmpi_cpu_plan_lower(plan->comm, plan->comm->be, plan, &plan->be);
+}
+gmpi_status_t gmpi_cpu_plan_run(struct gmpi_plan *plan) {
+  return gmpi_cpu_plan_replay(plan->comm, plan->comm->be, plan, plan->be);
+}
+void gmpi_cpu_plan_release(struct gmpi_plan *plan) {
+  gmpi_cpu_plan_free(plan->be);
+  plan->be = NULL;
+}

@@ -1,0 +1,18 @@
+/* The recording in progress on a comm (private to the plan code). */
+#ifndef GMPI_CORE_PLAN_REC_H
+#define GMPI_CORE_PLAN_REC_H
+
+#include "plan.h"
+
+struct gmpi_plan_rec {
+  gmpi_plan_step_t *steps;
+  int n, cap;
+  gmpi_request_t *reqs; /* recorded requests by number; NULL once waited in the plan */
+  int n_reqs, cap_reqs;
+};
+
+void gmpi_plan_rec_free(struct gmpi_plan_rec *rec);
+/* Remove a plan from its comm's list of live plans. */
+void gmpi_plan_unlink(struct gmpi_plan *plan);
+
+#endif
