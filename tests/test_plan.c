@@ -139,7 +139,8 @@ static void wildcards(void) {
     t_get(got, p.out, (size_t)size * N * sizeof(float));
     for (int k = 0; k < size; k++) {
       int src = k < size - 1 ? k + 1 : 0;
-      for (int i = 0; i < N; i++) want[i] = (float)((src * 7 + i + 15) % 13);
+      for (int i = 0; i < N; i++)
+        want[i] = (float)((src * 7 + i + 15) % 13);
       check_same("wildcard receive slot", got + (size_t)k * N, want, N);
     }
     free(got);

@@ -15,7 +15,7 @@ gmpi_status_t gmpi_plan_begin(gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
   if (comm->rec)
     return gmpi_error(GMPI_ERR_STATE, "the communicator is already recording a plan; end it with "
-                      "gmpi_plan_end first");
+                                      "gmpi_plan_end first");
   comm->rec = calloc(1, sizeof(*comm->rec));
   if (!comm->rec) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan recording");
   return GMPI_SUCCESS;
@@ -37,10 +37,10 @@ static gmpi_status_t agree(gmpi_comm_t comm, gmpi_status_t mine) {
   gmpi_status_t st = gmpi_oob_allgather(comm, &vote, votes, sizeof(vote));
   for (int r = 0; r < comm->size && st == GMPI_SUCCESS; r++)
     if (votes[r] != GMPI_SUCCESS)
-      st = mine != GMPI_SUCCESS ? mine
-                                : gmpi_error((gmpi_status_t)votes[r],
-                                             "rank %d could not compile the plan; its log says why",
-                                             r);
+      st = mine != GMPI_SUCCESS
+               ? mine
+               : gmpi_error((gmpi_status_t)votes[r],
+                            "rank %d could not compile the plan; its log says why", r);
   free(votes);
   return st;
 }
@@ -62,8 +62,8 @@ gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *out) {
   plan->steps = rec->steps;
   plan->n_steps = rec->n;
   rec->steps = NULL;
-  GMPI_CHECK_GOTO(gmpi_plan_check(comm, plan->steps, plan->n_steps, unwaited, &plan->n_groups),
-                  st, free_plan);
+  GMPI_CHECK_GOTO(gmpi_plan_check(comm, plan->steps, plan->n_steps, unwaited, &plan->n_groups), st,
+                  free_plan);
   mine = out ? comm->ops->plan_compile(plan)
              : gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
   st = agree(comm, mine);
@@ -89,7 +89,7 @@ static gmpi_status_t enter_plan(const char *func, gmpi_plan_t plan) {
   if (!plan) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
   if (!plan->comm)
     return gmpi_error(GMPI_ERR_STATE, "the plan's communicator was finalized; only "
-                      "gmpi_plan_free is allowed");
+                                      "gmpi_plan_free is allowed");
   return gmpi_comm_enter(func, plan->comm);
 }
 
@@ -110,8 +110,8 @@ static void dump_step(FILE *out, const gmpi_plan_step_t *s, int index) {
   switch (s->kind) {
   case PLAN_COLL: {
     const gmpi_coll_args_t *a = &s->coll;
-    fprintf(out, "%s send=%p recv=%p count=%zu %s", gmpi_coll_name(a->kind), a->sendbuf,
-            a->recvbuf, a->count, gmpi_dtype_name(a->dtype));
+    fprintf(out, "%s send=%p recv=%p count=%zu %s", gmpi_coll_name(a->kind), a->sendbuf, a->recvbuf,
+            a->count, gmpi_dtype_name(a->dtype));
     if (gmpi_coll_has_op(a->kind)) fprintf(out, " op=%s", gmpi_op_name(a->op));
     if (gmpi_coll_has_root(a->kind)) fprintf(out, " root=%d", a->root);
     break;
@@ -135,9 +135,9 @@ gmpi_status_t gmpi_plan_dump(gmpi_plan_t plan, FILE *out) {
   if (!out) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'out' is NULL");
   fprintf(out, "gmpi plan: %d steps in %d groups, lowered for the %s backend%s\n", plan->n_steps,
           plan->n_groups, plan->backend, plan->comm ? "" : " (orphaned: comm finalized)");
-  if (plan->comm)
-    fprintf(out, "  rank %d of %d\n", plan->comm->rank, plan->comm->size);
-  for (int i = 0; i < plan->n_steps; i++) dump_step(out, &plan->steps[i], i);
+  if (plan->comm) fprintf(out, "  rank %d of %d\n", plan->comm->rank, plan->comm->size);
+  for (int i = 0; i < plan->n_steps; i++)
+    dump_step(out, &plan->steps[i], i);
   return GMPI_SUCCESS;
 }
 
@@ -151,7 +151,8 @@ gmpi_status_t gmpi_plan_free(gmpi_plan_t *pplan) {
     plan->comm->ops->plan_release(plan);
     gmpi_plan_unlink(plan);
   } else {
-    st = gmpi_error(GMPI_ERR_STATE, "the plan's communicator was finalized before the plan; "
+    st = gmpi_error(GMPI_ERR_STATE,
+                    "the plan's communicator was finalized before the plan; "
                     "its memory is released now, its backend resources were at finalize");
   }
   free(plan->steps);

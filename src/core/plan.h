@@ -23,6 +23,7 @@ typedef struct {
   int peer, tag;         /* resolved by matching (a receive's actual source and tag) */
   size_t bytes;          /* bytes that move (a receive: the matched message's) */
   int group;             /* lowering: steps with one group number run together */
+  int fuse_next;         /* COLL: on every rank the next collective follows with no p2p between */
   char lowered[48];      /* backend call this step became, for gmpi_plan_dump */
 } gmpi_plan_step_t;
 

@@ -34,8 +34,8 @@ typedef struct {
   wire_step_t **step; /* step[r][i] */
   int **match_rank;   /* the partner of a send or receive: rank and step */
   int **match_step;
-  int **group;        /* segment number of each step (collectives and p2p groups) */
-  int *unwaited;      /* per rank: first step whose request is never waited, or -1 */
+  int **group;   /* segment number of each step (collectives and p2p groups) */
+  int *unwaited; /* per rank: first step whose request is never waited, or -1 */
 } plan_view_t;
 
 static void describe_step(char *buf, size_t len, const plan_view_t *v, int r, int i) {
@@ -75,8 +75,10 @@ static void coll_diff(const wire_step_t *a, const wire_step_t *b, char *out, siz
   const struct {
     const char *name;
     int differs;
-  } f[] = {{"operation", a->coll != b->coll}, {"count", a->count != b->count},
-           {"dtype", a->dtype != b->dtype},   {"op", a->op != b->op},
+  } f[] = {{"operation", a->coll != b->coll},
+           {"count", a->count != b->count},
+           {"dtype", a->dtype != b->dtype},
+           {"op", a->op != b->op},
            {"root", a->root != b->root}};
   for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
     if (f[i].differs)
@@ -94,21 +96,24 @@ static gmpi_status_t check_collectives(const plan_view_t *v) {
   if (!at) return gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory to compare collectives");
   gmpi_status_t st = GMPI_SUCCESS;
   for (int k = 0; st == GMPI_SUCCESS; k++) {
-    for (int r = 0; r < v->nranks; r++) at[r] = next_coll(v, r, k ? at[r] + 1 : 0);
+    for (int r = 0; r < v->nranks; r++)
+      at[r] = next_coll(v, r, k ? at[r] + 1 : 0);
     for (int r = 1; r < v->nranks && st == GMPI_SUCCESS; r++) {
       char a[160], b[160], fields[64];
       if ((at[0] < 0) != (at[r] < 0)) {
         int has = at[0] >= 0 ? 0 : r;
         describe_step(a, sizeof(a), v, has, at[has]);
-        st = gmpi_error(GMPI_ERR_MISMATCH, "plan: collective #%d exists on rank %d (%s) but not "
-                        "on rank %d", k, has, a, has ? 0 : r);
-      } else if (at[0] >= 0 && memcmp(&v->step[0][at[0]], &v->step[r][at[r]],
-                                      sizeof(wire_step_t))) {
+        st = gmpi_error(GMPI_ERR_MISMATCH,
+                        "plan: collective #%d exists on rank %d (%s) but not "
+                        "on rank %d",
+                        k, has, a, has ? 0 : r);
+      } else if (at[0] >= 0 &&
+                 memcmp(&v->step[0][at[0]], &v->step[r][at[r]], sizeof(wire_step_t))) {
         describe_step(a, sizeof(a), v, 0, at[0]);
         describe_step(b, sizeof(b), v, r, at[r]);
         coll_diff(&v->step[0][at[0]], &v->step[r][at[r]], fields, sizeof(fields));
-        st = gmpi_error(GMPI_ERR_MISMATCH, "plan: collective #%d differs (%s): %s; %s", k,
-                        fields, a, b);
+        st = gmpi_error(GMPI_ERR_MISMATCH, "plan: collective #%d differs (%s): %s; %s", k, fields,
+                        a, b);
       }
     }
     if (at[0] < 0) break;
@@ -152,14 +157,17 @@ static gmpi_status_t pair_up(plan_view_t *v, int s, int si, int r, int ri) {
   if (snd->dtype != rcv->dtype)
     return gmpi_error(GMPI_ERR_MISMATCH, "plan: %s is matched by %s: dtypes differ", a, b);
   if (snd->count > rcv->count)
-    return gmpi_error(GMPI_ERR_MISMATCH, "plan: %s is matched by %s: the message is longer "
-                      "than the receive (truncation)", a, b);
+    return gmpi_error(GMPI_ERR_MISMATCH,
+                      "plan: %s is matched by %s: the message is longer "
+                      "than the receive (truncation)",
+                      a, b);
   return GMPI_SUCCESS;
 }
 
 static gmpi_status_t match_receiver(plan_view_t *v, int r) {
   int nrecv = 0, nmsg = 0;
-  for (int i = 0; i < v->n[r]; i++) nrecv += v->step[r][i].kind == PLAN_RECV;
+  for (int i = 0; i < v->n[r]; i++)
+    nrecv += v->step[r][i].kind == PLAN_RECV;
   for (int s = 0; s < v->nranks; s++)
     for (int i = 0; i < v->n[s]; i++)
       nmsg += v->step[s][i].kind == PLAN_SEND && v->step[s][i].peer == r;
@@ -181,14 +189,18 @@ static gmpi_status_t match_receiver(plan_view_t *v, int r) {
     for (int i = 0; i < v->n[s]; i++) {
       const wire_step_t *w = &v->step[s][i];
       if (w->kind != PLAN_SEND || w->peer != r) continue;
-      msgs[k++] = (plan_msg_t){.m = {.source = s, .tag = w->tag, .bytes = w->count,
-                                     .dtype = w->dtype}, .rank = s, .step = i};
+      msgs[k++] =
+          (plan_msg_t){.m = {.source = s, .tag = w->tag, .bytes = w->count, .dtype = w->dtype},
+                       .rank = s,
+                       .step = i};
     }
   qsort(msgs, (size_t)nmsg, sizeof(*msgs), msg_order);
   for (int k = 0; k < nmsg && st == GMPI_SUCCESS; k++) {
     plan_recv_t *got = (plan_recv_t *)gmpi_match_arrive(&m, &msgs[k].m);
-    if (!got) st = unmatched(v, msgs[k].rank, msgs[k].step, "has no matching receive");
-    else st = pair_up(v, msgs[k].rank, msgs[k].step, r, got->step);
+    if (!got)
+      st = unmatched(v, msgs[k].rank, msgs[k].step, "has no matching receive");
+    else
+      st = pair_up(v, msgs[k].rank, msgs[k].step, r, got->step);
   }
   if (st == GMPI_SUCCESS && m.posted_head)
     st = unmatched(v, r, ((plan_recv_t *)m.posted_head)->step, "has no matching send");
@@ -251,7 +263,8 @@ static int run_model(plan_view_t *v, sched_t *s) {
     for (int r = 1; r < p && all; r++)
       all = s->cur[r] < s->nseg[r] && s->seg_coll[r][s->cur[r]] == k;
     if (all)
-      for (int r = 0; r < p; r++) s->cur[r]++, moved = 1;
+      for (int r = 0; r < p; r++)
+        s->cur[r]++, moved = 1;
   }
   for (int r = 0; r < p; r++)
     if (s->cur[r] < s->nseg[r]) return 0;
@@ -291,9 +304,12 @@ static gmpi_status_t schedule(plan_view_t *v, int *nseg) {
     nseg[r] = assign_groups(v, r, s.seg_coll[r]);
   }
   int ok = s.seg_coll && s.cur && s.done;
-  for (int r = 0; r < p && ok; r++) ok = s.seg_coll[r] && s.done[r];
-  if (!ok) st = gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory to schedule");
-  else if (!run_model(v, &s)) st = stuck(v, &s);
+  for (int r = 0; r < p && ok; r++)
+    ok = s.seg_coll[r] && s.done[r];
+  if (!ok)
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory to schedule");
+  else if (!run_model(v, &s))
+    st = stuck(v, &s);
   for (int r = 0; r < p; r++) {
     if (s.seg_coll) free(s.seg_coll[r]);
     if (s.done) free(s.done[r]);
@@ -305,6 +321,25 @@ static gmpi_status_t schedule(plan_view_t *v, int *nseg) {
 }
 
 /* ---- gathering and the verdict ---------------------------------------------------------- */
+
+/* Collective k may share a launch with k+1 when no rank has point-to-point steps between. */
+static void mark_fusable(const plan_view_t *v, gmpi_plan_step_t *steps, int n) {
+  for (int i = 0, k = 0; i < n; i++) {
+    if (steps[i].kind != PLAN_COLL) continue;
+    int fuse = 1;
+    for (int r = 0; r < v->nranks && fuse; r++) {
+      int at = -1, kr = 0; /* collective k on rank r */
+      for (int j = 0; j < v->n[r] && at < 0; j++)
+        if (v->step[r][j].kind == PLAN_COLL && kr++ == k) at = j;
+      int j = at + 1;
+      while (j < v->n[r] && v->step[r][j].kind == PLAN_WAIT)
+        j++;
+      fuse = at >= 0 && j < v->n[r] && v->step[r][j].kind == PLAN_COLL;
+    }
+    steps[i].fuse_next = fuse;
+    k++;
+  }
+}
 
 static wire_step_t to_wire(const gmpi_plan_step_t *s) {
   wire_step_t w;
@@ -398,10 +433,12 @@ gmpi_status_t gmpi_plan_check(gmpi_comm_t comm, gmpi_plan_step_t *steps, int n, 
   if (st == GMPI_SUCCESS) st = gather_view(comm, steps, n, unwaited, &v, &blob);
   if (st == GMPI_SUCCESS) st = check_waits(&v);
   if (st == GMPI_SUCCESS) st = check_collectives(&v);
-  for (int r = 0; r < comm->size && st == GMPI_SUCCESS; r++) st = match_receiver(&v, r);
+  for (int r = 0; r < comm->size && st == GMPI_SUCCESS; r++)
+    st = match_receiver(&v, r);
   if (st == GMPI_SUCCESS) st = schedule(&v, nseg);
   if (st == GMPI_SUCCESS) { /* our steps learn their partners and groups */
     int me = comm->rank;
+    mark_fusable(&v, steps, n);
     for (int i = 0; i < n; i++) {
       steps[i].group = v.group[me][i];
       if (steps[i].kind != PLAN_SEND && steps[i].kind != PLAN_RECV) continue;

@@ -16,10 +16,10 @@
 #include "cpu.h"
 
 typedef struct {
-  int n;                /* persistent requests */
-  MPI_Request *reqs;    /* in step order */
-  MPI_Datatype *types;  /* their byte types */
-  int *first, *count;   /* per group: first request and how many (0 for a collective) */
+  int n;               /* persistent requests */
+  MPI_Request *reqs;   /* in step order */
+  MPI_Datatype *types; /* their byte types */
+  int *first, *count;  /* per group: first request and how many (0 for a collective) */
   int n_groups;
 } cpu_plan_t;
 
@@ -88,8 +88,7 @@ gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi
     if (cp->count[s->group]++ == 0) cp->first[s->group] = cp->n;
     cp->types[cp->n] = MPI_DATATYPE_NULL;
     cp->reqs[cp->n] = MPI_REQUEST_NULL;
-    GMPI_CHECK_GOTO(persistent(comm, cpu->plans, s, &cp->reqs[cp->n], &cp->types[cp->n]), st,
-                    fail);
+    GMPI_CHECK_GOTO(persistent(comm, cpu->plans, s, &cp->reqs[cp->n], &cp->types[cp->n]), st, fail);
     cp->n++;
   }
   *lowered = cp;

@@ -22,6 +22,7 @@ typedef struct {
   struct gmpi_envelope_engine *env;
   struct cuda_lanes *lanes; /* the p2p mover */
   size_t nccl_bytes;        /* device memory NCCL took at init (measured) */
+  int capturing;            /* a plan is being captured from stream: touch nothing else */
   void *scratch;            /* fallback reductions' gather space, per comm (per stream) */
   size_t scratch_bytes;
 } cuda_comm_t;
@@ -62,6 +63,14 @@ gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */
 gmpi_status_t cuda_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a);
+/* Enqueue a device collective on stream s, nothing else (plans capture this). */
+gmpi_status_t cuda_coll_enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaStream_t s);
+/* 1 when the collective's buffers are this rank's device memory (0: host; mixed: error). */
+gmpi_status_t cuda_coll_where(gmpi_comm_t comm, const gmpi_coll_args_t *a, int *on_device);
+/* 1 when it is one NCCL call whatever the buffers, so it may share an NCCL group. */
+int cuda_coll_single_call(const gmpi_coll_args_t *a);
+/* Scratch bytes the collective needs (sized before a graph capture, which cannot allocate). */
+size_t cuda_coll_scratch_need(gmpi_comm_t comm, const gmpi_coll_args_t *a);
 /* out[i] = op over r of in[r*count + i] for r < nranks (AVG: sum, divided when divide). */
 cudaError_t gmpi_cuda_reduce_ranks(int dtype, int op, const void *in, void *out, size_t count,
                                    int nranks, int divide, cudaStream_t stream);

@@ -52,10 +52,15 @@ void cuda_comm_release_scratch(cuda_comm_t *cc) {
   cc->scratch_bytes = 0;
 }
 
-/* Elements per gather round so that every rank's chunk fits the scratch. */
+/* Elements per gather round: all of them, or as many as fit the scratch for every rank. */
+static size_t gather_elems(size_t count, int nranks, size_t es) {
+  size_t fit = GMPI_CUDA_SCRATCH_BYTES / ((size_t)nranks * es);
+  fit = fit ? fit : 1;
+  return count < fit ? count : fit;
+}
+
 static size_t gather_chunk(const dev_ctx_t *x) {
-  size_t chunk = GMPI_CUDA_SCRATCH_BYTES / ((size_t)x->comm->size * x->es);
-  return chunk ? chunk : 1;
+  return gather_elems(x->a->count, x->comm->size, x->es);
 }
 
 /* Alltoall and gather as grouped sends and receives: the same kernels NCCL's own would run,
@@ -272,6 +277,13 @@ static gmpi_status_t route(cuda_comm_t *cc, gmpi_comm_t comm, const gmpi_coll_ar
   return GMPI_SUCCESS;
 }
 
+gmpi_status_t cuda_coll_where(gmpi_comm_t comm, const gmpi_coll_args_t *a, int *on_device) {
+  buf_kind_t where = BUF_NONE;
+  GMPI_CHECK(route(comm->be, comm, a, &where));
+  *on_device = where == BUF_DEVICE;
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t cuda_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   cuda_comm_t *cc = comm->be;
   buf_kind_t where = BUF_NONE;
@@ -282,10 +294,39 @@ gmpi_status_t cuda_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
     if (cc->user_stream) GMPI_CHECK(cuda_wait_stream(comm, cc->user_stream, "the user's stream"));
     return gmpi_cpu_coll(comm, &cc->host, a);
   }
-  dev_ctx_t x = {comm, cc, a, cuda_stream(cc), gmpi_dtype_size(a->dtype), 0};
+  GMPI_CHECK(cuda_coll_enqueue(comm, a, cuda_stream(cc)));
+  if (cc->user_stream) return GMPI_SUCCESS; /* stream-ordered: enqueued is done */
+  return cuda_wait_stream(comm, cuda_stream(cc), gmpi_coll_name(a->kind));
+}
+
+gmpi_status_t cuda_coll_enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaStream_t s) {
+  dev_ctx_t x = {comm, comm->be, a, s, gmpi_dtype_size(a->dtype), 0};
   x.bytes = a->count * x.es;
   if (a->count == 0 && a->kind != GMPI_COLL_BARRIER) return GMPI_SUCCESS;
-  GMPI_CHECK(dev_table[a->kind](&x));
-  if (cc->user_stream) return GMPI_SUCCESS; /* stream-ordered: enqueued is done */
-  return cuda_wait_stream(comm, x.s, gmpi_coll_name(a->kind));
+  return dev_table[a->kind](&x);
+}
+
+int cuda_coll_single_call(const gmpi_coll_args_t *a) {
+  switch (a->kind) {
+  case GMPI_COLL_BCAST:
+  case GMPI_COLL_ALLGATHER:
+  case GMPI_COLL_BARRIER: return 1;
+  case GMPI_COLL_ALLREDUCE:
+  case GMPI_COLL_REDUCE: return gmpi_devpath_for(a->dtype, a->op).kind <= GMPI_DEVPATH_PAIRS;
+  default: return 0; /* reduce_scatter and alltoall may copy, depending on local buffers */
+  }
+}
+
+size_t cuda_coll_scratch_need(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  size_t es = gmpi_dtype_size(a->dtype), all = a->count * es * (size_t)comm->size;
+  switch (a->kind) {
+  case GMPI_COLL_BARRIER: return sizeof(int);
+  case GMPI_COLL_ALLTOALL: return a->sendbuf == a->recvbuf ? all : 0;
+  case GMPI_COLL_ALLREDUCE:
+  case GMPI_COLL_REDUCE:
+  case GMPI_COLL_REDUCE_SCATTER:
+    if (gmpi_devpath_for(a->dtype, a->op).kind != GMPI_DEVPATH_GATHER) return 0;
+    return gather_elems(a->count, comm->size, es) * (size_t)comm->size * es;
+  default: return 0;
+  }
 }

@@ -368,5 +368,6 @@ void cuda_p2p_abandon(gmpi_request_t req) {
 
 gmpi_status_t cuda_p2p_progress(gmpi_comm_t comm) {
   cuda_comm_t *cc = comm->be;
+  if (cc->capturing) return GMPI_SUCCESS; /* deliveries would land in the captured graph */
   return cc->env ? gmpi_env_progress(cc->env) : GMPI_SUCCESS;
 }

@@ -1,12 +1,193 @@
-/* Plans on cuda (issue 4): placeholder until the recorder lands. */
+/* Plans on the cuda backend: the whole plan becomes one CUDA graph, captured once from gmpi's
+ * stream. Each point-to-point group is one NCCL group on the comm's communicator (matching is
+ * resolved, so no envelopes), runs of collectives that every rank records back to back share
+ * one NCCL group, and the rest (fallback kernels, copies) is captured as it is eagerly. A
+ * replay is one cudaGraphLaunch on the comm's stream: blocking mode then waits for it
+ * (bounded), stream-ordered mode returns at once. Plans with host buffers run on the cpu
+ * engine instead (MPI calls cannot be captured). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/comm.h"
+#include "../../core/error.h"
+#include "../../core/ops.h"
 #include "../../core/plan.h"
+#include "cuda.h"
+#include "cuda_check.h"
+
+typedef struct {
+  int on_host;     /* lowered by the cpu engine instead */
+  void *host_plan; /* its lowering */
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+} cuda_plan_t;
+
+static const char *const nccl_name[GMPI_COLL_KIND_COUNT] = {
+    [GMPI_COLL_ALLREDUCE] = "ncclAllReduce",
+    [GMPI_COLL_BCAST] = "ncclBroadcast",
+    [GMPI_COLL_REDUCE] = "ncclReduce",
+    [GMPI_COLL_ALLGATHER] = "ncclAllGather",
+    [GMPI_COLL_REDUCE_SCATTER] = "ncclReduceScatter",
+    [GMPI_COLL_ALLTOALL] = "ncclSend/Recv x N",
+    [GMPI_COLL_BARRIER] = "ncclAllReduce (1 int)"};
+
+/* Where the plan's buffers live: all device (graph) or all host (cpu engine). */
+static gmpi_status_t plan_buffers(gmpi_comm_t comm, struct gmpi_plan *plan, int *on_host) {
+  cuda_comm_t *cc = comm->be;
+  int device = 0, host = 0;
+  for (int i = 0; i < plan->n_steps; i++) {
+    gmpi_plan_step_t *s = &plan->steps[i];
+    if (s->kind == PLAN_COLL && s->coll.kind != GMPI_COLL_BARRIER) {
+      int on_dev = 0;
+      GMPI_CHECK(cuda_coll_where(comm, &s->coll, &on_dev));
+      device += on_dev, host += !on_dev;
+    } else if ((s->kind == PLAN_SEND || s->kind == PLAN_RECV) && s->bytes) {
+      buf_kind_t k;
+      GMPI_CHECK(cuda_classify(cc, s->p2p.buf, "buf", &k));
+      device += k == BUF_DEVICE, host += k == BUF_HOST;
+    }
+  }
+  if (device && host)
+    return gmpi_error(GMPI_ERR_UNSUPPORTED,
+                      "a plan on the cuda backend must use only device "
+                      "buffers (one CUDA graph) or only host buffers (MPI); this one mixes them");
+  *on_host = host > 0;
+  return GMPI_SUCCESS;
+}
+
+/* Size the comm's scratch for every step now: a capture cannot allocate. */
+static gmpi_status_t presize_scratch(gmpi_comm_t comm, struct gmpi_plan *plan) {
+  size_t need = 0;
+  for (int i = 0; i < plan->n_steps; i++) {
+    if (plan->steps[i].kind != PLAN_COLL) continue;
+    size_t n = cuda_coll_scratch_need(comm, &plan->steps[i].coll);
+    if (n > GMPI_CUDA_SCRATCH_BYTES && plan->steps[i].coll.kind == GMPI_COLL_ALLTOALL)
+      return gmpi_error(GMPI_ERR_UNSUPPORTED,
+                        "step %d: an in-place alltoall of %zu bytes is "
+                        "over the %zu-byte scratch a plan may use; use separate buffers",
+                        i, n, (size_t)GMPI_CUDA_SCRATCH_BYTES);
+    need = n > need ? n : need;
+  }
+  void *unused;
+  return need ? cuda_comm_scratch(comm->be, need, &unused) : GMPI_SUCCESS;
+}
+
+/* The point-to-point steps of group g, as one NCCL group. */
+static gmpi_status_t capture_p2p_group(gmpi_comm_t comm, struct gmpi_plan *plan, int g,
+                                       cudaStream_t s) {
+  ncclComm_t nc = ((cuda_comm_t *)comm->be)->nccl;
+  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupStart());
+  for (int i = 0; i < plan->n_steps; i++) {
+    gmpi_plan_step_t *st = &plan->steps[i];
+    if (st->group != g || (st->kind != PLAN_SEND && st->kind != PLAN_RECV)) continue;
+    int send = st->kind == PLAN_SEND;
+    snprintf(st->lowered, sizeof(st->lowered), "%s (NCCL group %d)", send ? "ncclSend" : "ncclRecv",
+             g);
+    if (!st->bytes) continue;
+    if (send)
+      GMPI_NCCL_ENQUEUE(comm, nc, ncclSend(st->p2p.buf, st->bytes, ncclUint8, st->peer, nc, s));
+    else
+      GMPI_NCCL_ENQUEUE(comm, nc, ncclRecv(st->p2p.buf, st->bytes, ncclUint8, st->peer, nc, s));
+  }
+  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupEnd());
+  return GMPI_SUCCESS;
+}
+
+/* Enqueue the whole plan on s (being captured). */
+static gmpi_status_t capture_steps(gmpi_comm_t comm, struct gmpi_plan *plan, cudaStream_t s) {
+  ncclComm_t nc = ((cuda_comm_t *)comm->be)->nccl;
+  int in_group = 0, last_group = -1;
+  for (int i = 0; i < plan->n_steps; i++) {
+    gmpi_plan_step_t *st = &plan->steps[i];
+    if (st->kind == PLAN_WAIT) {
+      snprintf(st->lowered, sizeof(st->lowered), "(group end)");
+      continue;
+    }
+    if (st->kind != PLAN_COLL) {
+      if (st->group != last_group) GMPI_CHECK(capture_p2p_group(comm, plan, st->group, s));
+      last_group = st->group;
+      continue;
+    }
+    int fusable = cuda_coll_single_call(&st->coll);
+    int next_fusable = st->fuse_next && i + 1 < plan->n_steps;
+    for (int j = i + 1; next_fusable && j < plan->n_steps; j++)
+      if (plan->steps[j].kind == PLAN_COLL) {
+        next_fusable = cuda_coll_single_call(&plan->steps[j].coll);
+        break;
+      }
+    if (fusable && next_fusable && !in_group) {
+      GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupStart());
+      in_group = 1;
+    }
+    snprintf(st->lowered, sizeof(st->lowered), "%s%s", nccl_name[st->coll.kind],
+             in_group ? " (fused)" : "");
+    GMPI_CHECK(cuda_coll_enqueue(comm, &st->coll, s));
+    if (in_group && !(fusable && next_fusable)) {
+      GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupEnd());
+      in_group = 0;
+    }
+  }
+  if (in_group) GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupEnd());
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t capture(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_plan_t *cp) {
+  cuda_comm_t *cc = comm->be;
+  cudaStream_t s = cc->stream;
+  GMPI_CHECK(presize_scratch(comm, plan));
+  GMPI_CHECK(cuda_wait_stream(comm, s, "gmpi_plan_end"));
+  GMPI_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  cc->capturing = 1;
+  gmpi_status_t st = capture_steps(comm, plan, s);
+  cc->capturing = 0;
+  cudaError_t e = cudaStreamEndCapture(s, &cp->graph);
+  if (st != GMPI_SUCCESS) goto destroy_graph;
+  if (e != cudaSuccess) return gmpi_cuda_error(e, "cudaStreamEndCapture");
+  GMPI_CUDA_CHECK_GOTO(cudaGraphInstantiate(&cp->exec, cp->graph, 0), st, destroy_graph);
+  return GMPI_SUCCESS;
+destroy_graph:
+  if (cp->graph) cudaGraphDestroy(cp->graph);
+  cp->graph = NULL;
+  return st;
+}
 
 gmpi_status_t gmpi_cuda_plan_compile(struct gmpi_plan *plan) {
-  (void)plan;
-  return GMPI_ERR_UNSUPPORTED;
+  gmpi_comm_t comm = plan->comm;
+  cuda_comm_t *cc = comm->be;
+  cuda_plan_t *cp = calloc(1, sizeof(*cp));
+  if (!cp) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan's lowering");
+  gmpi_status_t st = plan_buffers(comm, plan, &cp->on_host);
+  if (st == GMPI_SUCCESS)
+    st = cp->on_host ? gmpi_cpu_plan_lower(comm, &cc->host, plan, &cp->host_plan)
+                     : capture(comm, plan, cp);
+  if (st != GMPI_SUCCESS) {
+    free(cp);
+    return st;
+  }
+  plan->be = cp;
+  return GMPI_SUCCESS;
 }
+
 gmpi_status_t gmpi_cuda_plan_run(struct gmpi_plan *plan) {
-  (void)plan;
-  return GMPI_ERR_UNSUPPORTED;
+  gmpi_comm_t comm = plan->comm;
+  cuda_comm_t *cc = comm->be;
+  cuda_plan_t *cp = plan->be;
+  if (cp->on_host) {
+    if (cc->user_stream) GMPI_CHECK(cuda_wait_stream(comm, cc->user_stream, "the user's stream"));
+    return gmpi_cpu_plan_replay(comm, &cc->host, plan, cp->host_plan);
+  }
+  if (!cp->exec) return GMPI_SUCCESS; /* an empty plan */
+  GMPI_CUDA_CHECK(cudaGraphLaunch(cp->exec, cuda_stream(cc)));
+  if (cc->user_stream) return GMPI_SUCCESS;
+  return cuda_wait_stream(comm, cc->stream, "a plan replay");
 }
-void gmpi_cuda_plan_release(struct gmpi_plan *plan) { (void)plan; }
+
+void gmpi_cuda_plan_release(struct gmpi_plan *plan) {
+  cuda_plan_t *cp = plan->be;
+  if (!cp) return;
+  if (cp->on_host) gmpi_cpu_plan_free(cp->host_plan);
+  if (cp->exec) cudaGraphExecDestroy(cp->exec);
+  if (cp->graph) cudaGraphDestroy(cp->graph);
+  free(cp);
+  plan->be = NULL;
+}
