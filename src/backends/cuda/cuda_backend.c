@@ -173,17 +173,19 @@ static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   return GMPI_SUCCESS;
 }
 
+/* Nonblocking, NCCL may fill the new handle after returning: it goes to cc (on the heap, or
+ * a frame that outlives the wait), and the parent's state says when the split is done. */
 static gmpi_status_t nccl_split(gmpi_comm_t comm, gmpi_comm_t parent, cuda_comm_t *cc, int color,
                                 int key) {
   cuda_comm_t *pc = parent->be;
   ncclConfig_t config = nonblocking_config();
-  ncclComm_t child = NULL;
   int nccl_color = color == GMPI_UNDEFINED ? NCCL_SPLIT_NOCOLOR : color;
-  GMPI_NCCL_CHECK(ncclCommSplit(pc->nccl, nccl_color, key, &child, &config), pc->nccl);
-  if (!comm) return nccl_wait_ready(parent, pc, pc->nccl, "ncclCommSplit");
-  cc->nccl = child;
-  GMPI_CHECK(nccl_wait_ready(comm, cc, child, "ncclCommSplit"));
-  return nccl_wait_ready(parent, pc, pc->nccl, "ncclCommSplit");
+  cc->nccl = NULL;
+  GMPI_NCCL_CHECK(ncclCommSplit(pc->nccl, nccl_color, key, &cc->nccl, &config), pc->nccl);
+  GMPI_CHECK(nccl_wait_ready(parent, pc, pc->nccl, "ncclCommSplit"));
+  if (!comm) return GMPI_SUCCESS;
+  if (!cc->nccl) return gmpi_error(GMPI_ERR_BACKEND, "ncclCommSplit returned no communicator");
+  return nccl_wait_ready(comm, cc, cc->nccl, "ncclCommSplit");
 }
 
 /* Finalize (collective, flushes NCCL's work) then destroy; abort after a failure. */
@@ -266,10 +268,13 @@ static gmpi_status_t cuda_free(gmpi_comm_t comm, void *ptr) {
   (void)comm;
   return cuda_mem_free(ptr);
 }
+/* On gmpi's stream, then waited: cudaMemcpy from pageable memory may return before the DMA
+ * lands, and gmpi's non-blocking stream would not wait for the legacy stream's copy. */
 static gmpi_status_t cuda_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes) {
-  (void)comm;
-  if (bytes) GMPI_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
-  return GMPI_SUCCESS;
+  cuda_comm_t *cc = comm->be;
+  if (!bytes) return GMPI_SUCCESS;
+  GMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cc->stream));
+  return cuda_wait_stream(comm, cc->stream, "gmpi_mem_copy");
 }
 
 static gmpi_status_t cuda_query(gmpi_comm_t comm, gmpi_query_t what, void **out) {

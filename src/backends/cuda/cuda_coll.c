@@ -67,6 +67,10 @@ static size_t gather_chunk(const dev_ctx_t *x) {
  * and available in every NCCL 2.x, not only where ncclAlltoAll/ncclGather exist. */
 static gmpi_status_t grouped_alltoall(dev_ctx_t *x, const void *send, void *recv, size_t block) {
   ncclComm_t nc = x->cc->nccl;
+#ifdef GMPI_HAVE_NCCL_ALLTOALL
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclAlltoAll(send, recv, block, ncclUint8, nc, x->s));
+  return GMPI_SUCCESS;
+#endif
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
   for (int p = 0; p < x->comm->size; p++) {
     GMPI_NCCL_ENQUEUE(x->comm, nc,
@@ -81,6 +85,10 @@ static gmpi_status_t grouped_alltoall(dev_ctx_t *x, const void *send, void *recv
 static gmpi_status_t grouped_gather(dev_ctx_t *x, const void *send, void *recv, size_t block,
                                     int root) {
   ncclComm_t nc = x->cc->nccl;
+#ifdef GMPI_HAVE_NCCL_GATHER
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGather(send, recv, block, ncclUint8, root, nc, x->s));
+  return GMPI_SUCCESS;
+#endif
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclSend(send, block, ncclUint8, root, nc, x->s));
   if (x->comm->rank == root)
@@ -128,7 +136,12 @@ static gmpi_status_t gather_reduce_scatter(dev_ctx_t *x, void *out) {
   GMPI_CHECK(cuda_comm_scratch(x->cc, (size_t)x->comm->size * chunk * x->es, &scratch));
   for (size_t off = 0; off < n; off += chunk) {
     size_t len = n - off < chunk ? n - off : chunk, b = len * x->es;
-    /* block p's chunk goes to rank p: strided sends, so not grouped_alltoall's layout */
+    if (len == n) { /* one round: exactly an alltoall of the blocks */
+      GMPI_CHECK(grouped_alltoall(x, a->sendbuf, scratch, b));
+      GMPI_CHECK(reduce_kernel(x, scratch, out, len));
+      break;
+    }
+    /* block p's chunk goes to rank p: strided sends, not an alltoall's layout */
     GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
     for (int p = 0; p < x->comm->size; p++) {
       GMPI_NCCL_ENQUEUE(
