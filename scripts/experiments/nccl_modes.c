@@ -14,7 +14,8 @@ static double now(void) {
 }
 
 static void settle(ncclComm_t c, ncclResult_t r) {
-  while (r == ncclInProgress) ncclCommGetAsyncError(c, &r);
+  while (r == ncclInProgress)
+    ncclCommGetAsyncError(c, &r);
   if (r != ncclSuccess) printf("  NCCL error %d\n", r);
 }
 
@@ -26,7 +27,8 @@ static void run(int blocking) {
   ncclComm_t c;
   settle(c, ncclCommInitRankConfig(&c, 1, id, 0, &cfg));
   ncclResult_t r = ncclInProgress;
-  while (r == ncclInProgress) ncclCommGetAsyncError(c, &r);
+  while (r == ncclInProgress)
+    ncclCommGetAsyncError(c, &r);
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   void *a, *b;
@@ -63,7 +65,8 @@ static void run(int blocking) {
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
     cudaEventRecord(e0, s);
-    for (int i = 0; i < 100; i++) cudaMemcpyAsync(b, a, big, cudaMemcpyDeviceToDevice, s);
+    for (int i = 0; i < 100; i++)
+      cudaMemcpyAsync(b, a, big, cudaMemcpyDeviceToDevice, s);
     cudaEventRecord(e1, s);
     cudaEventSynchronize(e1);
     float ms = 0;

@@ -1,7 +1,8 @@
 /* Baselines on the cuda backend, on the very device buffers gmpi used:
- *   nccl   -- the raw NCCL call on gmpi's own communicator and stream; in eager mode each
- *             call is followed by a stream synchronize (what a blocking call must do), in
- *             stream mode only the timed loop's end is synchronized, as for gmpi;
+ *   nccl   -- the raw NCCL call, as a plain NCCL program makes it: its own (blocking)
+ *             communicator built over MPI, its own stream; in eager mode each call is
+ *             followed by a stream synchronize (what a blocking call must do), in stream mode
+ *             only the timed loop's end is synchronized, as for gmpi;
  *   staged -- what a program without gmpi does with plain MPI: copy to pinned host memory,
  *             the blocking MPI call, copy back. */
 #include <cuda_runtime.h>
@@ -48,11 +49,23 @@ static int nccl_available(const bench_ctx_t *c, char *why, size_t len) {
   return 1;
 }
 
+/* The baseline's own communicator and stream, made on first use (collective over MPI). */
+static ncclComm_t raw_comm;
+static cudaStream_t raw_stream;
+
+static int raw_nccl_setup(bench_ctx_t *c) {
+  if (raw_comm) return 0;
+  ncclUniqueId id;
+  if (c->rank == 0) ncclGetUniqueId(&id);
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, c->mpi);
+  if (ncclCommInitRank(&raw_comm, c->size, id, c->rank) != ncclSuccess) return 1;
+  return cudaStreamCreateWithFlags(&raw_stream, cudaStreamNonBlocking) != cudaSuccess;
+}
+
 static int nccl_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
-  ncclComm_t nc;
-  cudaStream_t st;
-  gmpi_comm_nccl(c->comm, (void **)&nc);
-  gmpi_comm_stream(c->comm, (void **)&st);
+  if (raw_nccl_setup(c)) return 1;
+  ncclComm_t nc = raw_comm;
+  cudaStream_t st = raw_stream;
   ncclDataType_t t = nccl_types[c->dtype].type;
   ncclRedOp_t op = nccl_ops[c->op].op;
   size_t n = s->count, es = gmpi_dtype_size(c->dtype);
@@ -131,4 +144,12 @@ void bench_sync(bench_ctx_t *c) {
   void *stream = NULL;
   gmpi_comm_stream(c->comm, &stream);
   cudaStreamSynchronize((cudaStream_t)stream);
+  if (raw_stream) cudaStreamSynchronize(raw_stream);
+}
+
+void bench_cuda_teardown(void) {
+  if (raw_comm) ncclCommDestroy(raw_comm);
+  if (raw_stream) cudaStreamDestroy(raw_stream);
+  raw_comm = NULL;
+  raw_stream = NULL;
 }

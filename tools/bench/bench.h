@@ -89,6 +89,8 @@ long bench_count_wrong(const bench_ctx_t *c, size_t elems);
 int bench_mpi_type_ok(gmpi_dtype_t d);
 /* Wait for work enqueued on the comm's stream (cuda); nothing on cpu. */
 void bench_sync(bench_ctx_t *c);
+/* Release the raw-NCCL baseline's communicator (cuda builds). */
+void bench_cuda_teardown(void);
 /* The blocking MPI call for kind on host buffers (raw-MPI and staged baselines). */
 int bench_mpi_call(bench_ctx_t *c, bench_kind_t kind, const bench_shape_t *s, const void *send,
                    void *recv);

@@ -35,7 +35,8 @@ static void usage(void) {
          "      --coll LIST       allreduce,bcast,reduce,allgather,reduce_scatter,alltoall,"
          "sendrecv or all\n"
          "      --backend B       auto cpu cuda (sets GMPI_BACKEND)\n"
-         "      --baseline LIST   mpi (cpu), nccl and staged (cuda): same op, same buffers\n"
+         "      --baseline LIST   mpi (cpu), nccl and staged (cuda), eager (gmpi's own eager\n"
+         "                        call, for plan and stream modes): same op, same buffers\n"
          "      --mode M          eager (default), stream (cuda: enqueue, sync once), plan\n"
          "      --plan-ops N      operations recorded per plan in plan mode, default 100\n"
          "  -J, --json FILE       write every row as JSON\n"
@@ -170,11 +171,15 @@ static double time_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_sh
   int err = 0;
   for (int i = 0; i < c->warmup; i++)
     err |= b ? b->run(c, coll, s) : run(c, coll, s);
+  bench_sync(c);
   MPI_Barrier(c->mpi);
   double t0 = MPI_Wtime();
   for (int i = 0; i < c->iters; i++)
     err |= b ? b->run(c, coll, s) : run(c, coll, s);
+  bench_sync(c); /* stream mode: the loop only enqueued */
   double t = (MPI_Wtime() - t0) / c->iters, tmax = 0;
+  /* plan mode: one gmpi "operation" is a replay of plan_ops calls */
+  if (!b && c->mode == MODE_PLAN) t /= c->plan_ops;
   MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, c->mpi);
   return err ? -1 : tmax;
 }
@@ -201,6 +206,9 @@ static void add_row(const bench_row_t *r) {
 
 static void print_header(const bench_ctx_t *c, const bench_coll_t *coll) {
   if (c->rank) return;
+  if (c->mode == MODE_PLAN)
+    printf("#\n# plan mode: gmpi times are per operation of a %d-operation plan replay\n",
+           c->plan_ops);
   printf("#\n# %s  (%s backend, %d ranks, mode %s)\n", coll->name,
          c->backend == GMPI_BACKEND_CPU ? "cpu" : "cuda", c->size,
          c->mode == MODE_EAGER    ? "eager"
@@ -340,6 +348,7 @@ int main(int argc, char **argv) {
     if (svg_path) bench_report_svg(svg_path, &c, rows, n_rows);
     printf("# %s\n", wrong ? "FAILED: some results were wrong" : "all results correct");
   }
+  bench_cuda_teardown();
   free_buffers(&c);
   MPI_Comm_free(&c.mpi);
   gmpi_finalize(&c.comm);

@@ -43,6 +43,7 @@ int bench_plan_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_
 
 #ifndef GMPI_BENCH_CUDA
 void bench_sync(bench_ctx_t *c) { (void)c; }
+void bench_cuda_teardown(void) {}
 
 int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
   (void)coll;
@@ -52,8 +53,28 @@ int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shap
 }
 #endif
 
+/* "eager": gmpi's own eager call, the baseline of plan and stream modes. */
+static int eager_available(const bench_ctx_t *c, char *why, size_t len) {
+  (void)why;
+  (void)len;
+  (void)c;
+  return 1;
+}
+static int eager_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  void *user_stream = NULL;
+  if (c->mode == MODE_STREAM) { /* eager means blocking: leave stream-ordered mode meanwhile */
+    gmpi_comm_stream(c->comm, &user_stream);
+    gmpi_comm_set_stream(c->comm, NULL);
+  }
+  gmpi_status_t st = coll->run(c, s);
+  if (user_stream) gmpi_comm_set_stream(c->comm, user_stream);
+  return st != GMPI_SUCCESS;
+}
+static const bench_baseline_t bench_baseline_eager = {"eager", eager_available, eager_run};
+
 const bench_baseline_t *bench_find_baseline(const char *name) {
   static const bench_baseline_t *const all[] = {
+      &bench_baseline_eager,
       &bench_baseline_mpi,
 #ifdef GMPI_BENCH_CUDA
       &bench_baseline_nccl,

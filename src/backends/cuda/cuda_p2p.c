@@ -81,7 +81,8 @@ static void *lane_setup_main(void *arg) {
   config.blocking = 1;
   ncclResult_t r = ncclSuccess;
   cudaError_t e = cudaSetDevice(lane->device);
-  if (e == cudaSuccess) r = ncclCommInitRankConfig(&lane->nccl, 2, lane->id, lane->my_rank, &config);
+  if (e == cudaSuccess)
+    r = ncclCommInitRankConfig(&lane->nccl, 2, lane->id, lane->my_rank, &config);
   if (e == cudaSuccess && r == ncclSuccess) {
     r = lane->my_rank == 0 ? ncclSend(lane->warm, 1, ncclUint8, 1, lane->nccl, lane->stream)
                            : ncclRecv(lane->warm, 1, ncclUint8, 0, lane->nccl, lane->stream);
@@ -141,7 +142,8 @@ static gmpi_status_t lane_pump(lane_t *lane) {
   if (state == LANE_FAILED)
     return gmpi_error(GMPI_ERR_BACKEND, "setting up the point-to-point lane %s rank %d failed: %s",
                       lane->my_rank == 0 ? "to" : "from", lane->peer, lane->setup_error);
-  for (xfer_t *x = lane->queue_head; x; x = x->next) GMPI_CHECK(lane_issue(x));
+  for (xfer_t *x = lane->queue_head; x; x = x->next)
+    GMPI_CHECK(lane_issue(x));
   lane->queue_head = lane->queue_tail = NULL;
   return GMPI_SUCCESS;
 }
@@ -159,7 +161,8 @@ static gmpi_status_t lanes_progress(void *ctx) {
  * process (its thread may be blocked in NCCL waiting for a peer that is gone). */
 static void lane_close(lane_t *lane) {
   if (lane->state == LANE_NONE) return;
-  for (xfer_t *x = lane->queue_head, *n; x; x = n) n = x->next, free_xfer(x);
+  for (xfer_t *x = lane->queue_head, *n; x; x = n)
+    n = x->next, free_xfer(x);
   if (lane->state == LANE_STARTING && atomic_load(&lane->setup_state) == LANE_STARTING) {
     pthread_detach(lane->setup);
     return;
@@ -254,8 +257,7 @@ static gmpi_status_t lanes_test(void *ctx, void *handle, int *done) {
   if (e == cudaErrorNotReady) {
     ncclResult_t r = ncclSuccess;
     ncclCommGetAsyncError(x->lane->nccl, &r);
-    if (r != ncclSuccess)
-      return gmpi_nccl_error(r, x->lane->nccl, "NCCL point-to-point lane");
+    if (r != ncclSuccess) return gmpi_nccl_error(r, x->lane->nccl, "NCCL point-to-point lane");
     return GMPI_SUCCESS;
   }
   if (e != cudaSuccess) return gmpi_cuda_error(e, "cudaEventQuery");
@@ -285,7 +287,6 @@ static gmpi_status_t lanes_copy(void *ctx, void *dst, const void *src, size_t by
   GMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, l->cc->stream));
   return cuda_wait_stream(l->comm, l->cc->stream, "a staged message copy");
 }
-
 
 static const gmpi_mover_t nccl_mover = {
     .name = "nccl",
