@@ -1,0 +1,88 @@
+/* GMPI_CHECK=1 (set by ctest): ranks that call different collectives get GMPI_ERR_MISMATCH on
+ * every rank, naming the ranks and fields, instead of a hang or wrong data; nothing moved, so
+ * the comm stays usable. Point-to-point envelopes are checked too: another dtype is a
+ * mismatch, a longer message a truncation, and the channel stays consistent afterwards. */
+#include "test_util.h"
+
+static int rank, size;
+static gmpi_comm_t comm;
+
+static void expect_mismatch(gmpi_status_t st, const char *what, const char *field) {
+  if (st != GMPI_ERR_MISMATCH)
+    T_FAIL_("%s: got %s, expected GMPI_ERR_MISMATCH (%s)", what, t_status_name(st),
+            gmpi_last_error());
+  else if (!strstr(gmpi_last_error(), field))
+    T_FAIL_("%s: the detail does not name '%s': %s", what, field, gmpi_last_error());
+}
+
+/* After a mismatch, the comm works and buffers were not touched. */
+static void still_usable(void) {
+  long long one = 1, sum = 0;
+  T_OK(gmpi_allreduce(&one, &sum, 1, GMPI_INT64, GMPI_SUM, comm));
+  T_EQ_INT(sum, size);
+}
+
+static void collectives(void) {
+  int *a = t_alloc(64 * sizeof(int)), *b = t_alloc(64 * sizeof(int));
+  int sentinel[64], got[64];
+  for (int i = 0; i < 64; i++) sentinel[i] = -i - 1;
+  t_put(b, sentinel, sizeof(sentinel));
+  expect_mismatch(gmpi_allreduce(a, b, rank == 0 ? 10 : 20, GMPI_INT32, GMPI_SUM, comm),
+                  "allreduce count", "count");
+  t_get(got, b, sizeof(got));
+  T_EQ_INT(got[5], -6); /* nothing moved */
+  still_usable();
+  expect_mismatch(gmpi_bcast(a, 4, GMPI_INT32, rank == 0 ? 0 : size - 1, comm), "bcast root",
+                  "root");
+  still_usable();
+  expect_mismatch(gmpi_allreduce(a, b, 4, GMPI_INT32, rank == 0 ? GMPI_MAX : GMPI_MIN, comm),
+                  "allreduce op", "op");
+  still_usable();
+  expect_mismatch(gmpi_allreduce(a, b, 4, rank == 0 ? GMPI_INT32 : GMPI_FLOAT32, GMPI_SUM, comm),
+                  "allreduce dtype", "dtype");
+  still_usable();
+  gmpi_status_t st = rank == 0 ? gmpi_barrier(comm) : gmpi_bcast(a, 4, GMPI_INT32, 0, comm);
+  expect_mismatch(st, "barrier vs bcast", "operation");
+  T_ERROR_MENTIONS("rank 0");
+  still_usable();
+  t_free(a);
+  t_free(b);
+}
+
+static void point_to_point(void) {
+  int peer = (rank ^ 1) < size ? rank ^ 1 : rank;
+  int *s = t_alloc(16 * sizeof(int)), *r = t_alloc(16 * sizeof(int));
+  int vals[16], got[16];
+  for (int i = 0; i < 16; i++) vals[i] = rank * 100 + i;
+  t_put(s, vals, sizeof(vals));
+  gmpi_request_t req[3] = {NULL, NULL, NULL};
+  int sender = rank % 2 == 0 || peer == rank, receiver = rank % 2 == 1 || peer == rank;
+  if (sender) {
+    T_OK(gmpi_isend(s, 4, GMPI_INT32, peer, 1, comm, &req[0]));  /* dtype mismatch */
+    T_OK(gmpi_isend(s, 8, GMPI_INT32, peer, 2, comm, &req[1]));  /* too long */
+    T_OK(gmpi_isend(s, 16, GMPI_INT32, peer, 3, comm, &req[2])); /* fine */
+  }
+  if (receiver) {
+    T_STATUS(gmpi_recv(r, 4, GMPI_FLOAT32, peer, 1, comm, NULL), GMPI_ERR_MISMATCH);
+    T_ERROR_MENTIONS("float32");
+    T_STATUS(gmpi_recv(r, 4, GMPI_INT32, peer, 2, comm, NULL), GMPI_ERR_TRUNCATE);
+    gmpi_msg_status_t st;
+    T_OK(gmpi_recv(r, 16, GMPI_INT32, peer, 3, comm, &st));
+    T_EQ_SIZE(st.count, 16);
+    t_get(got, r, sizeof(got));
+    for (int i = 0; i < 16; i++) T_EQ_INT(got[i], peer * 100 + i);
+  }
+  T_OK(gmpi_waitall(3, req, NULL));
+  t_free(s);
+  t_free(r);
+}
+
+int main(int argc, char **argv) {
+  comm = t_init(&argc, &argv);
+  gmpi_comm_rank(comm, &rank);
+  gmpi_comm_size(comm, &size);
+  if (size < 2) return t_skip("GMPI_CHECK", "needs 2 ranks to disagree");
+  collectives();
+  point_to_point();
+  return t_finish("GMPI_CHECK");
+}

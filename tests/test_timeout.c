@@ -1,0 +1,82 @@
+/* GMPI_TIMEOUT (1 s here): a rank that does not take part makes the others return
+ * GMPI_ERR_TIMEOUT, well before the test's own limit; the comm then answers GMPI_ERR_STATE
+ * and finalizes cleanly; a new comm works. Scenarios: a collective that only rank 0 calls; a
+ * receive nobody sends to (on device buffers when the backend is cuda); a wait after one
+ * member of a waitall timed out. */
+#include <time.h>
+
+#include "test_util.h"
+
+static int rank, size;
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The failed comm refuses work with STATE and still finalizes. */
+static void failed_then_finalized(gmpi_comm_t *c) {
+  T_STATUS(gmpi_barrier(*c), GMPI_ERR_STATE);
+  T_ERROR_MENTIONS("failed earlier");
+  T_OK(gmpi_finalize(c));
+  T_EQ_PTR(*c, NULL);
+}
+
+/* Bounded: the call gave up no later than the timeout plus a second of slack. */
+static void bounded(double started, double timeout) {
+  double took = now() - started;
+  if (took > timeout + 1.0) T_FAIL_("gave up after %.2f s, GMPI_TIMEOUT is %.1f s", took, timeout);
+}
+
+static void skipped_collective(double timeout) {
+  gmpi_comm_t c = NULL;
+  T_OK(gmpi_init(MPI_COMM_WORLD, &c));
+  float *x = t_alloc(1024 * sizeof(float));
+  if (rank == 0) {
+    double t0 = now();
+    T_STATUS(gmpi_allreduce(x, x, 1024, GMPI_FLOAT32, GMPI_SUM, c), GMPI_ERR_TIMEOUT);
+    T_ERROR_MENTIONS("GMPI_TIMEOUT");
+    bounded(t0, timeout);
+    failed_then_finalized(&c);
+  } else {
+    T_OK(gmpi_finalize(&c)); /* the others never call the allreduce */
+  }
+  t_free(x);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void unmatched_receive(double timeout) {
+  gmpi_comm_t c = NULL;
+  T_OK(gmpi_init(MPI_COMM_WORLD, &c));
+  int *buf = t_alloc(4096 * sizeof(int));
+  gmpi_request_t reqs[2] = {NULL, NULL};
+  double t0 = now();
+  /* from ourselves, a tag nobody sends: every rank waits on its own */
+  T_OK(gmpi_irecv(buf, 4096, GMPI_INT32, rank, 99, c, &reqs[0]));
+  T_OK(gmpi_irecv(buf, 1, GMPI_INT32, GMPI_ANY_SOURCE, 98, c, &reqs[1]));
+  T_STATUS(gmpi_waitall(2, reqs, NULL), GMPI_ERR_TIMEOUT);
+  bounded(t0, timeout);
+  T_EQ_PTR(reqs[0], NULL);
+  T_EQ_PTR(reqs[1], NULL);
+  failed_then_finalized(&c);
+  t_free(buf);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int main(int argc, char **argv) {
+  gmpi_comm_t comm = t_init(&argc, &argv);
+  gmpi_comm_rank(comm, &rank);
+  gmpi_comm_size(comm, &size);
+  const char *v = getenv("GMPI_TIMEOUT");
+  double timeout = v ? atof(v) : 300;
+  if (timeout <= 0 || timeout > 10)
+    return t_skip("timeouts", "set GMPI_TIMEOUT to a few seconds (ctest sets 1)");
+  if (size > 1) skipped_collective(timeout);
+  unmatched_receive(timeout);
+  /* The comm made before all this is untouched. */
+  int one = 1, sum = 0;
+  T_OK(gmpi_allreduce(&one, &sum, 1, GMPI_INT32, GMPI_SUM, comm));
+  T_EQ_INT(sum, size);
+  return t_finish("timeouts");
+}
