@@ -26,7 +26,7 @@ check: build
 	cd $(BUILD) && ctest --output-on-failure -j 1
 
 format:
-	git ls-files '*.c' '*.h' '*.cu' | xargs clang-format -i
+	find src include tests tools scripts -name '*.[ch]' -o -name '*.cu' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD)

@@ -25,7 +25,8 @@ static void still_usable(void) {
 static void collectives(void) {
   int *a = t_alloc(64 * sizeof(int)), *b = t_alloc(64 * sizeof(int));
   int sentinel[64], got[64];
-  for (int i = 0; i < 64; i++) sentinel[i] = -i - 1;
+  for (int i = 0; i < 64; i++)
+    sentinel[i] = -i - 1;
   t_put(b, sentinel, sizeof(sentinel));
   expect_mismatch(gmpi_allreduce(a, b, rank == 0 ? 10 : 20, GMPI_INT32, GMPI_SUM, comm),
                   "allreduce count", "count");
@@ -53,7 +54,8 @@ static void point_to_point(void) {
   int peer = (rank ^ 1) < size ? rank ^ 1 : rank;
   int *s = t_alloc(16 * sizeof(int)), *r = t_alloc(16 * sizeof(int));
   int vals[16], got[16];
-  for (int i = 0; i < 16; i++) vals[i] = rank * 100 + i;
+  for (int i = 0; i < 16; i++)
+    vals[i] = rank * 100 + i;
   t_put(s, vals, sizeof(vals));
   gmpi_request_t req[3] = {NULL, NULL, NULL};
   int sender = rank % 2 == 0 || peer == rank, receiver = rank % 2 == 1 || peer == rank;
@@ -70,7 +72,8 @@ static void point_to_point(void) {
     T_OK(gmpi_recv(r, 16, GMPI_INT32, peer, 3, comm, &st));
     T_EQ_SIZE(st.count, 16);
     t_get(got, r, sizeof(got));
-    for (int i = 0; i < 16; i++) T_EQ_INT(got[i], peer * 100 + i);
+    for (int i = 0; i < 16; i++)
+      T_EQ_INT(got[i], peer * 100 + i);
   }
   T_OK(gmpi_waitall(3, req, NULL));
   t_free(s);

@@ -2,6 +2,7 @@
  * sum as real pairs, integer avg as sum + division, everything else through gather + kernel,
  * and no valid pair is left without a path. */
 #include <stdio.h>
+#include <string.h>
 
 #include "../src/core/devpath.h"
 
@@ -15,7 +16,35 @@ static int failures;
     }                                                                                              \
   } while (0)
 
-int main(void) {
+/* --table: the matrix for docs/design.md (N native, P real pairs, D sum + divide, G gather +
+ * kernel, - not a valid pair). */
+static void print_table(void) {
+  printf("| dtype |");
+  for (int o = 0; o < GMPI_OP_COUNT; o++)
+    printf(" %s |", gmpi_op_name((gmpi_op_t)o));
+  printf("\n|---|");
+  for (int o = 0; o < GMPI_OP_COUNT; o++)
+    printf("---|");
+  printf("\n");
+  for (int d = 0; d < GMPI_DTYPE_COUNT; d++) {
+    printf("| %s |", gmpi_dtype_name((gmpi_dtype_t)d));
+    for (int o = 0; o < GMPI_OP_COUNT; o++) {
+      if (!gmpi_op_valid((gmpi_dtype_t)d, (gmpi_op_t)o)) {
+        printf(" - |");
+        continue;
+      }
+      static const char letter[] = {'N', 'P', 'D', 'G'};
+      printf(" %c |", letter[gmpi_devpath_for((gmpi_dtype_t)d, (gmpi_op_t)o).kind]);
+    }
+    printf("\n");
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "--table")) {
+    print_table();
+    return 0;
+  }
   CHECK_EQ(gmpi_devpath_for(GMPI_FLOAT32, GMPI_SUM).kind, GMPI_DEVPATH_NATIVE);
   CHECK_EQ(gmpi_devpath_for(GMPI_BFLOAT16, GMPI_AVG).kind, GMPI_DEVPATH_NATIVE);
   CHECK_EQ(gmpi_devpath_for(GMPI_INT64, GMPI_MIN).kind, GMPI_DEVPATH_NATIVE);

@@ -91,6 +91,8 @@ int bench_mpi_type_ok(gmpi_dtype_t d);
 void bench_sync(bench_ctx_t *c);
 /* Release the raw-NCCL baseline's communicator (cuda builds). */
 void bench_cuda_teardown(void);
+/* Release the "checked" baseline's comm (collective). */
+void bench_modes_teardown(void);
 /* The blocking MPI call for kind on host buffers (raw-MPI and staged baselines). */
 int bench_mpi_call(bench_ctx_t *c, bench_kind_t kind, const bench_shape_t *s, const void *send,
                    void *recv);

@@ -36,7 +36,8 @@ static void usage(void) {
          "sendrecv or all\n"
          "      --backend B       auto cpu cuda (sets GMPI_BACKEND)\n"
          "      --baseline LIST   mpi (cpu), nccl and staged (cuda), eager (gmpi's own eager\n"
-         "                        call, for plan and stream modes): same op, same buffers\n"
+         "                        call, for plan and stream modes), checked (gmpi with\n"
+         "                        GMPI_CHECK=1): same op, same buffers\n"
          "      --mode M          eager (default), stream (cuda: enqueue, sync once), plan\n"
          "      --plan-ops N      operations recorded per plan in plan mode, default 100\n"
          "  -J, --json FILE       write every row as JSON\n"
@@ -349,6 +350,7 @@ int main(int argc, char **argv) {
     printf("# %s\n", wrong ? "FAILED: some results were wrong" : "all results correct");
   }
   bench_cuda_teardown();
+  bench_modes_teardown();
   free_buffers(&c);
   MPI_Comm_free(&c.mpi);
   gmpi_finalize(&c.comm);

@@ -1,6 +1,7 @@
 /* Modes other than eager, and the baseline registry. Plan mode records plan_ops calls of the
  * collective once per row and replays the plan; its time is divided by plan_ops. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
@@ -72,13 +73,37 @@ static int eager_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape
 }
 static const bench_baseline_t bench_baseline_eager = {"eager", eager_available, eager_run};
 
+/* "checked": the same gmpi call on a second comm made with GMPI_CHECK=1, so the cost of the
+ * cross-rank signature check shows in the same run. Made on first use (collective: every rank
+ * asks for baselines in the same order). */
+static gmpi_comm_t checked_comm;
+
+static int checked_available(const bench_ctx_t *c, char *why, size_t len) {
+  (void)c;
+  if (checked_comm) return 1;
+  setenv("GMPI_CHECK", "1", 1);
+  gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &checked_comm);
+  unsetenv("GMPI_CHECK");
+  if (st != GMPI_SUCCESS) snprintf(why, len, "gmpi_init with GMPI_CHECK=1: %s", gmpi_last_error());
+  return st == GMPI_SUCCESS;
+}
+
+static int checked_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  gmpi_comm_t mine = c->comm;
+  c->comm = checked_comm;
+  gmpi_status_t st = coll->run(c, s);
+  c->comm = mine;
+  return st != GMPI_SUCCESS;
+}
+static const bench_baseline_t bench_baseline_checked = {"checked", checked_available, checked_run};
+
+void bench_modes_teardown(void) { gmpi_finalize(&checked_comm); }
+
 const bench_baseline_t *bench_find_baseline(const char *name) {
   static const bench_baseline_t *const all[] = {
-      &bench_baseline_eager,
-      &bench_baseline_mpi,
+      &bench_baseline_eager, &bench_baseline_checked, &bench_baseline_mpi,
 #ifdef GMPI_BENCH_CUDA
-      &bench_baseline_nccl,
-      &bench_baseline_staged,
+      &bench_baseline_nccl,  &bench_baseline_staged,
 #endif
   };
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)

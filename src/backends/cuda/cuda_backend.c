@@ -170,6 +170,8 @@ static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   GMPI_CHECK(nccl_wait_ready(comm, cc, cc->nccl, "ncclCommInitRankConfig"));
   cudaMemGetInfo(&free_after, &total);
   cc->nccl_bytes = free_before > free_after ? free_before - free_after : 0;
+  gmpi_log(GMPI_LOG_INFO, "NCCL communicator of %d ranks took %.1f MiB of device %d", comm->size,
+           (double)cc->nccl_bytes / (1 << 20), cc->device);
   return GMPI_SUCCESS;
 }
 
@@ -296,10 +298,10 @@ static gmpi_status_t cuda_set_stream(gmpi_comm_t comm, void *stream) {
   return GMPI_SUCCESS;
 }
 
+/* gmpi's own device memory (staging, scratch, lanes) and the user's; NCCL's is logged at init. */
 static void cuda_usage(gmpi_comm_t comm, size_t *library, size_t *user) {
-  cuda_comm_t *cc = comm->be;
+  (void)comm;
   cuda_mem_usage(library, user);
-  *library += cc->nccl_bytes;
 }
 
 static const char *cuda_lib_version(void) {
