@@ -2,19 +2,11 @@
  * sum as real pairs, integer avg as sum + division, everything else through gather + kernel,
  * and no valid pair is left without a path. */
 #include <stdio.h>
+
+#include "unit_util.h"
 #include <string.h>
 
 #include "../src/core/devpath.h"
-
-static int failures;
-#define CHECK_EQ(a, b)                                                                             \
-  do {                                                                                             \
-    long long a_ = (long long)(a), b_ = (long long)(b);                                            \
-    if (a_ != b_) {                                                                                \
-      failures++;                                                                                  \
-      fprintf(stderr, "FAIL %s:%d: %s == %s: %lld != %lld\n", __FILE__, __LINE__, #a, #b, a_, b_); \
-    }                                                                                              \
-  } while (0)
 
 /* --table: the matrix for docs/design.md (N native, P real pairs, D sum + divide, G gather +
  * kernel, - not a valid pair). */

@@ -2,17 +2,9 @@
  * earliest message, posted receives are served in posting order, cancel removes one. */
 #include <stdio.h>
 
-#include "../src/core/match.h"
+#include "unit_util.h"
 
-static int failures;
-#define CHECK_EQ(a, b)                                                                             \
-  do {                                                                                             \
-    long long a_ = (long long)(a), b_ = (long long)(b);                                            \
-    if (a_ != b_) {                                                                                \
-      failures++;                                                                                  \
-      fprintf(stderr, "FAIL %s:%d: %s == %s: %lld != %lld\n", __FILE__, __LINE__, #a, #b, a_, b_); \
-    }                                                                                              \
-  } while (0)
+#include "../src/core/match.h"
 
 static gmpi_match_msg_t msg(int source, int tag, unsigned long long seq) {
   return (gmpi_match_msg_t){.source = source, .tag = tag, .bytes = 8, .seq = seq};

@@ -43,19 +43,27 @@ static gmpi_status_t check_request(gmpi_request_t req, int index) {
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *status) {
-  gmpi_call_begin_nocomm(__func__);
+/* The common start of wait and test: *live is 0 when there is nothing to do (a NULL request,
+ * or one that ended with an error just now). */
+static gmpi_status_t enter_request(gmpi_request_t *request, gmpi_msg_status_t *status, int *live) {
+  *live = 0;
   if (!request) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'request' is NULL");
-  gmpi_request_t req = *request;
-  if (!req) {
+  if (!*request) {
     if (status) *status = empty_status;
     return GMPI_SUCCESS;
   }
-  gmpi_status_t st = check_request(req, 0);
-  if (st != GMPI_SUCCESS) {
-    if (st == GMPI_ERR_STATE) *request = NULL;
-    return st;
-  }
+  gmpi_status_t st = check_request(*request, 0);
+  if (st == GMPI_ERR_STATE) *request = NULL;
+  *live = st == GMPI_SUCCESS;
+  return st;
+}
+
+gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *status) {
+  gmpi_call_begin_nocomm(__func__);
+  int live;
+  gmpi_status_t st = enter_request(request, status, &live);
+  if (!live) return st;
+  gmpi_request_t req = *request;
   if (gmpi_plan_request_is_recorded(req)) {
     *request = NULL;
     return gmpi_plan_record_wait(req);
@@ -66,19 +74,14 @@ gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *status) {
 
 gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *status) {
   gmpi_call_begin_nocomm(__func__);
-  if (!request) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'request' is NULL");
   if (!done) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'done' is NULL");
-  gmpi_request_t req = *request;
-  if (!req) {
-    if (status) *status = empty_status;
-    *done = 1;
-    return GMPI_SUCCESS;
-  }
-  gmpi_status_t st = check_request(req, 0);
-  if (st != GMPI_SUCCESS) {
-    if (st == GMPI_ERR_STATE) *request = NULL;
+  int live;
+  gmpi_status_t st = enter_request(request, status, &live);
+  if (!live) {
+    if (st == GMPI_SUCCESS) *done = 1; /* a NULL request is complete */
     return st;
   }
+  gmpi_request_t req = *request;
   if (gmpi_plan_request_is_recorded(req))
     return gmpi_error(GMPI_ERR_STATE, "a request recorded in a plan cannot be tested; wait it "
                                       "inside the plan");

@@ -17,40 +17,40 @@ gmpi_status_t gmpi_mpi_error(int rc, const char *call) {
   return gmpi_error(st, "%s failed: %s (MPI error class %d)", call, text, cls);
 }
 
-gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, struct gmpi_oob **out) {
-  struct gmpi_oob *oob = calloc(1, sizeof(*oob));
-  if (!oob) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the MPI channel");
-  gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &oob->comm), st, free_oob);
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(oob->comm, MPI_ERRORS_RETURN), st, free_comm);
-  *out = oob;
-  return GMPI_SUCCESS;
-free_comm:
-  MPI_Comm_free(&oob->comm);
-free_oob:
-  free(oob);
-  return st;
-}
-
-gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_oob **out) {
-  struct gmpi_oob *oob = calloc(1, sizeof(*oob));
-  if (!oob) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the MPI channel");
-  gmpi_status_t st = GMPI_SUCCESS;
-  int mpi_color = color == GMPI_UNDEFINED ? MPI_UNDEFINED : color;
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_split(comm->oob->comm, mpi_color, key, &oob->comm), st, free_oob);
-  if (oob->comm == MPI_COMM_NULL) {
-    free(oob);
+/* Wrap a new MPI communicator (NULL for MPI_COMM_NULL) as a channel whose errors return. */
+static gmpi_status_t wrap(MPI_Comm mc, struct gmpi_oob **out) {
+  if (mc == MPI_COMM_NULL) {
     *out = NULL;
     return GMPI_SUCCESS;
   }
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(oob->comm, MPI_ERRORS_RETURN), st, free_comm);
+  struct gmpi_oob *oob = calloc(1, sizeof(*oob));
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (!oob) {
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the MPI channel");
+    goto free_comm;
+  }
+  oob->comm = mc;
+  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(mc, MPI_ERRORS_RETURN), st, free_oob);
   *out = oob;
   return GMPI_SUCCESS;
-free_comm:
-  MPI_Comm_free(&oob->comm);
 free_oob:
   free(oob);
+free_comm:
+  MPI_Comm_free(&mc);
   return st;
+}
+
+gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, struct gmpi_oob **out) {
+  MPI_Comm mc;
+  GMPI_MPI_CHECK(MPI_Comm_dup(mpi_comm, &mc));
+  return wrap(mc, out);
+}
+
+gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_oob **out) {
+  MPI_Comm mc;
+  int mpi_color = color == GMPI_UNDEFINED ? MPI_UNDEFINED : color;
+  GMPI_MPI_CHECK(MPI_Comm_split(comm->oob->comm, mpi_color, key, &mc));
+  return wrap(mc, out);
 }
 
 void gmpi_oob_destroy(struct gmpi_oob *oob, int failed) {

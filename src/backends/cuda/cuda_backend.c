@@ -109,11 +109,8 @@ static gmpi_status_t nccl_wait_ready(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm
     GMPI_CHECK(nccl_async(comm, cc, nc, &ready));
     if (ready) return GMPI_SUCCESS;
     if (gmpi_deadline_poll(&d)) {
-      ncclCommAbort(nc);
-      if (nc == cc->nccl) cc->nccl = NULL;
-      gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
-      return gmpi_error(GMPI_ERR_TIMEOUT, "%s did not finish within GMPI_TIMEOUT = %g s", what,
-                        comm->cfg.timeout_s);
+      if (nc != cc->nccl) ncclCommAbort(nc); /* a child being split: the parent is aborted below */
+      return timed_out(comm, cc, what);
     }
   }
 }

@@ -132,67 +132,44 @@ cudaError_t launch(Op op, const void *in, void *out, size_t count, int nranks, i
 }
 
 #define ARGS in, out, count, nranks, divide, s
+#define PARAMS                                                                                     \
+  int op, const void *in, void *out, size_t count, int nranks, int divide, cudaStream_t s
 
-/* Integers: every op. */
-template <typename T>
-cudaError_t int_ops(int op, const void *in, void *out, size_t count, int nranks, int divide,
-                    cudaStream_t s) {
-  switch (op) {
-  case GMPI_SUM:
-  case GMPI_AVG: return launch<T>(OpSum(), ARGS);
-  case GMPI_PROD: return launch<T>(OpProd(), ARGS);
-  case GMPI_MIN: return launch<T>(OpMin(), ARGS);
-  case GMPI_MAX: return launch<T>(OpMax(), ARGS);
-  case GMPI_BAND: return launch<T>(OpBand(), ARGS);
-  case GMPI_BOR: return launch<T>(OpBor(), ARGS);
-  case GMPI_BXOR: return launch<T>(OpBxor(), ARGS);
-  case GMPI_LAND: return launch<T>(OpLand(), ARGS);
-  case GMPI_LOR: return launch<T>(OpLor(), ARGS);
-  case GMPI_LXOR: return launch<T>(OpLxor(), ARGS);
-  }
-  return cudaErrorInvalidValue;
-}
-
-/* Floating types: arithmetic and ordering. */
-template <typename T>
-cudaError_t float_ops(int op, const void *in, void *out, size_t count, int nranks, int divide,
-                      cudaStream_t s) {
-  switch (op) {
-  case GMPI_SUM:
-  case GMPI_AVG: return launch<T>(OpSum(), ARGS);
-  case GMPI_PROD: return launch<T>(OpProd(), ARGS);
-  case GMPI_MIN: return launch<T>(OpMin(), ARGS);
-  case GMPI_MAX: return launch<T>(OpMax(), ARGS);
-  }
-  return cudaErrorInvalidValue;
-}
-
-template <typename T>
-cudaError_t complex_ops(int op, const void *in, void *out, size_t count, int nranks, int divide,
-                        cudaStream_t s) {
-  if (op == GMPI_SUM) return launch<T>(OpSum(), ARGS);
+/* One family of ops each; cudaErrorNotSupported when op is not in the family. */
+template <typename T> cudaError_t arith_ops(PARAMS) {
+  if (op == GMPI_SUM || op == GMPI_AVG) return launch<T>(OpSum(), ARGS);
   if (op == GMPI_PROD) return launch<T>(OpProd(), ARGS);
-  return cudaErrorInvalidValue;
+  return cudaErrorNotSupported;
+}
+template <typename T> cudaError_t order_ops(PARAMS) {
+  if (op == GMPI_MIN) return launch<T>(OpMin(), ARGS);
+  if (op == GMPI_MAX) return launch<T>(OpMax(), ARGS);
+  return cudaErrorNotSupported;
+}
+template <typename T> cudaError_t bit_ops(PARAMS) {
+  if (op == GMPI_BAND) return launch<T>(OpBand(), ARGS);
+  if (op == GMPI_BOR) return launch<T>(OpBor(), ARGS);
+  if (op == GMPI_BXOR) return launch<T>(OpBxor(), ARGS);
+  return cudaErrorNotSupported;
+}
+template <typename T> cudaError_t logic_ops(PARAMS) {
+  if (op == GMPI_LAND) return launch<T>(OpLand(), ARGS);
+  if (op == GMPI_LOR) return launch<T>(OpLor(), ARGS);
+  if (op == GMPI_LXOR) return launch<T>(OpLxor(), ARGS);
+  return cudaErrorNotSupported;
 }
 
-cudaError_t bool_ops(int op, const void *in, void *out, size_t count, int nranks, int divide,
-                     cudaStream_t s) {
-  switch (op) {
-  case GMPI_LAND: return launch<uint8_t>(OpLand(), ARGS);
-  case GMPI_LOR: return launch<uint8_t>(OpLor(), ARGS);
-  case GMPI_LXOR: return launch<uint8_t>(OpLxor(), ARGS);
-  }
-  return cudaErrorInvalidValue;
+/* Integers take every family, floating types arithmetic and ordering. */
+template <typename T> cudaError_t int_ops(PARAMS) {
+  cudaError_t e = arith_ops<T>(op, ARGS);
+  if (e == cudaErrorNotSupported) e = order_ops<T>(op, ARGS);
+  if (e == cudaErrorNotSupported) e = bit_ops<T>(op, ARGS);
+  if (e == cudaErrorNotSupported) e = logic_ops<T>(op, ARGS);
+  return e;
 }
-
-cudaError_t byte_ops(int op, const void *in, void *out, size_t count, int nranks, int divide,
-                     cudaStream_t s) {
-  switch (op) {
-  case GMPI_BAND: return launch<uint8_t>(OpBand(), ARGS);
-  case GMPI_BOR: return launch<uint8_t>(OpBor(), ARGS);
-  case GMPI_BXOR: return launch<uint8_t>(OpBxor(), ARGS);
-  }
-  return cudaErrorInvalidValue;
+template <typename T> cudaError_t float_ops(PARAMS) {
+  cudaError_t e = arith_ops<T>(op, ARGS);
+  return e == cudaErrorNotSupported ? order_ops<T>(op, ARGS) : e;
 }
 
 template <typename T> cudaError_t launch_divide(void *buf, size_t count, int d, cudaStream_t s) {
@@ -219,10 +196,10 @@ extern "C" cudaError_t gmpi_cuda_reduce_ranks(int dtype, int op, const void *in,
   case GMPI_BFLOAT16: return float_ops<__nv_bfloat16>(op, ARGS);
   case GMPI_FLOAT32: return float_ops<float>(op, ARGS);
   case GMPI_FLOAT64: return float_ops<double>(op, ARGS);
-  case GMPI_COMPLEX64: return complex_ops<float2>(op, ARGS);
-  case GMPI_COMPLEX128: return complex_ops<double2>(op, ARGS);
-  case GMPI_BOOL: return bool_ops(op, ARGS);
-  case GMPI_BYTE: return byte_ops(op, ARGS);
+  case GMPI_COMPLEX64: return arith_ops<float2>(op, ARGS);
+  case GMPI_COMPLEX128: return arith_ops<double2>(op, ARGS);
+  case GMPI_BOOL: return logic_ops<uint8_t>(op, ARGS);
+  case GMPI_BYTE: return bit_ops<uint8_t>(op, ARGS);
   }
   return cudaErrorInvalidValue;
 }
