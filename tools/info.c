@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&node);
   if (rank == 0)
     printf("%s | %s | NCCL %s\n%-5s %-20s %-6s %-8s %-7s %s\n", g, m, n, "rank", "host", "local",
-           "backend", "device", "gmpi device memory (MiB)");
+           "backend", "device", "gmpi's own device memory (MiB)");
   for (int r = 0; r < size; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (r == rank)
