@@ -60,7 +60,10 @@ static int find_series(series_t *s, int *n, const bench_row_t *r) {
   return (*n)++;
 }
 
-static double row_value(const bench_row_t *r, int busbw) { return busbw ? r->busbw : r->time_us; }
+/* Panel quantities: 0 time, 1 busbw, 2 algbw (busbw is 0 at one rank: nothing crosses ranks). */
+static double row_value(const bench_row_t *r, int what) {
+  return what == 1 ? r->busbw : what == 2 ? r->algbw : r->time_us;
+}
 
 static void draw_axes(FILE *f, const axes_t *a, const char *ylabel) {
   int x = a->left + MARGIN, w = PANEL_W - MARGIN - 20;
@@ -91,11 +94,11 @@ static void draw_axes(FILE *f, const axes_t *a, const char *ylabel) {
   fprintf(f, "<text x='%d' y='24' font-size='13' font-weight='bold'>%s</text>\n", x, ylabel);
 }
 
-static void draw_panel(FILE *f, const bench_row_t *rows, int n, series_t *s, int ns, int busbw,
+static void draw_panel(FILE *f, const bench_row_t *rows, int n, series_t *s, int ns, int what,
                        int left) {
   axes_t a = {1e300, -1e300, 1e300, -1e300, left};
   for (int i = 0; i < n; i++) {
-    double v = row_value(&rows[i], busbw);
+    double v = row_value(&rows[i], what);
     if (v <= 0 || rows[i].bytes == 0) continue;
     a.x0 = fmin(a.x0, log10((double)rows[i].bytes));
     a.x1 = fmax(a.x1, log10((double)rows[i].bytes));
@@ -104,14 +107,16 @@ static void draw_panel(FILE *f, const bench_row_t *rows, int n, series_t *s, int
   }
   if (a.x0 > a.x1) return;
   a.x0 -= 0.1, a.x1 += 0.1, a.y0 = floor(a.y0 - 0.05), a.y1 = ceil(a.y1 + 0.05);
-  draw_axes(f, &a,
-            busbw ? "bus bandwidth (GB/s), higher is better" : "time per op (us), lower is better");
+  static const char *const title[] = {"time per op (us), lower is better",
+                                      "bus bandwidth (GB/s), higher is better",
+                                      "algorithm bandwidth (GB/s; busbw is 0 at 1 rank)"};
+  draw_axes(f, &a, title[what]);
   for (int k = 0; k < ns; k++) {
     const char *color = palette[k % 10];
     const char *dash = strcmp(s[k].impl, "gmpi") ? " stroke-dasharray='6,3'" : "";
     fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2'%s points='", color, dash);
     for (int i = 0; i < n; i++) {
-      double v = row_value(&rows[i], busbw);
+      double v = row_value(&rows[i], what);
       if (strcmp(rows[i].coll, s[k].coll) || strcmp(rows[i].impl, s[k].impl) || v <= 0) continue;
       fprintf(f, "%.1f,%.1f ", px(&a, (double)rows[i].bytes), py(&a, v));
     }
@@ -134,7 +139,10 @@ void bench_report_svg(const char *path, const bench_ctx_t *c, const bench_row_t 
           "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
           "font-family='sans-serif'>\n<rect width='100%%' height='100%%' fill='white'/>\n",
           2 * PANEL_W, PANEL_H + legend_h + 20);
-  draw_panel(f, rows, n, s, ns, 1, 0);
+  int any_busbw = 0;
+  for (int i = 0; i < n; i++)
+    any_busbw |= rows[i].busbw > 0;
+  draw_panel(f, rows, n, s, ns, any_busbw ? 1 : 2, 0);
   draw_panel(f, rows, n, s, ns, 0, PANEL_W);
   for (int k = 0; k < ns; k++) {
     int y = PANEL_H + 20 + 20 * k;
