@@ -157,25 +157,24 @@ static gmpi_status_t lanes_progress(void *ctx) {
   return GMPI_SUCCESS;
 }
 
-/* Close a lane: a healthy one is destroyed; one whose set-up never finished is left to the
- * process (its thread may be blocked in NCCL waiting for a peer that is gone). */
+/* Close a lane. Its transfers have all completed by now (finalize is collective and waits), so
+ * the communicator is aborted rather than finalized: abort needs no cooperation from the peer,
+ * whose lanes close in another order (finalize could wait on each other in a cycle). A lane
+ * whose set-up never finished is left to the process: its thread may be blocked in NCCL,
+ * waiting for a peer that is gone. */
 static void lane_close(lane_t *lane) {
   if (lane->state == LANE_NONE) return;
   for (xfer_t *x = lane->queue_head, *n; x; x = n)
     n = x->next, free_xfer(x);
-  if (lane->state == LANE_STARTING && atomic_load(&lane->setup_state) == LANE_STARTING) {
-    pthread_detach(lane->setup);
-    return;
-  }
-  if (lane->state == LANE_STARTING) pthread_join(lane->setup, NULL);
-  if (lane->nccl) {
-    if (lane->state == LANE_READY) {
-      cudaStreamSynchronize(lane->stream);
-      ncclCommDestroy(lane->nccl);
-    } else {
-      ncclCommAbort(lane->nccl);
+  if (lane->state == LANE_STARTING) {
+    if (atomic_load(&lane->setup_state) == LANE_STARTING) {
+      pthread_detach(lane->setup);
+      return;
     }
+    pthread_join(lane->setup, NULL);
   }
+  if (lane->stream) cudaStreamSynchronize(lane->stream);
+  if (lane->nccl) ncclCommAbort(lane->nccl);
   cuda_lib_free(lane->warm, 1);
   if (lane->stream) cudaStreamDestroy(lane->stream);
   memset(lane, 0, sizeof(*lane));
