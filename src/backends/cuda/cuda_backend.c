@@ -99,15 +99,18 @@ static gmpi_status_t timed_out(gmpi_comm_t comm, cuda_comm_t *cc, const char *wh
                     what, comm->cfg.timeout_s);
 }
 
-/* Wait for a nonblocking NCCL init or split to finish. */
-static gmpi_status_t nccl_wait_ready(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t nc,
-                                     const char *what) {
+/* Wait until the nonblocking communicator nc has nothing in progress (an init, a split, an
+ * enqueue), bounded; progress_p2p keeps the comm's envelopes moving meanwhile (not during
+ * init: there is no engine yet). */
+static gmpi_status_t wait_settled(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t nc,
+                                  const char *what, int progress_p2p) {
   gmpi_deadline_t d;
   gmpi_deadline_start(&d, comm->cfg.timeout_s);
   for (;;) {
     int ready = 0;
     GMPI_CHECK(nccl_async(comm, cc, nc, &ready));
     if (ready) return GMPI_SUCCESS;
+    if (progress_p2p) GMPI_CHECK(cuda_p2p_progress(comm));
     if (gmpi_deadline_poll(&d)) {
       if (nc != cc->nccl) ncclCommAbort(nc); /* a child being split: the parent is aborted below */
       return timed_out(comm, cc, what);
@@ -115,19 +118,15 @@ static gmpi_status_t nccl_wait_ready(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm
   }
 }
 
+static gmpi_status_t nccl_wait_ready(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t nc,
+                                     const char *what) {
+  return wait_settled(comm, cc, nc, what, 0);
+}
+
 gmpi_status_t cuda_nccl_settle(gmpi_comm_t comm, ncclComm_t nc, ncclResult_t r, const char *call) {
   if (r == ncclSuccess) return GMPI_SUCCESS;
   if (r != ncclInProgress) return gmpi_nccl_error(r, nc, call);
-  cuda_comm_t *cc = comm->be;
-  gmpi_deadline_t d;
-  gmpi_deadline_start(&d, comm->cfg.timeout_s);
-  for (;;) {
-    int ready = 0;
-    GMPI_CHECK(nccl_async(comm, cc, nc, &ready));
-    if (ready) return GMPI_SUCCESS;
-    GMPI_CHECK(cuda_p2p_progress(comm));
-    if (gmpi_deadline_poll(&d)) return timed_out(comm, cc, call);
-  }
+  return wait_settled(comm, comm->be, nc, call, 1);
 }
 
 gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char *what) {
