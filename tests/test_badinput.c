@@ -99,6 +99,7 @@ static void comms_and_outputs(void) {
   CASE(INV, "newcomm", gmpi_comm_split(comm, 0, 0, NULL));
   CASE(INV, "ptr", gmpi_mem_alloc(comm, 8, NULL));
   CASE(INV, "dst", gmpi_mem_copy(comm, NULL, buf, 8));
+  CASE(INV, "gmpi_mem_alloc", gmpi_mem_free(comm, buf)); /* not ours: refused, not free()d */
   CASE(INV, "comm", gmpi_mem_alloc(NULL, 8, &p));
   CASE(INV, "comm", gmpi_init(MPI_COMM_WORLD, NULL));
   CASE(INV, "mpi_comm", gmpi_init(MPI_COMM_NULL, &sub));

@@ -1,4 +1,5 @@
 /* The cpu backend's ops: host memory, everything through MPI. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,29 +68,60 @@ static void cpu_comm_fini(gmpi_comm_t comm) {
   comm->be = NULL;
 }
 
-/* A small header before each block remembers its size for the usage count. */
-#define MEM_HEADER 64
+/* Host blocks handed out by gmpi_mem_alloc, process-wide (any cpu comm may free them): a
+ * pointer that is not one of them is refused, not passed to free(). Frees are rare; a linear
+ * search is enough. */
+typedef struct {
+  void *ptr;
+  size_t bytes;
+} host_block_t;
+
+static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
+static host_block_t *blocks;
+static size_t n_blocks, cap_blocks;
 
 static gmpi_status_t cpu_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr) {
   gmpi_cpu_t *cpu = comm->be;
-  if (bytes > SIZE_MAX - MEM_HEADER)
-    return gmpi_error(GMPI_ERR_NO_MEMORY, "argument 'bytes' = %zu is too large", bytes);
-  char *p = aligned_alloc(MEM_HEADER, (bytes + 2 * MEM_HEADER - 1) / MEM_HEADER * MEM_HEADER);
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void *p = rounded >= bytes ? aligned_alloc(64, rounded ? rounded : 64) : NULL;
   if (!p) return gmpi_error(GMPI_ERR_NO_MEMORY, "host allocation of %zu bytes failed", bytes);
-  memcpy(p, &bytes, sizeof(bytes));
+  pthread_mutex_lock(&blocks_lock);
+  if (n_blocks == cap_blocks) {
+    size_t cap = cap_blocks ? 2 * cap_blocks : 64;
+    host_block_t *grown = realloc(blocks, cap * sizeof(*grown));
+    if (!grown) {
+      pthread_mutex_unlock(&blocks_lock);
+      free(p);
+      return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the allocation table");
+    }
+    blocks = grown;
+    cap_blocks = cap;
+  }
+  blocks[n_blocks++] = (host_block_t){p, bytes};
+  pthread_mutex_unlock(&blocks_lock);
   cpu->user_bytes += bytes;
-  *ptr = p + MEM_HEADER;
+  *ptr = p;
   return GMPI_SUCCESS;
 }
 
 static gmpi_status_t cpu_mem_free(gmpi_comm_t comm, void *ptr) {
   gmpi_cpu_t *cpu = comm->be;
   if (!ptr) return GMPI_SUCCESS;
-  char *p = (char *)ptr - MEM_HEADER;
-  size_t bytes;
-  memcpy(&bytes, p, sizeof(bytes));
-  cpu->user_bytes -= bytes;
-  free(p);
+  size_t bytes = 0;
+  int found = 0;
+  pthread_mutex_lock(&blocks_lock);
+  for (size_t i = 0; i < n_blocks && !found; i++) {
+    if (blocks[i].ptr != ptr) continue;
+    bytes = blocks[i].bytes;
+    blocks[i] = blocks[--n_blocks];
+    found = 1;
+  }
+  pthread_mutex_unlock(&blocks_lock);
+  if (!found)
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "argument 'ptr' = %p was not returned by gmpi_mem_alloc (or was freed)", ptr);
+  cpu->user_bytes -= bytes < cpu->user_bytes ? bytes : cpu->user_bytes;
+  free(ptr);
   return GMPI_SUCCESS;
 }
 
