@@ -12,17 +12,15 @@
 struct gmpi_oob; /* the out-of-band channel (src/mpi): opaque here */
 struct gmpi_plan;
 struct gmpi_plan_rec;
-struct gmpi_envelope_engine;
 
 struct gmpi_comm {
   int rank, size;
-  int world_rank;                   /* for log prefixes */
-  char host[64];                    /* host name, for messages and gmpi-info */
-  int local_rank, local_size;       /* among the ranks of this host */
-  const gmpi_backend_ops_t *ops;    /* the backend running this comm */
-  void *be;                         /* backend state */
-  struct gmpi_oob *oob;             /* MPI channel for bootstrap, checks, envelopes */
-  struct gmpi_envelope_engine *env; /* envelope matching (cuda, or cpu with GMPI_P2P) */
+  int world_rank;                /* for log prefixes */
+  char host[64];                 /* host name, for messages and gmpi-info */
+  int local_rank, local_size;    /* among the ranks of this host */
+  const gmpi_backend_ops_t *ops; /* the backend running this comm */
+  void *be;                      /* backend state */
+  struct gmpi_oob *oob;          /* MPI channel for bootstrap, checks, envelopes */
   gmpi_config_t cfg;
   int tag_ub;                /* largest valid tag */
   int owns_mpi;              /* gmpi_init called MPI_Init_thread: finalize calls MPI_Finalize */

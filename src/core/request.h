@@ -16,9 +16,8 @@ struct gmpi_request {
   gmpi_msg_status_t status; /* final envelope once done */
   void *be;                 /* backend or envelope-engine state */
   int route;                /* backend's choice of engine for this request (cuda: host or device) */
-  struct gmpi_request *next, *prev; /* engine queues */
-  struct gmpi_plan_rec *rec;        /* the recording this request belongs to, or NULL */
-  int rec_index;                    /* its number in that recording */
+  struct gmpi_plan_rec *rec; /* the recording this request belongs to, or NULL */
+  int rec_index;             /* its number in that recording */
 };
 
 /* Allocate and post a request (the p2p entry points use this). */

@@ -21,7 +21,6 @@ typedef struct {
   gmpi_cpu_t host;          /* host buffers go through the cpu engine */
   struct gmpi_envelope_engine *env;
   struct cuda_lanes *lanes; /* the p2p mover */
-  size_t nccl_bytes;        /* device memory NCCL took at init (measured) */
   int capturing;            /* a plan is being captured from stream: touch nothing else */
   void *scratch;            /* fallback reductions' gather space, per comm (per stream) */
   size_t scratch_bytes;

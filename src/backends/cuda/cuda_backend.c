@@ -165,9 +165,9 @@ static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   GMPI_NCCL_CHECK(ncclCommInitRankConfig(&cc->nccl, comm->size, id, comm->rank, &config), NULL);
   GMPI_CHECK(nccl_wait_ready(comm, cc, cc->nccl, "ncclCommInitRankConfig"));
   cudaMemGetInfo(&free_after, &total);
-  cc->nccl_bytes = free_before > free_after ? free_before - free_after : 0;
+  size_t nccl_bytes = free_before > free_after ? free_before - free_after : 0;
   gmpi_log(GMPI_LOG_INFO, "NCCL communicator of %d ranks took %.1f MiB of device %d", comm->size,
-           (double)cc->nccl_bytes / (1 << 20), cc->device);
+           (double)nccl_bytes / (1 << 20), cc->device);
   return GMPI_SUCCESS;
 }
 
