@@ -1,5 +1,6 @@
 /* The other collectives: bcast (root 0 and last), reduce (root 0 and last), allgather,
- * reduce_scatter, alltoall -- in place and out of place, values checked on every rank. */
+ * reduce_scatter, alltoall -- in place and out of place, values checked on every rank; and
+ * floating AVG exact (sum rounded to the type, then divided) on all ranks and on 3 of them. */
 #include "test_values.h"
 
 static int rank, size;
@@ -118,6 +119,73 @@ static void alltoall(gmpi_dtype_t d, size_t n, int in_place) {
   free(want);
 }
 
+/* AVG means one thing on every backend: the sum rounded to the type, divided once (16-bit
+ * floats in float32). Inputs rank+1 on n ranks give exactly (n+1)/2 (2.0 on 3 ranks), and 7 on
+ * every rank gives 7. Scaling each input by 1/n before summing (NCCL's ncclAvg) misses such
+ * values: 7 on 3 ranks, scaled by float16(1/3) and summed in float16, is 6.996. Checked bit for
+ * bit on every rank, through allreduce (in and out of place), reduce and reduce_scatter; the
+ * caller adds a 3-rank comm, a divisor that is not a power of two. */
+static double avg_input(int pattern, int r) { return pattern ? 7.0 : r + 1.0; }
+
+static t_num avg_expected(gmpi_dtype_t d, int n, int pattern) {
+  double acc[2] = {0}, next[2]; /* room for any dtype's element, aligned */
+  t_store(d, acc, 0, (t_num){avg_input(pattern, 0), 0});
+  for (int r = 1; r < n; r++) { /* rank 0 + rank 1 + ..., rounded to the type at each step */
+    t_store(d, next, 0, (t_num){t_load(d, acc, 0).re + avg_input(pattern, r), 0});
+    memcpy(acc, next, sizeof(acc));
+  }
+  double sum = t_load(d, acc, 0).re;
+  t_num q = {d == GMPI_FLOAT64 ? sum / n : (double)((float)sum / (float)n), 0};
+  t_store(d, acc, 0, q);
+  return t_load(d, acc, 0);
+}
+
+static void avg_exact_one(gmpi_comm_t c, gmpi_dtype_t d, size_t cnt, int pattern) {
+  int n, me;
+  T_OK(gmpi_comm_size(c, &n));
+  T_OK(gmpi_comm_rank(c, &me));
+  double exact = pattern ? 7.0 : (n + 1) / 2.0;
+  t_num want = avg_expected(d, n, pattern);
+  if (want.re != exact)
+    T_FAIL_("%s avg reference on %d ranks computed as %g, want %g", gmpi_dtype_name(d), n, want.re,
+            exact);
+  size_t bytes = cnt * gmpi_dtype_size(d);
+  char *in = t_host(bytes * (size_t)n), *exp = t_host(bytes);
+  T_TILE(d, in, cnt * (size_t)n, ((t_num){avg_input(pattern, me), 0}));
+  T_TILE(d, exp, cnt, want);
+  char what[128];
+  const char *of = pattern ? "7 everywhere" : "rank+1";
+  void *send = dev_copy(in, bytes), *recv = t_alloc(bytes);
+  snprintf(what, sizeof(what), "avg exact (%s): allreduce of %zu on %d ranks", of, cnt, n);
+  T_OK(gmpi_allreduce(send, recv, cnt, d, GMPI_AVG, c));
+  check_dev(what, d, recv, exp, cnt);
+  snprintf(what, sizeof(what), "avg exact (%s): allreduce in place of %zu on %d ranks", of, cnt, n);
+  T_OK(gmpi_allreduce(send, send, cnt, d, GMPI_AVG, c));
+  check_dev(what, d, send, exp, cnt);
+  t_put(send, in, bytes);
+  snprintf(what, sizeof(what), "avg exact (%s): reduce of %zu on %d ranks", of, cnt, n);
+  T_OK(gmpi_reduce(send, recv, cnt, d, GMPI_AVG, n - 1, c));
+  if (me == n - 1) check_dev(what, d, recv, exp, cnt);
+  t_free(send);
+  send = dev_copy(in, bytes * (size_t)n);
+  snprintf(what, sizeof(what), "avg exact (%s): reduce_scatter of %zu on %d ranks", of, cnt, n);
+  T_OK(gmpi_reduce_scatter(send, recv, cnt, d, GMPI_AVG, c));
+  check_dev(what, d, recv, exp, cnt);
+  t_free(send);
+  t_free(recv);
+  free(in);
+  free(exp);
+}
+
+static void avg_exact(gmpi_comm_t c) {
+  const gmpi_dtype_t types[] = {GMPI_FLOAT16, GMPI_BFLOAT16, GMPI_FLOAT32, GMPI_FLOAT64};
+  const size_t counts[] = {1, 1000, 100000};
+  for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+      for (int pattern = 0; pattern < 2; pattern++)
+        avg_exact_one(c, types[t], counts[k], pattern);
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   T_OK(gmpi_comm_rank(comm, &rank));
@@ -146,6 +214,15 @@ int main(int argc, char **argv) {
     reduce(GMPI_INT32, GMPI_AVG, n, size - 1, 0);
     reduce_scatter(GMPI_FLOAT64, GMPI_AVG, n, 0);
     reduce_scatter(GMPI_UINT16, GMPI_MAX, n, 1);
+  }
+  avg_exact(comm);
+  if (size > 3) { /* 3 ranks: a divisor that is not a power of two */
+    gmpi_comm_t three = NULL;
+    T_OK(gmpi_comm_split(comm, rank < 3 ? 0 : GMPI_UNDEFINED, rank, &three));
+    if (three) {
+      avg_exact(three);
+      T_OK(gmpi_finalize(&three));
+    }
   }
   return t_finish("collectives");
 }

@@ -1,6 +1,6 @@
 /* The device reduction path of every valid (dtype, op): NCCL-native pairs go native, complex
- * sum as real pairs, integer avg as sum + division, everything else through gather + kernel,
- * and no valid pair is left without a path. */
+ * sum as real pairs, avg as sum + division, everything else through gather + kernel, and no
+ * valid pair is left without a path (and none reaches the library as avg). */
 #include <stdio.h>
 
 #include "unit_util.h"
@@ -38,7 +38,19 @@ int main(int argc, char **argv) {
     return 0;
   }
   CHECK_EQ(gmpi_devpath_for(GMPI_FLOAT32, GMPI_SUM).kind, GMPI_DEVPATH_NATIVE);
-  CHECK_EQ(gmpi_devpath_for(GMPI_BFLOAT16, GMPI_AVG).kind, GMPI_DEVPATH_NATIVE);
+  /* Avg is NCCL's sum then gmpi's division on every type NCCL has (never ncclAvg, which
+   * scales each input before summing): the same result as the cpu backend's. */
+  const gmpi_dtype_t avg_types[] = {GMPI_INT8,    GMPI_UINT8,  GMPI_INT32,   GMPI_UINT32,
+                                    GMPI_INT64,   GMPI_UINT64, GMPI_FLOAT16, GMPI_BFLOAT16,
+                                    GMPI_FLOAT32, GMPI_FLOAT64};
+  for (size_t t = 0; t < sizeof(avg_types) / sizeof(avg_types[0]); t++) {
+    gmpi_devpath_t v = gmpi_devpath_for(avg_types[t], GMPI_AVG);
+    CHECK_EQ(v.kind, GMPI_DEVPATH_SUM_DIVIDE);
+    CHECK_EQ(v.op, GMPI_SUM);
+    CHECK_EQ(v.dtype, avg_types[t]);
+    CHECK_EQ(v.count_mult, 1);
+  }
+  CHECK_EQ(gmpi_devpath_for(GMPI_INT16, GMPI_AVG).kind, GMPI_DEVPATH_GATHER);
   CHECK_EQ(gmpi_devpath_for(GMPI_INT64, GMPI_MIN).kind, GMPI_DEVPATH_NATIVE);
   gmpi_devpath_t c = gmpi_devpath_for(GMPI_COMPLEX128, GMPI_SUM);
   CHECK_EQ(c.kind, GMPI_DEVPATH_PAIRS);
@@ -64,6 +76,7 @@ int main(int argc, char **argv) {
       else {
         native++;
         CHECK_EQ(gmpi_devpath_native_dtype(p.dtype), 1);
+        CHECK_EQ(p.op != GMPI_AVG, 1);
       }
     }
   CHECK_EQ(native + gather, 8 * 11 + 4 * 5 + 2 * 2 + 3 + 3);

@@ -101,6 +101,11 @@ gmpi_status_t gmpi_init(MPI_Comm mpi_comm, gmpi_comm_t *out) {
     goto stop_mpi;
   }
   comm->cfg = cfg;
+  /* MPI_Comm_dup blocks, and a rank blocked in it cannot drive the engines of its other comms,
+   * on which a peer may be waiting before it comes here. A polled barrier first (on every
+   * rank, so all make the same MPI calls): after it, every MPI call of this gmpi_init waits
+   * only on ranks already inside it. */
+  GMPI_CHECK_GOTO(gmpi_mpi_arrive(mpi_comm, cfg.timeout_s, "gmpi_init's arrival"), st, free_comm);
   GMPI_CHECK_GOTO(gmpi_oob_create(mpi_comm, &comm->oob), st, free_comm);
   GMPI_CHECK_GOTO(describe_comm(comm), st, destroy_oob);
   gmpi_log_setup(cfg.debug, comm->world_rank);
@@ -119,7 +124,7 @@ destroy_oob:
 free_comm:
   free(comm);
 stop_mpi:
-  gmpi_mpi_stop(0);
+  gmpi_mpi_stop(st == GMPI_ERR_TIMEOUT); /* MPI_Finalize would wait for the missing rank */
   return st;
 }
 

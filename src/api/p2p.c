@@ -5,6 +5,7 @@
 #include "../core/comm.h"
 #include "../core/error.h"
 #include "../core/plan.h"
+#include "../core/progress.h"
 #include "../core/request.h"
 #include "../core/wait.h"
 
@@ -88,6 +89,8 @@ gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *s
   int flag = 0;
   st = req->comm->ops->p2p_test(req, &flag);
   if (st != GMPI_SUCCESS) return st;
+  /* A test loop is the caller's wait: like MPI_Test it must keep everything else moving. */
+  if (!flag) gmpi_progress_all();
   *done = flag;
   if (!flag) return GMPI_SUCCESS;
   *request = NULL;

@@ -26,6 +26,8 @@ static const config_word_t p2p_words[] = {{"auto", GMPI_P2P_AUTO},
                                           {"native", GMPI_P2P_NATIVE},
                                           {"envelope", GMPI_P2P_ENVELOPE},
                                           {NULL, 0}};
+static const config_word_t device_p2p_words[] = {
+    {"auto", GMPI_DEVICE_P2P_AUTO}, {"nccl", GMPI_DEVICE_P2P_NCCL}, {NULL, 0}};
 static const config_word_t bool_words[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
 
 const char *gmpi_backend_want_name(gmpi_backend_want_t want) {
@@ -94,11 +96,13 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
                      .gpu_preallocate = 0,
                      .flight_records = 16};
   int backend = (int)c.backend, debug = (int)c.debug, p2p = (int)c.p2p;
+  int device_p2p = (int)GMPI_DEVICE_P2P_AUTO;
   double chunk = (double)c.max_chunk, records = c.flight_records;
   GMPI_CHECK(
       read_word("GMPI_BACKEND", backend_words, "one of auto, cpu, cuda, gpu, rocm", &backend));
   GMPI_CHECK(read_word("GMPI_DEBUG", debug_words, "one of none, warn, info, trace", &debug));
   GMPI_CHECK(read_word("GMPI_P2P", p2p_words, "one of auto, native, envelope", &p2p));
+  GMPI_CHECK(read_word("GMPI_DEVICE_P2P", device_p2p_words, "one of auto, nccl", &device_p2p));
   GMPI_CHECK(read_word("GMPI_CHECK", bool_words, "0 or 1", &c.check));
   GMPI_CHECK(read_word("GMPI_GPU_PREALLOCATE", bool_words, "0 or 1", &c.gpu_preallocate));
   GMPI_CHECK(
@@ -115,6 +119,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   c.backend = (gmpi_backend_want_t)backend;
   c.debug = (gmpi_log_level_t)debug;
   c.p2p = (gmpi_p2p_mode_t)p2p;
+  c.device_p2p = (gmpi_device_p2p_t)device_p2p;
   c.max_chunk = (size_t)chunk;
   c.flight_records = (int)records;
   *cfg = c;

@@ -22,12 +22,19 @@ typedef enum {
   GMPI_P2P_ENVELOPE  /* gmpi matches envelopes and moves data in order (what cuda does) */
 } gmpi_p2p_mode_t;
 
+/* How device messages move between ranks (the envelope engine's mover, cuda). */
+typedef enum {
+  GMPI_DEVICE_P2P_AUTO = 0, /* CUDA IPC copies between ranks of one host, NCCL links between hosts */
+  GMPI_DEVICE_P2P_NCCL      /* NCCL links for every peer (tests the inter-host path on one host) */
+} gmpi_device_p2p_t;
+
 typedef struct {
   gmpi_backend_want_t backend; /* GMPI_BACKEND */
   double timeout_s;            /* GMPI_TIMEOUT: seconds, 0 = wait forever */
   gmpi_log_level_t debug;      /* GMPI_DEBUG */
   int check;                   /* GMPI_CHECK: 1 = agree on every collective's signature */
   gmpi_p2p_mode_t p2p;         /* GMPI_P2P: auto, native, envelope */
+  gmpi_device_p2p_t device_p2p; /* GMPI_DEVICE_P2P: auto, nccl */
   size_t max_chunk;            /* GMPI_MAX_CHUNK: most elements per MPI call (tests lower it) */
   char visible_devices[256];   /* GMPI_VISIBLE_DEVICES: comma list, "" = all */
   double gpu_mem_fraction;     /* GMPI_GPU_MEM_FRACTION: share of the device for gmpi_mem_alloc */

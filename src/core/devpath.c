@@ -27,9 +27,11 @@ gmpi_devpath_t gmpi_devpath_for(gmpi_dtype_t dtype, gmpi_op_t op) {
     return (gmpi_devpath_t){GMPI_DEVPATH_PAIRS,
                             dtype == GMPI_COMPLEX64 ? GMPI_FLOAT32 : GMPI_FLOAT64, GMPI_SUM, 2};
   if (!native_dtype[dtype] || !native_op[op]) return p;
-  /* Integer avg: NCCL's own division is not documented as C's truncation; ours is. */
-  if (op == GMPI_AVG && gmpi_dtype_table[dtype].cls == GMPI_CLASS_INT)
-    return (gmpi_devpath_t){GMPI_DEVPATH_SUM_DIVIDE, dtype, GMPI_SUM, 1};
+  /* Avg is sum / ranks on every backend: the sum rounded to the type (integers wrap), then one
+   * division (C's truncation for integers; 16-bit floats divide in float32 and round once).
+   * NCCL's own avg is neither: it scales each input by 1/ranks before summing (3 ranks of
+   * float16 1, 2, 3 do not give 2.0), and its integer division is not documented. */
+  if (op == GMPI_AVG) return (gmpi_devpath_t){GMPI_DEVPATH_SUM_DIVIDE, dtype, GMPI_SUM, 1};
   p.kind = GMPI_DEVPATH_NATIVE;
   return p;
 }

@@ -13,14 +13,14 @@
 typedef enum {
   GMPI_DEVPATH_NATIVE = 0, /* the library's own type and op */
   GMPI_DEVPATH_PAIRS,      /* complex sum: twice as many real elements, summed natively */
-  GMPI_DEVPATH_SUM_DIVIDE, /* integer avg: native sum, then C's truncating division */
+  GMPI_DEVPATH_SUM_DIVIDE, /* avg: native sum, then gmpi's division (as the cpu backend's) */
   GMPI_DEVPATH_GATHER      /* gather every rank's input, reduce with gmpi's own kernel */
 } gmpi_devpath_kind_t;
 
 typedef struct {
   gmpi_devpath_kind_t kind;
   gmpi_dtype_t dtype; /* what the library is handed (complex64 -> float32 pairs) */
-  gmpi_op_t op;       /* what the library is handed (integer avg -> sum) */
+  gmpi_op_t op;       /* what the library is handed (avg -> sum) */
   size_t count_mult;  /* 2 for pairs, else 1 */
 } gmpi_devpath_t;
 

@@ -3,6 +3,8 @@
 #include <sched.h>
 #include <time.h>
 
+#include "progress.h"
+
 double gmpi_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -16,6 +18,9 @@ void gmpi_deadline_start(gmpi_deadline_t *d, double timeout_s) {
 }
 
 int gmpi_deadline_poll(gmpi_deadline_t *d) {
+  /* Every bounded loop in gmpi comes here (with GMPI_TIMEOUT=0 too): the one place where a
+   * rank waiting on anything keeps every engine moving, as MPI's progress rule requires. */
+  gmpi_progress_all();
   d->spins++;
   /* Spin hot for the first polls (latency), then share the core (oversubscribed runs). */
   if (d->spins > 2000) sched_yield();

@@ -11,7 +11,8 @@ typedef struct {
 
 double gmpi_now(void);
 void gmpi_deadline_start(gmpi_deadline_t *d, double timeout_s);
-/* 1 once the deadline has passed. Also yields the core after many fruitless polls. */
+/* 1 once the deadline has passed. Also drives every registered engine (core/progress.h) and
+ * yields the core after many fruitless polls. */
 int gmpi_deadline_poll(gmpi_deadline_t *d);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../core/comm.h"
+#include "../core/progress.h"
 #include "../core/wait.h"
 #include "mpi_check.h"
 
@@ -47,6 +48,14 @@ gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, struct gmpi_oob **out) {
 }
 
 gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_oob **out) {
+  /* MPI_Comm_split has no nonblocking form, and a rank blocked inside it cannot drive its
+   * engines: a peer whose send waits on them would never arrive. Every rank first arrives
+   * through a polled barrier (bounded, progressing); after it the split waits only on ranks
+   * already inside this same call, so it returns promptly. Done on every rank and at every
+   * timeout, so all ranks make the same MPI calls. */
+  MPI_Request arrival;
+  GMPI_MPI_CHECK(MPI_Ibarrier(comm->oob->comm, &arrival));
+  GMPI_CHECK(gmpi_mpi_wait(comm, 1, &arrival, MPI_STATUSES_IGNORE, "gmpi_comm_split's arrival"));
   MPI_Comm mc;
   int mpi_color = color == GMPI_UNDEFINED ? MPI_UNDEFINED : color;
   GMPI_MPI_CHECK(MPI_Comm_split(comm->oob->comm, mpi_color, key, &mc));
@@ -63,7 +72,34 @@ void gmpi_oob_destroy(struct gmpi_oob *oob, int failed) {
 
 MPI_Comm gmpi_oob_mpi_comm(gmpi_comm_t comm) { return comm->oob->comm; }
 
-static gmpi_status_t wait_timed_out(gmpi_comm_t comm, const char *what) {
+/* Wait for MPI requests under a deadline (0: none). Blocking inside MPI is the fastest wait,
+ * but only allowed when nothing else needs this rank: with no deadline to check and no engine
+ * registered (core/progress.h). Otherwise poll, driving every engine. */
+static gmpi_status_t wait_requests(int n, MPI_Request *reqs, MPI_Status *statuses, double timeout_s,
+                                   int *expired) {
+  *expired = 0;
+  if (timeout_s == 0 && !gmpi_progress_needed()) {
+    GMPI_MPI_CHECK(MPI_Waitall(n, reqs, statuses));
+    return GMPI_SUCCESS;
+  }
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, timeout_s);
+  for (;;) {
+    int flag = 0;
+    GMPI_MPI_CHECK(MPI_Testall(n, reqs, &flag, statuses));
+    if (flag) return GMPI_SUCCESS;
+    if (gmpi_deadline_poll(&d)) {
+      *expired = 1;
+      return GMPI_SUCCESS;
+    }
+  }
+}
+
+gmpi_status_t gmpi_mpi_wait(gmpi_comm_t comm, int n, MPI_Request *reqs, MPI_Status *statuses,
+                            const char *what) {
+  int expired;
+  GMPI_CHECK(wait_requests(n, reqs, statuses, comm->cfg.timeout_s, &expired));
+  if (!expired) return GMPI_SUCCESS;
   gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
   return gmpi_error(GMPI_ERR_TIMEOUT,
                     "%s did not complete within GMPI_TIMEOUT = %g s (a rank is not taking part, "
@@ -71,20 +107,16 @@ static gmpi_status_t wait_timed_out(gmpi_comm_t comm, const char *what) {
                     what, comm->cfg.timeout_s);
 }
 
-gmpi_status_t gmpi_mpi_wait(gmpi_comm_t comm, int n, MPI_Request *reqs, MPI_Status *statuses,
-                            const char *what) {
-  if (comm->cfg.timeout_s == 0) {
-    GMPI_MPI_CHECK(MPI_Waitall(n, reqs, statuses));
-    return GMPI_SUCCESS;
-  }
-  gmpi_deadline_t d;
-  gmpi_deadline_start(&d, comm->cfg.timeout_s);
-  for (;;) {
-    int flag = 0;
-    GMPI_MPI_CHECK(MPI_Testall(n, reqs, &flag, statuses));
-    if (flag) return GMPI_SUCCESS;
-    if (gmpi_deadline_poll(&d)) return wait_timed_out(comm, what);
-  }
+gmpi_status_t gmpi_mpi_arrive(MPI_Comm mc, double timeout_s, const char *what) {
+  MPI_Request req;
+  GMPI_MPI_CHECK(MPI_Ibarrier(mc, &req));
+  int expired;
+  GMPI_CHECK(wait_requests(1, &req, MPI_STATUSES_IGNORE, timeout_s, &expired));
+  if (!expired) return GMPI_SUCCESS;
+  return gmpi_error(GMPI_ERR_TIMEOUT,
+                    "%s did not complete within GMPI_TIMEOUT = %g s (a rank is not taking part, "
+                    "or is stuck elsewhere)",
+                    what, timeout_s);
 }
 
 gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes) {

@@ -18,9 +18,14 @@ gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_o
 void gmpi_oob_destroy(struct gmpi_oob *oob, int failed);
 MPI_Comm gmpi_oob_mpi_comm(gmpi_comm_t comm);
 
-/* Wait for MPI requests under comm's deadline. On timeout: GMPI_ERR_TIMEOUT naming what,
- * and comm is marked failed. statuses may be MPI_STATUSES_IGNORE. */
+/* Wait for MPI requests under comm's deadline, driving every registered engine meanwhile
+ * (blocking in MPI_Waitall only when GMPI_TIMEOUT=0 and no engine is registered). On timeout:
+ * GMPI_ERR_TIMEOUT naming what, and comm is marked failed. statuses may be
+ * MPI_STATUSES_IGNORE. */
 gmpi_status_t gmpi_mpi_wait(gmpi_comm_t comm, int n, MPI_Request *reqs, MPI_Status *statuses,
                             const char *what);
+/* A barrier on mc waited the same way (polled, driving every engine), for collectives that
+ * have no gmpi comm yet (gmpi_init). GMPI_ERR_TIMEOUT after timeout_s (0: never). */
+gmpi_status_t gmpi_mpi_arrive(MPI_Comm mc, double timeout_s, const char *what);
 
 #endif

@@ -1,6 +1,5 @@
 #include "envelope.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,42 +8,62 @@
 #include "../core/error.h"
 #include "../core/log.h"
 #include "../core/match.h"
+#include "../core/progress.h"
 #include "../core/request.h"
+#include "../core/wait.h"
 #include "../mpi/mpi_check.h"
 #include "../mpi/oob.h"
 
-#define ENV_TAG 7 /* the only tag on the envelope channel */
+#define ENV_TAG 7   /* the only tag on the envelope channel */
+#define N_POSTED 8  /* envelope receives kept posted */
 
-/* What travels on the envelope channel. The first envelope to a peer may carry the mover's
- * introduction (a lane's NCCL unique id). */
+/* What travels on the envelope channel; an eager message's data follows the header. */
+typedef enum {
+  W_EAGER = 1, /* sender -> receiver: a message with its data */
+  W_RTS_PULL,  /* sender -> receiver: a rendezvous message the receiver may pull (blob) */
+  W_RTS_LINK,  /* sender -> receiver: a rendezvous message that will move on the link */
+  W_FIN,       /* receiver -> sender: your send is complete (pulled, or refused by its receive) */
+  W_RTR,       /* follower receiver -> leader sender: matched, give it a link position */
+  W_CTS,       /* leader receiver -> follower sender: send it at link position k */
+  W_GO         /* leader sender -> follower receiver: receive it at link position k */
+} wire_kind_t;
+
 typedef struct {
+  uint32_t kind;
   int32_t tag;
   int32_t dtype;
+  uint32_t blob_len; /* RTS_PULL: the buffer's description; CTS/GO: the link's introduction */
   uint64_t bytes;
-  uint64_t seq;
-  uint32_t hello_len;
-  uint8_t hello[GMPI_MOVER_HELLO_BYTES];
-} wire_env_t;
+  uint64_t seq; /* the message's number on (sender -> receiver), from 0 */
+  uint64_t k;   /* CTS, GO: position on the link */
+  uint8_t blob[GMPI_MOVER_BLOB_BYTES];
+} wire_t;
 
-typedef enum {
-  MSG_ON_WIRE = 0, /* data not yet taken: waits its turn on the lane */
-  MSG_MOVING,      /* a mover receive is in flight (to the user's buffer or to staging) */
-  MSG_STAGED,      /* data sits in staging, waiting for its receive */
-  MSG_IN_SENDER    /* self message: data still in the sender's buffer */
-} msg_state_t;
+#define WIRE_MAX (sizeof(wire_t) + GMPI_ENV_EAGER_BYTES)
 
+/* An envelope on its way out; MPI reads it until req completes. */
+typedef struct out_msg {
+  struct out_msg *next;
+  MPI_Request req;
+  wire_t w;
+  unsigned char payload[]; /* eager data, right after the header */
+} out_msg_t;
+
+typedef enum { P_EAGER = 0, P_PULL, P_LINK, P_SELF } proto_t;
+
+/* A message known to the receiver. */
 typedef struct env_msg {
   gmpi_match_msg_t m; /* first: the matcher's view */
-  msg_state_t state;
-  void *staging;            /* owned staging buffer, or NULL */
-  void *handle;             /* mover handle while MSG_MOVING */
-  int into_user;            /* the move in flight writes the user's buffer */
-  int orphan;               /* its receive was abandoned: discard the data */
-  int dropped;              /* self message whose sender was abandoned: no data */
+  proto_t proto;
+  void *data;               /* eager (or buffered self) data in host memory, or NULL */
+  uint32_t blob_len;        /* pull: the sender's buffer description */
+  uint8_t blob[GMPI_MOVER_BLOB_BYTES];
   gmpi_request_t req;       /* the receive it is matched to, or NULL */
-  gmpi_request_t self_send; /* self message whose data is in this send's buffer */
-  struct env_msg *lane_next;
-  struct env_msg *moving_next;
+  gmpi_request_t self_send; /* P_SELF: the send whose buffer holds the data */
+  void *dst;                /* rendezvous: the receive's buffer, kept if the receive is given up */
+  void *handle;             /* pull or link transfer in flight */
+  int orphan;               /* its receive was abandoned while the data moved */
+  struct env_msg *next;     /* the moving list, or its peer's awaiting-GO list */
 } env_msg_t;
 
 typedef struct {
@@ -53,37 +72,96 @@ typedef struct {
   gmpi_request_t req;  /* the request this receive belongs to */
 } env_recv_t;
 
-typedef struct {
-  wire_env_t wire;
-  MPI_Request env_req; /* MPI_REQUEST_NULL once the envelope is out */
-  void *handle;        /* mover send, NULL once done */
-  env_msg_t *self_msg; /* self message record while it is undelivered */
+/* A send, sender side. */
+typedef struct env_send {
+  proto_t proto;
+  uint64_t seq;
+  int complete;         /* eager: at once; pull: at FIN; link: transfer done or FIN */
+  void *handle;         /* link transfer in flight */
+  env_msg_t *self_msg;  /* P_SELF: the message until it is delivered */
+  gmpi_request_t req;
+  struct env_send *next; /* its peer's list of sends waiting for the receiver */
 } env_send_t;
 
 typedef struct {
-  env_msg_t *head, *tail; /* messages from this source not yet issued, in sequence order */
-  uint64_t next_in_seq;   /* sequence expected next from this source */
-  uint64_t next_out_seq;  /* sequence of our next send to this peer */
-} env_lane_t;
+  uint64_t next_in_seq, next_out_seq; /* message numbers, both directions */
+  uint64_t link_next;                 /* next link position (leader assigns, follower checks) */
+  int link_ready;                     /* opened (leader) or joined (follower) */
+  env_send_t *waiting;                /* rendezvous sends not yet matched by the receiver */
+  env_msg_t *awaiting_go;             /* follower receiver: matched, waiting for a position */
+} env_peer_t;
 
 struct gmpi_envelope_engine {
   gmpi_comm_t comm;
   MPI_Comm ctrl;
   const gmpi_mover_t *mover;
   void *mctx;
-  int owns_mctx; /* the MPI mover's context is the engine's */
   gmpi_match_t match;
-  env_lane_t *lanes; /* one per rank */
-  wire_env_t incoming;
-  MPI_Request incoming_req;
-  env_msg_t *moving; /* messages with a mover receive in flight */
+  env_peer_t *peers; /* one per rank */
+  unsigned char *in_buf[N_POSTED];
+  MPI_Request in_req[N_POSTED];
+  int in_head;       /* the posted receive MPI fills next */
+  out_msg_t *out;    /* envelopes MPI is still sending */
+  env_msg_t *moving; /* receiver side transfers in flight */
+  int busy;          /* progress is running (a mover's wait may call back in) */
 };
 
-/* ---- completion ------------------------------------------------------------------------- */
+static int is_leader(const struct gmpi_envelope_engine *env, int peer) {
+  return env->comm->rank < peer;
+}
+
+/* ---- sending envelopes ----------------------------------------------------------------- */
+
+static gmpi_status_t new_out(size_t payload, out_msg_t **out) {
+  out_msg_t *o = calloc(1, sizeof(*o) + payload);
+  if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an envelope");
+  o->req = MPI_REQUEST_NULL;
+  *out = o;
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t send_out(struct gmpi_envelope_engine *env, int dest, out_msg_t *o,
+                              size_t payload) {
+  int rc = MPI_Isend(&o->w, (int)(sizeof(wire_t) + payload), MPI_BYTE, dest, ENV_TAG, env->ctrl,
+                     &o->req);
+  if (rc != MPI_SUCCESS) {
+    free(o);
+    return gmpi_mpi_error(rc, "MPI_Isend (envelope)");
+  }
+  o->next = env->out;
+  env->out = o;
+  return GMPI_SUCCESS;
+}
+
+/* A control envelope (no data) to dest. */
+static gmpi_status_t send_ctrl(struct gmpi_envelope_engine *env, int dest, wire_kind_t kind,
+                               uint64_t seq, uint64_t k, const void *blob, size_t blob_len) {
+  out_msg_t *o = NULL;
+  GMPI_CHECK(new_out(0, &o));
+  o->w = (wire_t){.kind = kind, .seq = seq, .k = k, .blob_len = (uint32_t)blob_len};
+  if (blob_len) memcpy(o->w.blob, blob, blob_len);
+  return send_out(env, dest, o, 0);
+}
+
+static gmpi_status_t test_out(struct gmpi_envelope_engine *env) {
+  for (out_msg_t **link = &env->out; *link;) {
+    out_msg_t *o = *link;
+    int flag = 0;
+    GMPI_MPI_CHECK(MPI_Test(&o->req, &flag, MPI_STATUS_IGNORE));
+    if (!flag) {
+      link = &o->next;
+      continue;
+    }
+    *link = o->next;
+    free(o);
+  }
+  return GMPI_SUCCESS;
+}
+
+/* ---- completing receives ---------------------------------------------------------------- */
 
 static void complete_recv(gmpi_request_t req, const env_msg_t *msg, gmpi_status_t result) {
-  env_recv_t *er = req->be;
-  free(er);
+  free(req->be);
   req->be = NULL;
   req->status = (gmpi_msg_status_t){msg->m.source, msg->m.tag,
                                     msg->m.bytes / gmpi_dtype_size(req->args.dtype)};
@@ -91,16 +169,9 @@ static void complete_recv(gmpi_request_t req, const env_msg_t *msg, gmpi_status_
   req->done = 1;
 }
 
-static void free_msg(struct gmpi_envelope_engine *env, env_msg_t *msg) {
-  if (msg->staging) env->mover->release(env->mctx, msg->staging, msg->m.bytes);
+static void free_msg(env_msg_t *msg) {
+  free(msg->data);
   free(msg);
-}
-
-/* Can the message land directly in its receive's buffer? */
-static int fits(const struct gmpi_envelope_engine *env, const env_msg_t *msg, gmpi_request_t req) {
-  size_t es = gmpi_dtype_size(req->args.dtype);
-  return msg->m.bytes <= req->args.count * es && msg->m.bytes % es == 0 &&
-         (!env->comm->cfg.check || msg->m.dtype == (int)req->args.dtype);
 }
 
 /* Is the message acceptable to its receive? Describes the failure when not. */
@@ -126,180 +197,291 @@ static gmpi_status_t judge(struct gmpi_envelope_engine *env, const env_msg_t *ms
   return GMPI_SUCCESS;
 }
 
-/* The send whose self message was delivered or staged is done. */
-static void complete_self_send(gmpi_request_t send) {
-  env_send_t *es = send->be;
-  es->self_msg = NULL;
-}
-
-/* Deliver a message whose data is local (staged, or in a self-sender's buffer). */
-static gmpi_status_t deliver_local(struct gmpi_envelope_engine *env, env_msg_t *msg) {
+/* Deliver a message whose data is here already (eager) or in our own sender's buffer. */
+static gmpi_status_t deliver_local(struct gmpi_envelope_engine *env, env_msg_t *msg,
+                                   gmpi_status_t verdict) {
   gmpi_request_t req = msg->req;
-  gmpi_status_t result = judge(env, msg, req);
-  if (msg->dropped)
-    result = gmpi_error(GMPI_ERR_STATE,
-                        "irecv from rank %d tag %d: the matching send was "
-                        "abandoned after a failure",
-                        msg->m.source, msg->m.tag);
-  int in_sender = msg->state == MSG_IN_SENDER;
-  const void *src = in_sender ? msg->self_send->args.buf : msg->staging;
-  if (result == GMPI_SUCCESS && msg->m.bytes && src)
-    result = (in_sender ? env->mover->self_copy : env->mover->copy)(env->mctx, req->args.buf, src,
-                                                                    msg->m.bytes);
-  if (msg->self_send) complete_self_send(msg->self_send);
-  complete_recv(req, msg, result);
-  free_msg(env, msg);
+  gmpi_status_t st = verdict;
+  if (st == GMPI_SUCCESS && msg->m.bytes) {
+    if (msg->data)
+      st = env->mover->from_host(env->mctx, req->args.buf, msg->data, msg->m.bytes);
+    else if (msg->self_send)
+      st = env->mover->self_copy(env->mctx, req->args.buf, msg->self_send->args.buf,
+                                 msg->m.bytes);
+    else
+      st = gmpi_error(GMPI_ERR_STATE,
+                      "irecv from rank %d tag %d: the matching send was abandoned after a failure",
+                      msg->m.source, msg->m.tag);
+  }
+  if (msg->self_send) {
+    env_send_t *es = msg->self_send->be;
+    es->self_msg = NULL;
+    es->complete = 1;
+  }
+  complete_recv(req, msg, st);
+  free_msg(msg);
   return GMPI_SUCCESS;
 }
 
-/* A message met its receive (at arrival, at post, or when staged data was waiting). */
+static void start_moving(struct gmpi_envelope_engine *env, env_msg_t *msg) {
+  msg->next = env->moving;
+  env->moving = msg;
+}
+
+/* The leader's next position on the link to peer; opens the link the first time, writing the
+ * introduction the follower needs into blob. */
+static gmpi_status_t link_position(struct gmpi_envelope_engine *env, int peer, uint64_t *k,
+                                   uint8_t *blob, size_t *blob_len) {
+  env_peer_t *p = &env->peers[peer];
+  *blob_len = 0;
+  if (!p->link_ready) {
+    GMPI_CHECK(env->mover->link_open(env->mctx, peer, blob, blob_len));
+    p->link_ready = 1;
+  }
+  *k = p->link_next++;
+  return GMPI_SUCCESS;
+}
+
+/* The follower's side of a position: join the link on its first one, check the order. */
+static gmpi_status_t link_follow(struct gmpi_envelope_engine *env, int peer, const wire_t *w) {
+  env_peer_t *p = &env->peers[peer];
+  if (!p->link_ready) {
+    if (!w->blob_len)
+      return gmpi_error(GMPI_ERR_INTERNAL, "first link position from rank %d has no introduction",
+                        peer);
+    GMPI_CHECK(env->mover->link_join(env->mctx, peer, w->blob, w->blob_len));
+    p->link_ready = 1;
+  }
+  if (w->k != p->link_next)
+    return gmpi_error(GMPI_ERR_INTERNAL, "link with rank %d: position %llu, expected %llu", peer,
+                      (unsigned long long)w->k, (unsigned long long)p->link_next);
+  p->link_next++;
+  return GMPI_SUCCESS;
+}
+
+/* A rendezvous message met its receive: start moving it (or refuse it with FIN). */
+static gmpi_status_t start_rendezvous(struct gmpi_envelope_engine *env, env_msg_t *msg,
+                                      gmpi_status_t verdict) {
+  int src = msg->m.source;
+  gmpi_request_t req = msg->req;
+  if (verdict != GMPI_SUCCESS) { /* nothing moves; the sender is done */
+    GMPI_CHECK(send_ctrl(env, src, W_FIN, msg->m.seq, 0, NULL, 0));
+    complete_recv(req, msg, verdict);
+    free_msg(msg);
+    return GMPI_SUCCESS;
+  }
+  if (msg->proto == P_PULL) {
+    GMPI_CHECK(env->mover->pull(env->mctx, src, msg->blob, msg->blob_len, req->args.buf,
+                                msg->m.bytes, &msg->handle));
+    start_moving(env, msg);
+    return GMPI_SUCCESS;
+  }
+  if (!is_leader(env, src)) { /* the sender assigns the position */
+    GMPI_CHECK(send_ctrl(env, src, W_RTR, msg->m.seq, 0, NULL, 0));
+    msg->next = env->peers[src].awaiting_go;
+    env->peers[src].awaiting_go = msg;
+    return GMPI_SUCCESS;
+  }
+  uint64_t k;
+  uint8_t blob[GMPI_MOVER_BLOB_BYTES];
+  size_t blob_len;
+  GMPI_CHECK(link_position(env, src, &k, blob, &blob_len));
+  GMPI_CHECK(env->mover->link_recv(env->mctx, src, k, req->args.buf, msg->m.bytes, &msg->handle));
+  start_moving(env, msg);
+  return send_ctrl(env, src, W_CTS, msg->m.seq, k, blob, blob_len);
+}
+
+/* A message met its receive (at arrival, or when the receive was posted). */
 static gmpi_status_t bind(struct gmpi_envelope_engine *env, env_msg_t *msg, gmpi_request_t req) {
   msg->req = req;
+  msg->dst = req->args.buf;
   ((env_recv_t *)req->be)->msg = msg;
-  if (msg->state == MSG_STAGED || msg->state == MSG_IN_SENDER) return deliver_local(env, msg);
-  return GMPI_SUCCESS; /* on the wire or moving: progress finishes it */
+  gmpi_status_t verdict = judge(env, msg, req);
+  if (msg->proto == P_EAGER || msg->proto == P_SELF) return deliver_local(env, msg, verdict);
+  return start_rendezvous(env, msg, verdict);
 }
 
-/* ---- the lanes: taking data off the wire in the sender's order ------------------------- */
-
-static int lane_has_matched(const env_lane_t *lane) {
-  for (const env_msg_t *m = lane->head; m; m = m->lane_next)
-    if (m->req) return 1;
-  return 0;
-}
-
-/* Start the mover receive of the lane's head message. */
-static gmpi_status_t take_off_wire(struct gmpi_envelope_engine *env, env_lane_t *lane) {
-  env_msg_t *msg = lane->head;
-  int source = msg->m.source;
-  void *dst = NULL;
-  msg->into_user = msg->req && fits(env, msg, msg->req);
-  if (msg->into_user) {
-    dst = msg->req->args.buf;
-  } else if (msg->m.bytes) {
-    GMPI_CHECK(env->mover->alloc(env->mctx, msg->m.bytes, &msg->staging));
-    dst = msg->staging;
-  }
-  lane->head = msg->lane_next;
-  if (!lane->head) lane->tail = NULL;
-  msg->state = MSG_MOVING;
-  msg->moving_next = env->moving;
-  env->moving = msg;
-  if (msg->m.bytes == 0) return GMPI_SUCCESS; /* nothing travels; handle stays NULL */
-  return env->mover->recv(env->mctx, source, dst, msg->m.bytes, &msg->handle);
-}
-
-static gmpi_status_t issue_lanes(struct gmpi_envelope_engine *env) {
-  for (int s = 0; s < env->comm->size; s++) {
-    env_lane_t *lane = &env->lanes[s];
-    while (lane->head) {
-      env_msg_t *h = lane->head;
-      int takeable = h->req || h->m.bytes <= GMPI_ENV_EAGER_BYTES || lane_has_matched(lane);
-      if (!takeable) break;
-      GMPI_CHECK(take_off_wire(env, lane));
-    }
-  }
-  return GMPI_SUCCESS;
-}
-
-/* A mover receive finished: deliver, or keep the data staged for a later receive. */
+/* A pull or link receive finished. */
 static gmpi_status_t landed(struct gmpi_envelope_engine *env, env_msg_t *msg) {
-  if (!msg->req) {
-    if (msg->orphan) { /* its receive was abandoned */
-      free_msg(env, msg);
-      return GMPI_SUCCESS;
-    }
-    msg->state = MSG_STAGED; /* still in the unexpected queue */
-    return GMPI_SUCCESS;
-  }
-  if (msg->into_user) {
-    complete_recv(msg->req, msg, GMPI_SUCCESS);
-    free_msg(env, msg);
-    return GMPI_SUCCESS;
-  }
-  msg->state = MSG_STAGED;
-  return deliver_local(env, msg);
+  if (msg->proto == P_PULL) GMPI_CHECK(send_ctrl(env, msg->m.source, W_FIN, msg->m.seq, 0, NULL, 0));
+  if (!msg->orphan) complete_recv(msg->req, msg, GMPI_SUCCESS);
+  free_msg(msg);
+  return GMPI_SUCCESS;
 }
 
 static gmpi_status_t test_moving(struct gmpi_envelope_engine *env) {
-  env_msg_t **link = &env->moving;
-  while (*link) {
+  for (env_msg_t **link = &env->moving; *link;) {
     env_msg_t *msg = *link;
     int done = 1;
     if (msg->handle) GMPI_CHECK(env->mover->test(env->mctx, msg->handle, &done));
     if (!done) {
-      link = &msg->moving_next;
+      link = &msg->next;
       continue;
     }
     msg->handle = NULL;
-    *link = msg->moving_next;
+    *link = msg->next;
     GMPI_CHECK(landed(env, msg));
   }
   return GMPI_SUCCESS;
 }
 
-/* ---- envelopes -------------------------------------------------------------------------- */
+/* ---- receiving envelopes ---------------------------------------------------------------- */
 
-static gmpi_status_t post_incoming(struct gmpi_envelope_engine *env) {
-  GMPI_MPI_CHECK(MPI_Irecv(&env->incoming, (int)sizeof(env->incoming), MPI_BYTE, MPI_ANY_SOURCE,
-                           ENV_TAG, env->ctrl, &env->incoming_req));
-  return GMPI_SUCCESS;
-}
-
-/* A message is known (envelope arrived, or a self send): queue it and try to match it. */
+/* A message is known (envelope arrived, or a self send): try to match it. */
 static gmpi_status_t arrive(struct gmpi_envelope_engine *env, env_msg_t *msg) {
   gmpi_match_recv_t *r = gmpi_match_arrive(&env->match, &msg->m);
   if (!r) return GMPI_SUCCESS;
-  return bind(env, msg, ((env_recv_t *)r)->req); /* env_recv_t starts with its match record */
+  return bind(env, msg, ((env_recv_t *)r)->req);
 }
 
-static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int source) {
-  env_lane_t *lane = &env->lanes[source];
-  if (env->incoming.seq != lane->next_in_seq)
+static gmpi_status_t message_arrived(struct gmpi_envelope_engine *env, int src, const wire_t *w,
+                                     const unsigned char *payload) {
+  env_peer_t *p = &env->peers[src];
+  if (w->seq != p->next_in_seq)
     return gmpi_error(GMPI_ERR_INTERNAL, "envelope from rank %d has sequence %llu, expected %llu",
-                      source, (unsigned long long)env->incoming.seq,
-                      (unsigned long long)lane->next_in_seq);
-  lane->next_in_seq++;
-  if (env->incoming.hello_len && env->mover->welcome)
-    GMPI_CHECK(
-        env->mover->welcome(env->mctx, source, env->incoming.hello, env->incoming.hello_len));
+                      src, (unsigned long long)w->seq, (unsigned long long)p->next_in_seq);
+  p->next_in_seq++;
   env_msg_t *msg = calloc(1, sizeof(*msg));
   if (!msg) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an envelope");
-  msg->m = (gmpi_match_msg_t){.source = source,
-                              .tag = env->incoming.tag,
-                              .bytes = env->incoming.bytes,
-                              .dtype = env->incoming.dtype,
-                              .seq = env->incoming.seq};
-  msg->state = MSG_ON_WIRE;
-  if (lane->tail)
-    lane->tail->lane_next = msg;
-  else
-    lane->head = msg;
-  lane->tail = msg;
-  GMPI_TRACE("envelope from %d: tag %d, %zu bytes, seq %llu", source, msg->m.tag, msg->m.bytes,
-             (unsigned long long)msg->m.seq);
+  msg->m = (gmpi_match_msg_t){
+      .source = src, .tag = w->tag, .bytes = w->bytes, .dtype = w->dtype, .seq = w->seq};
+  msg->proto = w->kind == W_EAGER ? P_EAGER : w->kind == W_RTS_PULL ? P_PULL : P_LINK;
+  if (msg->proto == P_EAGER && w->bytes) {
+    msg->data = malloc(w->bytes);
+    if (!msg->data) {
+      free(msg);
+      return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %llu-byte message",
+                        (unsigned long long)w->bytes);
+    }
+    memcpy(msg->data, payload, w->bytes);
+  }
+  msg->blob_len = w->blob_len;
+  memcpy(msg->blob, w->blob, w->blob_len);
+  GMPI_TRACE("envelope from %d: tag %d, %zu bytes, seq %llu, %s", src, msg->m.tag, msg->m.bytes,
+             (unsigned long long)msg->m.seq,
+             msg->proto == P_EAGER ? "eager" : msg->proto == P_PULL ? "pull" : "link");
   return arrive(env, msg);
 }
 
+/* Unlink and return our send to peer numbered seq that waits for its receiver. */
+static env_send_t *take_waiting(env_peer_t *p, uint64_t seq) {
+  for (env_send_t **link = &p->waiting; *link; link = &(*link)->next) {
+    env_send_t *es = *link;
+    if (es->seq != seq) continue;
+    *link = es->next;
+    return es;
+  }
+  return NULL;
+}
+
+static env_msg_t *take_awaiting_go(env_peer_t *p, uint64_t seq) {
+  for (env_msg_t **link = &p->awaiting_go; *link; link = &(*link)->next) {
+    env_msg_t *msg = *link;
+    if (msg->m.seq != seq) continue;
+    *link = msg->next;
+    return msg;
+  }
+  return NULL;
+}
+
+/* FIN, RTR, CTS about our send seq to src. A send given up meanwhile (after a failure) is no
+ * longer listed: the answer is dropped, and the comm is failed already. */
+static gmpi_status_t send_answered(struct gmpi_envelope_engine *env, int src, const wire_t *w) {
+  env_send_t *es = take_waiting(&env->peers[src], w->seq);
+  if (!es) {
+    gmpi_log(GMPI_LOG_INFO, "rank %d answered about send %llu, which was given up", src,
+             (unsigned long long)w->seq);
+    return GMPI_SUCCESS;
+  }
+  if (w->kind == W_FIN) {
+    es->complete = 1;
+    return GMPI_SUCCESS;
+  }
+  const gmpi_p2p_args_t *a = &es->req->args;
+  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
+  if (w->kind == W_CTS) {
+    GMPI_CHECK(link_follow(env, src, w));
+    return env->mover->link_send(env->mctx, src, w->k, a->buf, bytes, &es->handle);
+  }
+  uint64_t k; /* W_RTR: we lead */
+  uint8_t blob[GMPI_MOVER_BLOB_BYTES];
+  size_t blob_len;
+  GMPI_CHECK(link_position(env, src, &k, blob, &blob_len));
+  GMPI_CHECK(env->mover->link_send(env->mctx, src, k, a->buf, bytes, &es->handle));
+  return send_ctrl(env, src, W_GO, w->seq, k, blob, blob_len);
+}
+
+static gmpi_status_t go_arrived(struct gmpi_envelope_engine *env, int src, const wire_t *w) {
+  env_msg_t *msg = take_awaiting_go(&env->peers[src], w->seq);
+  if (!msg)
+    return gmpi_error(GMPI_ERR_INTERNAL, "rank %d sent a link position for unknown message %llu",
+                      src, (unsigned long long)w->seq);
+  GMPI_CHECK(link_follow(env, src, w));
+  GMPI_CHECK(env->mover->link_recv(env->mctx, src, w->k, msg->dst, msg->m.bytes, &msg->handle));
+  start_moving(env, msg);
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int src,
+                                  const unsigned char *buf) {
+  const wire_t *w = (const wire_t *)buf;
+  switch (w->kind) {
+  case W_EAGER:
+  case W_RTS_PULL:
+  case W_RTS_LINK: return message_arrived(env, src, w, buf + sizeof(wire_t));
+  case W_FIN:
+  case W_RTR:
+  case W_CTS: return send_answered(env, src, w);
+  case W_GO: return go_arrived(env, src, w);
+  default:
+    return gmpi_error(GMPI_ERR_INTERNAL, "envelope of unknown kind %u from rank %d", w->kind, src);
+  }
+}
+
+static gmpi_status_t post_incoming(struct gmpi_envelope_engine *env, int i) {
+  GMPI_MPI_CHECK(MPI_Irecv(env->in_buf[i], (int)WIRE_MAX, MPI_BYTE, MPI_ANY_SOURCE, ENV_TAG,
+                           env->ctrl, &env->in_req[i]));
+  return GMPI_SUCCESS;
+}
+
+/* MPI fills the posted receives in the order they were posted: take them in that order, so
+ * each sender's envelopes are seen in its order. */
 static gmpi_status_t poll_envelopes(struct gmpi_envelope_engine *env) {
   for (;;) {
-    int flag = 0;
+    int i = env->in_head, flag = 0;
     MPI_Status s;
-    GMPI_MPI_CHECK(MPI_Test(&env->incoming_req, &flag, &s));
+    GMPI_MPI_CHECK(MPI_Test(&env->in_req[i], &flag, &s));
     if (!flag) return GMPI_SUCCESS;
-    GMPI_CHECK(wire_arrived(env, s.MPI_SOURCE));
-    GMPI_CHECK(post_incoming(env));
+    env->in_head = (i + 1) % N_POSTED;
+    gmpi_status_t st = wire_arrived(env, s.MPI_SOURCE, env->in_buf[i]);
+    GMPI_CHECK(post_incoming(env, i));
+    GMPI_CHECK(st);
   }
 }
 
 static gmpi_status_t progress(struct gmpi_envelope_engine *env) {
-  GMPI_CHECK(poll_envelopes(env));
-  if (env->mover->progress) GMPI_CHECK(env->mover->progress(env->mctx));
-  GMPI_CHECK(issue_lanes(env));
-  return test_moving(env);
+  if (env->busy) return GMPI_SUCCESS;
+  env->busy = 1;
+  gmpi_status_t st = poll_envelopes(env);
+  if (st == GMPI_SUCCESS && env->mover->progress) st = env->mover->progress(env->mctx);
+  if (st == GMPI_SUCCESS) st = test_moving(env);
+  if (st == GMPI_SUCCESS) st = test_out(env);
+  env->busy = 0;
+  return st;
 }
 
-/* ---- requests --------------------------------------------------------------------------- */
+/* Called by every wait in gmpi (core/progress.h), whatever it waits for. */
+static gmpi_status_t progress_from_elsewhere(void *ctx) {
+  struct gmpi_envelope_engine *env = ctx;
+  if (env->comm->failure != GMPI_SUCCESS) return GMPI_SUCCESS;
+  gmpi_status_t st = progress(env);
+  if (st != GMPI_SUCCESS) gmpi_comm_fail(env->comm, st);
+  return st;
+}
+
+gmpi_status_t gmpi_env_progress(struct gmpi_envelope_engine *env) { return progress(env); }
+
+/* ---- posting ---------------------------------------------------------------------------- */
 
 static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t req) {
   env_recv_t *er = calloc(1, sizeof(*er));
@@ -313,73 +495,115 @@ static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t 
   return progress(env);
 }
 
+/* Self messages: eager ones are copied at once (the send completes); larger ones stay in the
+ * sender's buffer until their receive copies them. */
 static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_request_t req,
-                                    env_send_t *es) {
+                                    env_send_t *es, size_t bytes) {
   env_msg_t *msg = calloc(1, sizeof(*msg));
   if (!msg) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a self message");
-  env_lane_t *lane = &env->lanes[env->comm->rank];
+  const gmpi_p2p_args_t *a = &req->args;
   msg->m = (gmpi_match_msg_t){.source = env->comm->rank,
-                              .tag = es->wire.tag,
-                              .bytes = es->wire.bytes,
-                              .dtype = es->wire.dtype,
-                              .seq = lane->next_out_seq++};
-  msg->state = MSG_IN_SENDER;
-  msg->self_send = req;
-  es->self_msg = msg;
+                              .tag = a->tag,
+                              .bytes = bytes,
+                              .dtype = (int)a->dtype,
+                              .seq = es->seq};
+  msg->proto = P_SELF;
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (bytes <= GMPI_ENV_EAGER_BYTES) {
+    es->complete = 1;
+    if (bytes && !(msg->data = malloc(bytes)))
+      st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %zu-byte self message", bytes);
+    if (st == GMPI_SUCCESS && bytes) st = env->mover->to_host(env->mctx, msg->data, a->buf, bytes);
+  } else {
+    msg->self_send = req;
+    es->self_msg = msg;
+  }
+  if (st != GMPI_SUCCESS) {
+    free_msg(msg);
+    return st;
+  }
   return arrive(env, msg);
+}
+
+static gmpi_status_t post_eager(struct gmpi_envelope_engine *env, const gmpi_p2p_args_t *a,
+                                env_send_t *es, size_t bytes) {
+  out_msg_t *o = NULL;
+  GMPI_CHECK(new_out(bytes, &o));
+  o->w = (wire_t){.kind = W_EAGER,
+                  .tag = a->tag,
+                  .dtype = (int32_t)a->dtype,
+                  .bytes = bytes,
+                  .seq = es->seq};
+  if (bytes) {
+    gmpi_status_t st = env->mover->to_host(env->mctx, o->payload, a->buf, bytes);
+    if (st != GMPI_SUCCESS) {
+      free(o);
+      return st;
+    }
+  }
+  es->complete = 1;
+  return send_out(env, a->peer, o, bytes);
+}
+
+static gmpi_status_t post_rendezvous(struct gmpi_envelope_engine *env, const gmpi_p2p_args_t *a,
+                                     env_send_t *es, size_t bytes) {
+  out_msg_t *o = NULL;
+  GMPI_CHECK(new_out(0, &o));
+  size_t blob_len =
+      env->mover->expose ? env->mover->expose(env->mctx, a->peer, a->buf, bytes, o->w.blob) : 0;
+  es->proto = blob_len ? P_PULL : P_LINK;
+  o->w.kind = blob_len ? W_RTS_PULL : W_RTS_LINK;
+  o->w.tag = a->tag;
+  o->w.dtype = (int32_t)a->dtype;
+  o->w.bytes = bytes;
+  o->w.seq = es->seq;
+  o->w.blob_len = (uint32_t)blob_len;
+  env_peer_t *p = &env->peers[a->peer];
+  es->next = p->waiting;
+  p->waiting = es;
+  return send_out(env, a->peer, o, 0);
 }
 
 static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t req) {
   env_send_t *es = calloc(1, sizeof(*es));
   if (!es) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a send");
   const gmpi_p2p_args_t *a = &req->args;
-  es->env_req = MPI_REQUEST_NULL;
-  es->wire = (wire_env_t){
-      .tag = a->tag, .dtype = (int32_t)a->dtype, .bytes = a->count * gmpi_dtype_size(a->dtype)};
+  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
+  es->req = req;
+  es->seq = env->peers[a->peer].next_out_seq++;
   req->be = es;
-  if (a->peer == env->comm->rank) return post_self_send(env, req, es);
-  es->wire.seq = env->lanes[a->peer].next_out_seq++;
-  if (es->wire.seq == 0 && env->mover->hello)
-    es->wire.hello_len = (uint32_t)env->mover->hello(env->mctx, a->peer, es->wire.hello);
-  GMPI_MPI_CHECK(MPI_Isend(&es->wire, (int)sizeof(es->wire), MPI_BYTE, a->peer, ENV_TAG, env->ctrl,
-                           &es->env_req));
-  if (es->wire.bytes)
-    GMPI_CHECK(env->mover->send(env->mctx, a->peer, a->buf, es->wire.bytes, &es->handle));
+  gmpi_status_t st;
+  if (a->peer == env->comm->rank)
+    st = post_self_send(env, req, es, bytes);
+  else if (bytes <= GMPI_ENV_EAGER_BYTES)
+    st = post_eager(env, a, es, bytes);
+  else
+    st = post_rendezvous(env, a, es, bytes);
+  if (st != GMPI_SUCCESS) {
+    req->be = NULL;
+    free(es);
+    return st;
+  }
   return progress(env);
 }
-
-gmpi_status_t gmpi_env_progress(struct gmpi_envelope_engine *env) { return progress(env); }
 
 gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req) {
   return req->args.dir == GMPI_P2P_SEND ? post_send(env, req) : post_recv(env, req);
 }
 
-/* A self send waited before its receive exists: buffer it, as MPI's eager protocol would. */
-static gmpi_status_t stage_self_send(struct gmpi_envelope_engine *env, env_send_t *es) {
-  env_msg_t *msg = es->self_msg;
-  if (msg->m.bytes) {
-    GMPI_CHECK(env->mover->alloc(env->mctx, msg->m.bytes, &msg->staging));
-    GMPI_CHECK(env->mover->copy(env->mctx, msg->staging, msg->self_send->args.buf, msg->m.bytes));
-  }
-  msg->state = MSG_STAGED;
-  msg->self_send = NULL;
-  es->self_msg = NULL;
-  return GMPI_SUCCESS;
-}
+/* ---- testing and abandoning ------------------------------------------------------------- */
 
 static gmpi_status_t test_send(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
   env_send_t *es = req->be;
-  if (es->self_msg) GMPI_CHECK(stage_self_send(env, es));
-  if (es->env_req != MPI_REQUEST_NULL) {
-    int flag = 0;
-    GMPI_MPI_CHECK(MPI_Test(&es->env_req, &flag, MPI_STATUS_IGNORE));
-  }
   if (es->handle) {
     int flag = 0;
     GMPI_CHECK(env->mover->test(env->mctx, es->handle, &flag));
-    if (flag) es->handle = NULL;
+    if (flag) {
+      es->handle = NULL;
+      es->complete = 1;
+    }
   }
-  *done = es->env_req == MPI_REQUEST_NULL && !es->handle;
+  *done = es->complete;
   if (*done) {
     req->status = (gmpi_msg_status_t){req->args.peer, req->args.tag, req->args.count};
     req->result = GMPI_SUCCESS;
@@ -396,86 +620,122 @@ gmpi_status_t gmpi_env_test(struct gmpi_envelope_engine *env, gmpi_request_t req
   return GMPI_SUCCESS;
 }
 
+static void abandon_send(struct gmpi_envelope_engine *env, env_send_t *es) {
+  if (es->handle) env->mover->cancel(env->mctx, es->handle);
+  if (es->self_msg) { /* its data is gone: a receive that matches it gets an error */
+    es->self_msg->self_send = NULL;
+    es->self_msg->proto = P_SELF;
+  }
+  if (!es->complete && !es->handle && !es->self_msg)
+    take_waiting(&env->peers[es->req->args.peer], es->seq);
+  free(es);
+}
+
+/* A receive given up: its message, if one is moving into the buffer, lands and is dropped. */
+static void abandon_recv(struct gmpi_envelope_engine *env, env_recv_t *er) {
+  env_msg_t *msg = er->msg;
+  if (gmpi_match_cancel(&env->match, &er->m) || !msg) return;
+  msg->req = NULL;
+  msg->orphan = 1;
+}
+
 void gmpi_env_abandon(struct gmpi_envelope_engine *env, gmpi_request_t req) {
   if (req->done || !req->be) return;
-  if (req->args.dir == GMPI_P2P_SEND) {
-    env_send_t *es = req->be;
-    if (es->handle) env->mover->cancel(env->mctx, es->handle);
-    if (es->self_msg) { /* its data is gone: a receive that matches it gets an error */
-      es->self_msg->self_send = NULL;
-      es->self_msg->dropped = 1;
-      es->self_msg->state = MSG_STAGED;
-    }
-    if (es->env_req != MPI_REQUEST_NULL)
-      MPI_Request_free(&es->env_req); /* MPI may still read */
-    else
-      free(es); /* es->wire: keep it */
-  } else {
-    env_recv_t *er = req->be;
-    if (!gmpi_match_cancel(&env->match, &er->m) && er->msg) {
-      er->msg->req = NULL;
-      er->msg->orphan = 1;
-    }
-    free(er);
+  if (req->args.dir == GMPI_P2P_SEND)
+    abandon_send(env, req->be);
+  else {
+    abandon_recv(env, req->be);
+    free(req->be);
   }
   req->be = NULL;
 }
 
 /* ---- life cycle ------------------------------------------------------------------------- */
 
+/* Which peers may pull from us is the mover's business; the engine only needs the ctrl
+ * channel and the posted receives. */
+static gmpi_status_t open_channel(struct gmpi_envelope_engine *env) {
+  GMPI_MPI_CHECK(MPI_Comm_dup(gmpi_oob_mpi_comm(env->comm), &env->ctrl));
+  GMPI_MPI_CHECK(MPI_Comm_set_errhandler(env->ctrl, MPI_ERRORS_RETURN));
+  for (int i = 0; i < N_POSTED; i++) {
+    env->in_req[i] = MPI_REQUEST_NULL;
+    if (!(env->in_buf[i] = malloc(WIRE_MAX)))
+      return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for envelope buffers");
+  }
+  for (int i = 0; i < N_POSTED; i++)
+    GMPI_CHECK(post_incoming(env, i));
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void *mover_ctx,
                               struct gmpi_envelope_engine **out) {
   struct gmpi_envelope_engine *env = calloc(1, sizeof(*env));
-  if (!env) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the envelope engine");
-  gmpi_status_t st = GMPI_SUCCESS;
+  if (!env) {
+    mover->destroy(mover_ctx);
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the envelope engine");
+  }
   env->comm = comm;
   env->mover = mover;
   env->mctx = mover_ctx;
-  env->lanes = calloc((size_t)comm->size, sizeof(*env->lanes));
-  if (!env->lanes) {
-    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d lanes", comm->size);
-    goto free_env;
+  env->ctrl = MPI_COMM_NULL;
+  gmpi_status_t st = GMPI_SUCCESS;
+  env->peers = calloc((size_t)comm->size, sizeof(*env->peers));
+  if (!env->peers) {
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d peers", comm->size);
+    goto destroy_env;
   }
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(gmpi_oob_mpi_comm(comm), &env->ctrl), st, free_lanes);
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(env->ctrl, MPI_ERRORS_RETURN), st, free_ctrl);
-  GMPI_CHECK_GOTO(post_incoming(env), st, free_ctrl);
+  GMPI_CHECK_GOTO(open_channel(env), st, destroy_env);
+  GMPI_CHECK_GOTO(gmpi_progress_add(progress_from_elsewhere, env), st, destroy_env);
   *out = env;
   return GMPI_SUCCESS;
-free_ctrl:
-  MPI_Comm_free(&env->ctrl);
-free_lanes:
-  free(env->lanes);
-free_env:
-  free(env);
+destroy_env:
+  gmpi_env_destroy(env);
   return st;
 }
 
-void gmpi_env_own_mover_ctx(struct gmpi_envelope_engine *env) { env->owns_mctx = 1; }
-
-static void free_list(struct gmpi_envelope_engine *env, env_msg_t *msg, int lane_links) {
+static void free_msgs(env_msg_t *msg, const struct gmpi_envelope_engine *env) {
   while (msg) {
-    env_msg_t *next = lane_links ? msg->lane_next : msg->moving_next;
+    env_msg_t *next = msg->next;
     if (msg->handle) env->mover->cancel(env->mctx, msg->handle);
-    free_msg(env, msg);
+    free_msg(msg);
     msg = next;
   }
 }
 
+/* Envelopes still going out (a FIN to a peer that is finalizing too) get a short grace. */
+static void drain_out(struct gmpi_envelope_engine *env) {
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, env->comm->failure == GMPI_SUCCESS ? 2.0 : 0.01);
+  while (env->out && test_out(env) == GMPI_SUCCESS && env->out && !gmpi_deadline_poll(&d)) {
+  }
+  for (out_msg_t *o = env->out, *next; o; o = next) {
+    next = o->next;
+    MPI_Request_free(&o->req); /* MPI may still read o: it is left to the process */
+  }
+  if (env->out) gmpi_log(GMPI_LOG_INFO, "envelopes still unsent at close were left to MPI");
+}
+
 void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
   if (!env) return;
-  MPI_Cancel(&env->incoming_req);
-  MPI_Request_free(&env->incoming_req);
-  /* Staged messages nobody received are in the unexpected queue and not on a lane. */
+  gmpi_progress_remove(progress_from_elsewhere, env);
+  if (env->ctrl != MPI_COMM_NULL) drain_out(env);
+  for (int i = 0; i < N_POSTED; i++) {
+    if (env->in_req[i] != MPI_REQUEST_NULL) {
+      MPI_Cancel(&env->in_req[i]);
+      MPI_Wait(&env->in_req[i], MPI_STATUS_IGNORE);
+    }
+    free(env->in_buf[i]);
+  }
+  /* Messages nobody received wait in the unexpected queue; moving ones on their lists. */
   for (gmpi_match_msg_t *m = env->match.unexpected_head, *next; m; m = next) {
     next = m->next;
-    env_msg_t *msg = (env_msg_t *)m;
-    if (msg->state == MSG_STAGED || msg->state == MSG_IN_SENDER) free_msg(env, msg);
+    free_msg((env_msg_t *)m);
   }
-  for (int s = 0; s < env->comm->size; s++)
-    free_list(env, env->lanes[s].head, 1);
-  free_list(env, env->moving, 0);
-  if (env->comm->failure == GMPI_SUCCESS) MPI_Comm_free(&env->ctrl);
-  if (env->owns_mctx) free(env->mctx);
-  free(env->lanes);
+  free_msgs(env->moving, env);
+  for (int p = 0; env->peers && p < env->comm->size; p++)
+    free_msgs(env->peers[p].awaiting_go, env);
+  env->mover->destroy(env->mctx);
+  if (env->ctrl != MPI_COMM_NULL && env->comm->failure == GMPI_SUCCESS) MPI_Comm_free(&env->ctrl);
+  free(env->peers);
   free(env);
 }

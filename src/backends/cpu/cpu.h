@@ -24,7 +24,8 @@ void gmpi_cpu_close(gmpi_comm_t comm, gmpi_cpu_t *cpu);
 gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
 /* The collective without its arrival gate (plans gate once per replay). */
 gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
-/* Every rank has arrived, within GMPI_TIMEOUT (nothing when the timeout is 0). */
+/* Every rank has arrived, within GMPI_TIMEOUT, engines driven meanwhile (nothing when the
+ * timeout is 0 and the comm has no engine). */
 gmpi_status_t gmpi_cpu_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu);
 /* Plans on host buffers (cpu_plan.c), also used by cuda for host-buffer plans. */
 gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,

@@ -1,9 +1,9 @@
 /* Collectives on host buffers. Every rank must first pass an arrival gate -- a nonblocking
- * barrier waited under GMPI_TIMEOUT (or the GMPI_CHECK signature exchange, which gates as
- * well) -- then MPI's tuned blocking collective runs. Nonblocking collectives alone would bound
- * the wait too, but OpenMPI's are up to 4x slower (docs/performance.md). Reductions longer than
- * GMPI_MAX_CHUNK elements are split into several calls; data movement of any size is one call
- * with a byte type (gmpi_mpi_bytes_type). */
+ * barrier waited under GMPI_TIMEOUT while driving gmpi's engines (or the GMPI_CHECK signature
+ * exchange, which gates as well) -- then MPI's tuned blocking collective runs (see gated()).
+ * Nonblocking collectives alone would bound the wait too, but OpenMPI's are up to 4x slower
+ * (docs/performance.md). Reductions longer than GMPI_MAX_CHUNK elements are split into several
+ * calls; data movement of any size is one call with a byte type (gmpi_mpi_bytes_type). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,24 +176,47 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
     [GMPI_COLL_BARRIER] = run_barrier,
 };
 
-/* Every rank has reached this collective, or GMPI_ERR_TIMEOUT. A barrier (the blocking one when
- * waits are unbounded) -- except under GMPI_CHECK, whose signature exchange already proved it. */
-gmpi_status_t gmpi_cpu_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
-  if (comm->cfg.timeout_s == 0) return GMPI_SUCCESS;
+/* Progress during collectives. A rank blocked inside an MPI collective cannot drive gmpi's
+ * envelope engines, and a peer's gmpi_send may wait on them (its receive is posted here, but
+ * only the engine matches it and starts the data) before that peer can join the collective:
+ * both would wait forever. So the blocking call is entered only after the arrival gate, which
+ * polls and drives every engine (gmpi_mpi_wait). The gate is enough:
+ *  - the gate completes on this rank only once every rank of the comm has entered it, so every
+ *    peer's earlier sends to us have completed (a blocked sender would not have arrived);
+ *  - past the gate, each rank runs only this collective's MPI calls (or more gates), which
+ *    MPI progresses by itself and which wait on no engine; every rank is inside the same call,
+ *    so the blocking call returns after its own duration, and this rank then drives its
+ *    engines again. A rank of another comm waiting on us is only delayed that long.
+ * Under GMPI_CHECK the signature exchange is a polled allgather: it proves arrival the same way.
+ * Whether to gate must be the same on every rank (a barrier on some ranks only would itself
+ * hang), so it is decided from what all ranks of the comm share -- the timeout, and whether
+ * this comm's point-to-point runs on an engine (GMPI_P2P=envelope, GMPI_CHECK=1, a GPU
+ * backend) -- and not from this process's registered engines. Not covered: GMPI_TIMEOUT=0 on a
+ * native-MPI comm of a process whose other comms (another backend) have engines. */
+static int gated(gmpi_comm_t comm, const gmpi_cpu_t *cpu) {
+  return comm->cfg.timeout_s > 0 || cpu->env || comm->ops->kind != GMPI_BACKEND_CPU;
+}
+
+static gmpi_status_t barrier_wait(gmpi_comm_t comm, gmpi_cpu_t *cpu, const char *what) {
   MPI_Request r;
   GMPI_MPI_CHECK(MPI_Ibarrier(cpu->data, &r));
-  return gmpi_mpi_wait(comm, 1, &r, MPI_STATUSES_IGNORE, "the arrival gate");
+  return gmpi_mpi_wait(comm, 1, &r, MPI_STATUSES_IGNORE, what);
+}
+
+/* Every rank has reached this plan replay, or GMPI_ERR_TIMEOUT. Nothing when ungated: then no
+ * engine runs and waits are unbounded, and MPI's own calls are the fastest way. */
+gmpi_status_t gmpi_cpu_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
+  if (!gated(comm, cpu)) return GMPI_SUCCESS;
+  return barrier_wait(comm, cpu, "the arrival gate");
 }
 
 static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
   if (comm->cfg.check && a->kind != GMPI_COLL_BARRIER) return GMPI_SUCCESS;
-  if (comm->cfg.timeout_s == 0) {
+  if (!gated(comm, cpu)) {
     if (a->kind == GMPI_COLL_BARRIER) GMPI_MPI_CHECK(MPI_Barrier(cpu->data));
     return GMPI_SUCCESS;
   }
-  MPI_Request r;
-  GMPI_MPI_CHECK(MPI_Ibarrier(cpu->data, &r));
-  return gmpi_mpi_wait(comm, 1, &r, MPI_STATUSES_IGNORE, gmpi_coll_name(a->kind));
+  return barrier_wait(comm, cpu, gmpi_coll_name(a->kind));
 }
 
 gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {

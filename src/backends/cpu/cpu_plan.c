@@ -66,7 +66,9 @@ static void name_step(gmpi_plan_step_t *s) {
 
 gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
                                   void **lowered) {
-  if (cpu->plans == MPI_COMM_NULL) { /* collective: every rank compiles the same plan */
+  /* Collective and blocking: every rank compiles the same plan, and all have arrived (the
+   * plan check's polled allgather came first), so no engine needs driving while it waits. */
+  if (cpu->plans == MPI_COMM_NULL) {
     GMPI_MPI_CHECK(MPI_Comm_dup(cpu->data, &cpu->plans));
     GMPI_MPI_CHECK(MPI_Comm_set_errhandler(cpu->plans, MPI_ERRORS_RETURN));
   }
@@ -101,6 +103,8 @@ fail:
 gmpi_status_t gmpi_cpu_plan_replay(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
                                    void *lowered) {
   cpu_plan_t *cp = lowered;
+  /* One gate for the replay: past it every rank is in this replay, whose blocking collectives
+   * then wait on no engine (the argument at gated() in cpu_coll.c). */
   GMPI_CHECK(gmpi_cpu_gate(comm, cpu));
   int group = -1;
   for (int i = 0; i < plan->n_steps; i++) {

@@ -1,5 +1,5 @@
 /* The cuda backend: one GPU per rank, NCCL for device buffers, the cpu engine for host
- * buffers, the envelope engine over NCCL "lanes" for point to point. */
+ * buffers, the envelope engine for point to point on device buffers (cuda_p2p.h). */
 #ifndef GMPI_CUDA_H
 #define GMPI_CUDA_H
 
@@ -11,7 +11,7 @@
 #include "../cpu/cpu.h"
 
 struct gmpi_envelope_engine;
-struct cuda_lanes;
+struct cuda_p2p;
 
 typedef struct {
   int device;
@@ -20,7 +20,7 @@ typedef struct {
   cudaStream_t user_stream; /* stream-ordered mode when set */
   gmpi_cpu_t host;          /* host buffers go through the cpu engine */
   struct gmpi_envelope_engine *env;
-  struct cuda_lanes *lanes; /* the p2p mover */
+  struct cuda_p2p *p2p;     /* the engine's mover (owned by the engine) */
   int capturing;            /* a plan is being captured from stream: touch nothing else */
   void *scratch;            /* fallback reductions' gather space, per comm (per stream) */
   size_t scratch_bytes;
@@ -73,7 +73,8 @@ size_t cuda_coll_scratch_need(gmpi_comm_t comm, const gmpi_coll_args_t *a);
 /* out[i] = op over r of in[r*count + i] for r < nranks (AVG: sum, divided when divide). */
 cudaError_t gmpi_cuda_reduce_ranks(int dtype, int op, const void *in, void *out, size_t count,
                                    int nranks, int divide, cudaStream_t stream);
-/* buf[i] /= divisor (integer AVG after an NCCL sum: C's truncating division). */
+/* buf[i] /= divisor: AVG after an NCCL sum (C's truncating division for integers; 16-bit
+ * floats divide in float32 and round once; float, double and complex as themselves). */
 cudaError_t gmpi_cuda_divide(int dtype, void *buf, size_t count, int divisor, cudaStream_t stream);
 
 /* ---- point to point (cuda_p2p.c) ---- */
@@ -82,7 +83,7 @@ void cuda_p2p_close(gmpi_comm_t comm, cuda_comm_t *cc);
 gmpi_status_t cuda_p2p_post(gmpi_request_t req);
 gmpi_status_t cuda_p2p_test(gmpi_request_t req, int *done);
 void cuda_p2p_abandon(gmpi_request_t req);
-/* Progress point to point while waiting for something else (a collective). */
-gmpi_status_t cuda_p2p_progress(gmpi_comm_t comm);
+/* Device memory NCCL took for the comm's links (measured at each link's set-up). */
+size_t cuda_p2p_device_bytes(const cuda_comm_t *cc);
 
 #endif

@@ -10,6 +10,7 @@
 #include "../../core/error.h"
 #include "../../core/log.h"
 #include "../../core/oob.h"
+#include "../../core/progress.h"
 #include "../../core/request.h"
 #include "cuda.h"
 #include "cuda_check.h"
@@ -27,9 +28,13 @@ gmpi_status_t gmpi_nccl_error(ncclResult_t r, ncclComm_t comm, const char *call)
 
 /* ---- which device this rank gets ------------------------------------------------------ */
 
-/* The device of local rank `local` given GMPI_VISIBLE_DEVICES, or -1 with the reason. */
+/* The device of local rank `local` given GMPI_VISIBLE_DEVICES, or -1 with the reason.
+ * Without the variable local rank i takes device i, so two local ranks never share a GPU. With
+ * it, local rank i takes entry i; an entry named more than once is the user's explicit request
+ * to put several ranks on one GPU (NCCL then needs each such rank to claim its own host, e.g.
+ * scripts/shared-gpu-rank), said at info level. More local ranks than entries is an error. */
 static int pick_device(const gmpi_config_t *cfg, int local, int local_size, const char *host,
-                       char *why, size_t why_len) {
+                       int say, char *why, size_t why_len) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -37,7 +42,7 @@ static int pick_device(const gmpi_config_t *cfg, int local, int local_size, cons
     cudaGetLastError();
     return -1;
   }
-  int visible[256], n = 0;
+  int visible[256] = {0}, n = 0;
   if (cfg->visible_devices[0]) {
     for (const char *p = cfg->visible_devices; *p && n < 256; p++) {
       visible[n++] = atoi(p);
@@ -51,7 +56,7 @@ static int pick_device(const gmpi_config_t *cfg, int local, int local_size, cons
   if (local_size > n) {
     snprintf(why, why_len,
              "host %s has %d local ranks but %d usable devices (%d visible to CUDA%s%s); "
-             "gmpi never puts two ranks on one GPU",
+             "gmpi puts two ranks on one GPU only when GMPI_VISIBLE_DEVICES names it twice",
              host, local_size, n, count, cfg->visible_devices[0] ? ", GMPI_VISIBLE_DEVICES=" : "",
              cfg->visible_devices);
     return -1;
@@ -61,11 +66,21 @@ static int pick_device(const gmpi_config_t *cfg, int local, int local_size, cons
              visible[local], host, count);
     return -1;
   }
+  int sharing = 0; /* local ranks on our device (entries beyond local_size are unused) */
+  for (int i = 0; i < local_size; i++)
+    sharing += visible[i] == visible[local];
+  if (sharing > 1 && say)
+    gmpi_log(GMPI_LOG_INFO,
+             "cuda: local rank %d shares device %d with %d other local rank(s) on %s, as "
+             "GMPI_VISIBLE_DEVICES=%s asks (correct, not fast: NCCL needs each such rank to "
+             "claim its own host, e.g. scripts/shared-gpu-rank)",
+             local, visible[local], sharing - 1, host, cfg->visible_devices);
   return visible[local];
 }
 
 static gmpi_status_t cuda_probe(gmpi_comm_t comm, char *why, size_t why_len) {
-  int dev = pick_device(&comm->cfg, comm->local_rank, comm->local_size, comm->host, why, why_len);
+  int dev =
+      pick_device(&comm->cfg, comm->local_rank, comm->local_size, comm->host, 0, why, why_len);
   return dev < 0 ? GMPI_ERR_NO_DEVICE : GMPI_SUCCESS;
 }
 
@@ -110,7 +125,7 @@ static gmpi_status_t wait_settled(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t 
     int ready = 0;
     GMPI_CHECK(nccl_async(comm, cc, nc, &ready));
     if (ready) return GMPI_SUCCESS;
-    if (progress_p2p) GMPI_CHECK(cuda_p2p_progress(comm));
+    if (progress_p2p && !cc->capturing) gmpi_progress_all();
     if (gmpi_deadline_poll(&d)) {
       if (nc != cc->nccl) ncclCommAbort(nc); /* a child being split: the parent is aborted below */
       return timed_out(comm, cc, what);
@@ -140,7 +155,7 @@ gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char
     if ((polls & 15u) == 15u) {
       int ready;
       if (cc->nccl) GMPI_CHECK(nccl_async(comm, cc, cc->nccl, &ready));
-      GMPI_CHECK(cuda_p2p_progress(comm)); /* peers may wait on our envelopes */
+      if (!cc->capturing) gmpi_progress_all(); /* peers may wait on our envelopes */
     }
     if (gmpi_deadline_poll(&d)) return timed_out(comm, cc, what);
   }
@@ -200,7 +215,7 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
   char why[256] = "";
   gmpi_comm_t self = comm ? comm : parent;
   int dev = parent ? ((cuda_comm_t *)parent->be)->device
-                   : pick_device(&self->cfg, self->local_rank, self->local_size, self->host, why,
+                   : pick_device(&self->cfg, self->local_rank, self->local_size, self->host, 1, why,
                                  sizeof(why));
   if (dev < 0) return gmpi_error(GMPI_ERR_NO_DEVICE, "%s", why);
   cuda_comm_t *cc = comm ? calloc(1, sizeof(*cc)) : NULL;
@@ -294,10 +309,11 @@ static gmpi_status_t cuda_set_stream(gmpi_comm_t comm, void *stream) {
   return GMPI_SUCCESS;
 }
 
-/* gmpi's own device memory (staging, scratch, lanes) and the user's; NCCL's is logged at init. */
+/* gmpi's own device memory (scratch, and what NCCL took for the comm's p2p links) and the
+ * user's; the main NCCL communicator's is logged at init. */
 static void cuda_usage(gmpi_comm_t comm, size_t *library, size_t *user) {
-  (void)comm;
   cuda_mem_usage(library, user);
+  *library += cuda_p2p_device_bytes(comm->be);
 }
 
 static const char *cuda_lib_version(void) {

@@ -1,6 +1,6 @@
 /* Collectives on the cuda backend. Host buffers take the cpu engine (MPI); device buffers of
  * this rank's GPU take NCCL -- natively where NCCL has the type and op, as real pairs for
- * complex sums, as sum + division for integer averages, and otherwise by gathering every
+ * complex sums, as sum + division for averages, and otherwise by gathering every
  * rank's input and reducing with gmpi's kernel (core/devpath.c decides). Data movement is
  * type-agnostic: bytes. Blocking mode waits (bounded) for the stream; stream-ordered mode
  * returns once enqueued on the user's stream. */
@@ -20,10 +20,9 @@ static const ncclDataType_t nccl_type[GMPI_DTYPE_COUNT] = {
     [GMPI_FLOAT16] = ncclFloat16, [GMPI_BFLOAT16] = ncclBfloat16, [GMPI_FLOAT32] = ncclFloat32,
     [GMPI_FLOAT64] = ncclFloat64,
 };
+/* No ncclAvg: devpath hands avg to NCCL as a sum, divided afterwards (see devpath.c). */
 static const ncclRedOp_t nccl_op[GMPI_OP_COUNT] = {
-    [GMPI_SUM] = ncclSum, [GMPI_PROD] = ncclProd, [GMPI_MIN] = ncclMin,
-    [GMPI_MAX] = ncclMax, [GMPI_AVG] = ncclAvg,
-};
+    [GMPI_SUM] = ncclSum, [GMPI_PROD] = ncclProd, [GMPI_MIN] = ncclMin, [GMPI_MAX] = ncclMax};
 
 typedef struct {
   gmpi_comm_t comm;

@@ -1,7 +1,7 @@
 /* The kernels that must exist: reducing gathered inputs for the (dtype, op) pairs NCCL lacks
- * (16-bit integers, bool, byte, bitwise and logical ops, complex product...), and the integer
- * division that finishes an average. 16-bit floats compute in float32; integer sums and
- * products wrap (unsigned arithmetic), as MPI's do. */
+ * (16-bit integers, bool, byte, bitwise and logical ops, complex product...), and the division
+ * that finishes an average after NCCL's sum (C's truncation for integers). 16-bit floats compute in
+ * float32; integer sums and products wrap (unsigned arithmetic), as MPI's do. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -112,10 +112,11 @@ __global__ void reduce_ranks_kernel(const T *in, T *out, size_t count, int nrank
   }
 }
 
+/* 16-bit floats divide in float32 and round once, as the cpu backend's gmpi_host_divide. */
 template <typename T> __global__ void divide_kernel(T *buf, size_t count, int divisor) {
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
-    buf[i] = divide_by(buf[i], divisor);
+    buf[i] = Traits<T>::store(divide_by(Traits<T>::load(buf[i]), divisor));
 }
 
 unsigned grid_for(size_t count) {
@@ -216,6 +217,12 @@ extern "C" cudaError_t gmpi_cuda_divide(int dtype, void *buf, size_t count, int 
   case GMPI_UINT32: return launch_divide<uint32_t>(buf, count, divisor, s);
   case GMPI_INT64: return launch_divide<int64_t>(buf, count, divisor, s);
   case GMPI_UINT64: return launch_divide<uint64_t>(buf, count, divisor, s);
+  case GMPI_FLOAT16: return launch_divide<__half>(buf, count, divisor, s);
+  case GMPI_BFLOAT16: return launch_divide<__nv_bfloat16>(buf, count, divisor, s);
+  case GMPI_FLOAT32: return launch_divide<float>(buf, count, divisor, s);
+  case GMPI_FLOAT64: return launch_divide<double>(buf, count, divisor, s);
+  case GMPI_COMPLEX64: return launch_divide<float2>(buf, count, divisor, s);
+  case GMPI_COMPLEX128: return launch_divide<double2>(buf, count, divisor, s);
   }
   return cudaErrorInvalidValue;
 }

@@ -1,0 +1,156 @@
+/* CUDA IPC between ranks of one host: the sender describes its buffer (an IPC handle of the
+ * allocation that holds it, and the offset); the receiver opens the handle once per allocation
+ * and copies with the copy engine. A copy waits for no kernel of the peer's, so it cannot join a
+ * wait cycle, and it runs at the copy engine's speed even when ranks share one GPU (measured:
+ * shared/notes/nccl-p2p-order.md). The mapping costs no device memory. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/error.h"
+#include "../../core/log.h"
+#include "cuda_check.h"
+#include "cuda_p2p.h"
+
+typedef struct {
+  cudaIpcMemHandle_t handle;
+  uint64_t offset; /* of the buffer in its allocation */
+} ipc_blob_t;
+
+typedef struct opened {
+  int peer;
+  cudaIpcMemHandle_t handle;
+  char *base;
+  struct opened *next;
+} opened_t;
+
+struct cuda_ipc {
+  opened_t *opened;
+};
+
+typedef struct {
+  xfer_kind_t kind; /* XFER_PULL */
+  cudaEvent_t done;
+} pull_t;
+
+/* The driver's cuMemGetAddressRange, found at run time: libgmpi does not link libcuda, so it
+ * loads on machines without a GPU driver. */
+typedef int (*range_fn_t)(unsigned long long *base, size_t *size, unsigned long long ptr);
+
+static range_fn_t range_fn(void) {
+  static range_fn_t fn;
+  static int looked;
+  if (!looked) {
+    void *p = NULL;
+    enum cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, 12000, cudaEnableDefault,
+                                         &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      fn = (range_fn_t)p;
+    looked = 1;
+  }
+  return fn;
+}
+
+size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob) {
+  (void)p;
+  range_fn_t range = range_fn();
+  unsigned long long base = 0;
+  size_t size = 0;
+  ipc_blob_t b;
+  if (!range || range(&base, &size, (unsigned long long)(uintptr_t)buf) != 0) return 0;
+  if (cudaIpcGetMemHandle(&b.handle, (void *)(uintptr_t)base) != cudaSuccess) {
+    cudaGetLastError();
+    GMPI_TRACE("buffer %p cannot be shared by CUDA IPC: it moves on the NCCL link", buf);
+    return 0;
+  }
+  b.offset = (uint64_t)((uintptr_t)buf - (uintptr_t)base);
+  memcpy(blob, &b, sizeof(b));
+  return sizeof(b);
+}
+
+/* The peer's allocation, opened once and kept until the comm closes. */
+static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemHandle_t *h,
+                                      char **base) {
+  if (!p->ipc && !(p->ipc = calloc(1, sizeof(*p->ipc))))
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
+  for (opened_t *o = p->ipc->opened; o; o = o->next) {
+    if (o->peer == peer && !memcmp(&o->handle, h, sizeof(*h))) {
+      *base = o->base;
+      return GMPI_SUCCESS;
+    }
+  }
+  opened_t *o = calloc(1, sizeof(*o));
+  if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
+  cudaError_t e = cudaIpcOpenMemHandle((void **)&o->base, *h, cudaIpcMemLazyEnablePeerAccess);
+  if (e != cudaSuccess) {
+    free(o);
+    return gmpi_cuda_error(e, "cudaIpcOpenMemHandle (a device buffer of a rank on this host)");
+  }
+  o->peer = peer;
+  o->handle = *h;
+  o->next = p->ipc->opened;
+  p->ipc->opened = o;
+  GMPI_TRACE("opened a device allocation of rank %d by CUDA IPC", peer);
+  *base = o->base;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t len, void *dst,
+                            size_t bytes, void **handle) {
+  ipc_blob_t b;
+  if (len != sizeof(b))
+    return gmpi_error(GMPI_ERR_INTERNAL, "buffer description from rank %d has %zu bytes", peer,
+                      len);
+  memcpy(&b, blob, sizeof(b));
+  char *base = NULL;
+  GMPI_CHECK(open_peer_buffer(p, peer, &b.handle, &base));
+  pull_t *x = calloc(1, sizeof(*x));
+  if (!x) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
+  x->kind = XFER_PULL;
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming), st, free_x);
+  if (p->cc->user_stream) { /* stream-ordered: the receive buffer is ours once the user's
+                               stream reaches this point */
+    GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->done, p->cc->user_stream), st, destroy_event);
+    GMPI_CUDA_CHECK_GOTO(cudaStreamWaitEvent(p->stream, x->done, 0), st, destroy_event);
+  }
+  GMPI_CUDA_CHECK_GOTO(
+      cudaMemcpyAsync(dst, base + b.offset, bytes, cudaMemcpyDeviceToDevice, p->stream), st,
+      destroy_event);
+  GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->done, p->stream), st, destroy_event);
+  *handle = x;
+  return GMPI_SUCCESS;
+destroy_event:
+  cudaEventDestroy(x->done);
+free_x:
+  free(x);
+  return st;
+}
+
+gmpi_status_t cuda_ipc_test(void *handle, int *done) {
+  pull_t *x = handle;
+  cudaError_t e = cudaEventQuery(x->done);
+  *done = e == cudaSuccess;
+  if (e != cudaSuccess && e != cudaErrorNotReady) return gmpi_cuda_error(e, "cudaEventQuery");
+  if (*done) cuda_ipc_cancel(x);
+  return GMPI_SUCCESS;
+}
+
+/* The copy may still run: the event is released when it is done (CUDA defers it). */
+void cuda_ipc_cancel(void *handle) {
+  pull_t *x = handle;
+  cudaEventDestroy(x->done);
+  free(x);
+}
+
+void cuda_ipc_close(cuda_p2p_t *p) {
+  if (!p->ipc) return;
+  for (opened_t *o = p->ipc->opened, *next; o; o = next) {
+    next = o->next;
+    cudaIpcCloseMemHandle(o->base);
+    free(o);
+  }
+  free(p->ipc);
+  p->ipc = NULL;
+}

@@ -1,0 +1,291 @@
+/* NCCL links: one two-rank NCCL communicator and stream per peer that exchanges rendezvous
+ * device messages with this rank (between hosts, or everywhere with GMPI_DEVICE_P2P=nccl).
+ *
+ * The envelope engine issues a link's transfers on both ranks in one order (its leader's), so a
+ * transfer never waits for one issued after it; links share no communicator or stream, so no
+ * wait crosses from one link to another. What NCCL adds (shared/notes/nccl-p2p-order.md): the
+ * first operation on a communicator blocks the host until the peer's first one. So a link is
+ * set up by a helper thread -- blocking init, then one grouped send and receive of a byte each
+ * way, which pairs up whatever the order of the two ranks -- and transfers issued meanwhile
+ * wait in the link's queue; the host never blocks on a peer. The helper's blocking wait cannot
+ * be bounded, but the transfers that wait for it are (GMPI_TIMEOUT), and a link whose set-up
+ * never finishes is left to the process at close. Nothing here synchronizes the device while
+ * link kernels run (no cudaMalloc/cudaFree between set-up and close). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/comm.h"
+#include "../../core/error.h"
+#include "../../core/log.h"
+#include "cuda_check.h"
+#include "cuda_p2p.h"
+
+typedef enum { LINK_NONE = 0, LINK_STARTING, LINK_READY, LINK_FAILED } link_state_t;
+
+typedef struct xfer {
+  xfer_kind_t kind; /* XFER_LINK */
+  struct link *link;
+  int is_send;
+  void *buf;
+  size_t bytes;
+  cudaEvent_t ready; /* stream-ordered mode: the user's stream reached the post */
+  cudaEvent_t done;  /* recorded right after the NCCL call */
+  int issued;        /* handed to NCCL */
+  int cancelled;     /* given up before it was issued: freed when the queue drains */
+  struct xfer *next; /* the link's queue until issued */
+} xfer_t;
+
+typedef struct link {
+  int peer;
+  int my_rank; /* 0 for the link's leader (lower comm rank), 1 for its follower */
+  int device;
+  ncclUniqueId id;
+  ncclComm_t nccl;
+  cudaStream_t stream;
+  void *warm; /* two bytes: the warm-up's send and receive */
+  pthread_t setup;
+  atomic_int setup_state;
+  link_state_t state;
+  size_t device_bytes; /* free device memory lost while setting it up */
+  char setup_error[160];
+  xfer_t *head, *tail; /* issued before the link was ready */
+} link_t;
+
+struct cuda_links {
+  link_t *by_peer;
+  int size;
+};
+
+gmpi_status_t cuda_links_create(cuda_p2p_t *p) {
+  struct cuda_links *l = calloc(1, sizeof(*l));
+  if (!l || !(l->by_peer = calloc((size_t)p->comm->size, sizeof(link_t)))) {
+    free(l);
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d links", p->comm->size);
+  }
+  l->size = p->comm->size;
+  for (int r = 0; r < l->size; r++)
+    l->by_peer[r].peer = r;
+  p->links = l;
+  return GMPI_SUCCESS;
+}
+
+/* ---- set-up ---------------------------------------------------------------------------- */
+
+static ncclResult_t warm_up(link_t *link) {
+  char *w = link->warm;
+  ncclGroupStart();
+  ncclSend(w, 1, ncclUint8, 1 - link->my_rank, link->nccl, link->stream);
+  ncclRecv(w + 1, 1, ncclUint8, 1 - link->my_rank, link->nccl, link->stream);
+  return ncclGroupEnd();
+}
+
+/* The helper thread: join the two-rank communicator and connect it. Blocking calls are fine
+ * here; a link carries few channels (one CTA), which keeps its memory small. */
+static void *link_setup_main(void *arg) {
+  link_t *link = arg;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  config.minCTAs = 1;
+  config.maxCTAs = 1;
+  ncclResult_t r = ncclSuccess;
+  size_t free_before = 0, free_after = 0, total = 0;
+  cudaError_t e = cudaSetDevice(link->device);
+  if (e == cudaSuccess) cudaMemGetInfo(&free_before, &total);
+  if (e == cudaSuccess)
+    r = ncclCommInitRankConfig(&link->nccl, 2, link->id, link->my_rank, &config);
+  if (e == cudaSuccess && r == ncclSuccess) r = warm_up(link);
+  if (e == cudaSuccess && r == ncclSuccess) e = cudaStreamSynchronize(link->stream);
+  if (e == cudaSuccess && cudaMemGetInfo(&free_after, &total) == cudaSuccess)
+    link->device_bytes = free_before > free_after ? free_before - free_after : 0;
+  if (e != cudaSuccess)
+    snprintf(link->setup_error, sizeof(link->setup_error), "%s", cudaGetErrorString(e));
+  else if (r != ncclSuccess)
+    snprintf(link->setup_error, sizeof(link->setup_error), "%s", ncclGetErrorString(r));
+  atomic_store(&link->setup_state, link->setup_error[0] ? LINK_FAILED : LINK_READY);
+  return NULL;
+}
+
+static gmpi_status_t link_start(cuda_p2p_t *p, link_t *link, const ncclUniqueId *id,
+                                int my_rank) {
+  link->id = *id;
+  link->my_rank = my_rank;
+  link->device = p->cc->device;
+  GMPI_CUDA_CHECK(cudaStreamCreateWithFlags(&link->stream, cudaStreamNonBlocking));
+  GMPI_CHECK(cuda_lib_alloc(2, &link->warm));
+  atomic_store(&link->setup_state, LINK_STARTING);
+  if (pthread_create(&link->setup, NULL, link_setup_main, link) != 0)
+    return gmpi_error(GMPI_ERR_BACKEND, "cannot start a thread to set up the link with rank %d",
+                      link->peer);
+  link->state = LINK_STARTING;
+  GMPI_TRACE("NCCL link with rank %d: setting up (%s)", link->peer,
+             my_rank == 0 ? "leader" : "follower");
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t cuda_link_open(cuda_p2p_t *p, int peer, void *blob, size_t *len) {
+  ncclUniqueId id;
+  GMPI_NCCL_CHECK(ncclGetUniqueId(&id), NULL);
+  GMPI_CHECK(link_start(p, &p->links->by_peer[peer], &id, 0));
+  memcpy(blob, &id, sizeof(id));
+  *len = sizeof(id);
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t cuda_link_join(cuda_p2p_t *p, int peer, const void *blob, size_t len) {
+  if (len != sizeof(ncclUniqueId))
+    return gmpi_error(GMPI_ERR_INTERNAL, "link introduction from rank %d has %zu bytes", peer,
+                      len);
+  ncclUniqueId id;
+  memcpy(&id, blob, sizeof(id));
+  return link_start(p, &p->links->by_peer[peer], &id, 1);
+}
+
+/* ---- transfers --------------------------------------------------------------------------- */
+
+static void free_xfer(xfer_t *x) {
+  if (x->ready) cudaEventDestroy(x->ready);
+  cudaEventDestroy(x->done);
+  free(x);
+}
+
+static gmpi_status_t issue(xfer_t *x) {
+  link_t *link = x->link;
+  if (x->ready) GMPI_CUDA_CHECK(cudaStreamWaitEvent(link->stream, x->ready, 0));
+  int to = 1 - link->my_rank;
+  ncclResult_t r = x->is_send ? ncclSend(x->buf, x->bytes, ncclUint8, to, link->nccl, link->stream)
+                              : ncclRecv(x->buf, x->bytes, ncclUint8, to, link->nccl, link->stream);
+  if (r != ncclSuccess) {
+    link->state = LINK_FAILED;
+    return gmpi_nccl_error(r, link->nccl, x->is_send ? "ncclSend (link)" : "ncclRecv (link)");
+  }
+  GMPI_CUDA_CHECK(cudaEventRecord(x->done, link->stream));
+  x->issued = 1;
+  return GMPI_SUCCESS;
+}
+
+/* A link being set up: once ready, issue what waited for it, in order. */
+static gmpi_status_t link_pump(link_t *link) {
+  if (link->state != LINK_STARTING) return GMPI_SUCCESS;
+  int state = atomic_load(&link->setup_state);
+  if (state == LINK_STARTING) return GMPI_SUCCESS;
+  pthread_join(link->setup, NULL);
+  link->state = (link_state_t)state;
+  if (state == LINK_FAILED)
+    return gmpi_error(GMPI_ERR_BACKEND, "setting up the NCCL link with rank %d failed: %s",
+                      link->peer, link->setup_error);
+  gmpi_log(GMPI_LOG_INFO, "NCCL link with rank %d ready (%.1f MiB of device memory)", link->peer,
+           (double)link->device_bytes / (1 << 20));
+  for (xfer_t *x = link->head, *next; x; x = next) {
+    next = x->next;
+    GMPI_CHECK(issue(x));
+    if (x->cancelled) free_xfer(x); /* NCCL has the call; CUDA releases events when done */
+  }
+  link->head = link->tail = NULL;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t cuda_links_progress(cuda_p2p_t *p) {
+  for (int r = 0; p->links && r < p->links->size; r++)
+    GMPI_CHECK(link_pump(&p->links->by_peer[r]));
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, size_t bytes,
+                              void **handle) {
+  link_t *link = &p->links->by_peer[peer];
+  if (link->state == LINK_FAILED || link->state == LINK_NONE)
+    return gmpi_error(GMPI_ERR_BACKEND, "the NCCL link with rank %d could not be set up", peer);
+  xfer_t *x = calloc(1, sizeof(*x));
+  if (!x) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
+  *x = (xfer_t){.kind = XFER_LINK, .link = link, .is_send = is_send, .buf = buf, .bytes = bytes};
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming), st, free_x);
+  if (p->cc->user_stream) { /* stream-ordered: the data is ready when the user's stream is */
+    GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->ready, cudaEventDisableTiming), st,
+                         destroy_done);
+    GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->ready, p->cc->user_stream), st, destroy_ready);
+  }
+  *handle = x;
+  if (link->state == LINK_READY) return issue(x);
+  if (link->tail)
+    link->tail->next = x;
+  else
+    link->head = x;
+  link->tail = x;
+  return link_pump(link);
+destroy_ready:
+  cudaEventDestroy(x->ready);
+destroy_done:
+  cudaEventDestroy(x->done);
+free_x:
+  free(x);
+  return st;
+}
+
+gmpi_status_t cuda_link_test(void *handle, int *done) {
+  xfer_t *x = handle;
+  *done = 0;
+  if (!x->issued) GMPI_CHECK(link_pump(x->link));
+  if (!x->issued) return GMPI_SUCCESS;
+  cudaError_t e = cudaEventQuery(x->done);
+  if (e == cudaErrorNotReady) {
+    ncclResult_t r = ncclSuccess;
+    ncclCommGetAsyncError(x->link->nccl, &r);
+    if (r != ncclSuccess) return gmpi_nccl_error(r, x->link->nccl, "NCCL link");
+    return GMPI_SUCCESS;
+  }
+  if (e != cudaSuccess) return gmpi_cuda_error(e, "cudaEventQuery");
+  free_xfer(x);
+  *done = 1;
+  return GMPI_SUCCESS;
+}
+
+/* A transfer not yet issued keeps its place in the link's order (its peer issues the other
+ * half): it is issued, then released. */
+void cuda_link_cancel(void *handle) {
+  xfer_t *x = handle;
+  if (x->issued)
+    free_xfer(x);
+  else
+    x->cancelled = 1;
+}
+
+size_t cuda_links_device_bytes(const cuda_p2p_t *p) {
+  size_t sum = 0;
+  for (int r = 0; p->links && r < p->links->size; r++)
+    if (p->links->by_peer[r].state == LINK_READY) sum += p->links->by_peer[r].device_bytes;
+  return sum;
+}
+
+/* Close a link. Its transfers have completed (finalize is collective and waits), so the
+ * communicator is aborted rather than finalized: abort needs no cooperation from the peer,
+ * whose links close in another order. */
+static void link_close(link_t *link) {
+  if (link->state == LINK_NONE) return;
+  for (xfer_t *x = link->head, *n; x; x = n)
+    n = x->next, free_xfer(x);
+  if (link->state == LINK_STARTING) {
+    if (atomic_load(&link->setup_state) == LINK_STARTING) {
+      pthread_detach(link->setup); /* blocked in NCCL, waiting for a peer that is gone */
+      return;
+    }
+    pthread_join(link->setup, NULL);
+  }
+  if (link->stream) cudaStreamSynchronize(link->stream);
+  if (link->nccl) ncclCommAbort(link->nccl);
+  cuda_lib_free(link->warm, 2);
+  if (link->stream) cudaStreamDestroy(link->stream);
+  memset(link, 0, sizeof(*link));
+}
+
+void cuda_links_close(cuda_p2p_t *p) {
+  if (!p->links) return;
+  for (int r = 0; r < p->links->size; r++)
+    link_close(&p->links->by_peer[r]);
+  free(p->links->by_peer);
+  free(p->links);
+  p->links = NULL;
+}

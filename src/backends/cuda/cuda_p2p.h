@@ -1,0 +1,43 @@
+/* Device point to point on the cuda backend: the envelope engine (src/p2p) matches as MPI does;
+ * this is its mover. Eager data is copied through host memory; rendezvous data moves by CUDA
+ * IPC copies between ranks of one host (cuda_ipc.c) and by NCCL links between hosts
+ * (cuda_links.c). Both kinds of transfer start with this header so one test serves both. */
+#ifndef GMPI_CUDA_P2P_H
+#define GMPI_CUDA_P2P_H
+
+#include "cuda.h"
+
+typedef enum { XFER_PULL = 1, XFER_LINK } xfer_kind_t;
+
+typedef struct cuda_p2p {
+  gmpi_comm_t comm;
+  cuda_comm_t *cc;
+  cudaStream_t stream;     /* eager copies and IPC pulls */
+  unsigned char *can_pull; /* per peer: shares this host, so CUDA IPC reaches its memory */
+  struct cuda_ipc *ipc;    /* peer buffers opened so far */
+  struct cuda_links *links;
+} cuda_p2p_t;
+
+/* ---- CUDA IPC (cuda_ipc.c) ---- */
+/* Describe buf for a peer of this host; 0 when it cannot be shared (not cudaMalloc memory). */
+size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob);
+gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t len, void *dst,
+                            size_t bytes, void **handle);
+gmpi_status_t cuda_ipc_test(void *handle, int *done);
+void cuda_ipc_cancel(void *handle);
+void cuda_ipc_close(cuda_p2p_t *p);
+
+/* ---- NCCL links (cuda_links.c) ---- */
+gmpi_status_t cuda_links_create(cuda_p2p_t *p);
+gmpi_status_t cuda_link_open(cuda_p2p_t *p, int peer, void *blob, size_t *len);
+gmpi_status_t cuda_link_join(cuda_p2p_t *p, int peer, const void *blob, size_t len);
+gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, size_t bytes,
+                              void **handle);
+gmpi_status_t cuda_link_test(void *handle, int *done);
+void cuda_link_cancel(void *handle);
+gmpi_status_t cuda_links_progress(cuda_p2p_t *p);
+/* NCCL's device memory for the links, as measured when each was set up. */
+size_t cuda_links_device_bytes(const cuda_p2p_t *p);
+void cuda_links_close(cuda_p2p_t *p);
+
+#endif

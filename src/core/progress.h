@@ -1,0 +1,23 @@
+/* Progress everywhere. MPI's progress rule says a send completes once its receive is posted,
+ * whatever else the receiving rank is doing. gmpi's envelope engines only move when called,
+ * so every engine registers here and every wait inside gmpi (p2p waits, collectives, gates,
+ * plan run and compile, split, out-of-band exchanges) calls gmpi_progress_all() while it
+ * waits. Core knows the engines only as (function, context) pairs. */
+#ifndef GMPI_CORE_PROGRESS_H
+#define GMPI_CORE_PROGRESS_H
+
+#include "gmpi.h"
+
+typedef gmpi_status_t (*gmpi_progress_fn)(void *ctx);
+
+/* Register an engine; it is called by every wait until removed. */
+gmpi_status_t gmpi_progress_add(gmpi_progress_fn fn, void *ctx);
+void gmpi_progress_remove(gmpi_progress_fn fn, void *ctx);
+/* 1 when any engine is registered: waits that would block inside MPI must poll instead. */
+int gmpi_progress_needed(void);
+/* Drive every registered engine once. Re-entrant calls (an engine's own wait) return at once.
+ * An engine's failure is logged and reported to that engine's comm, not to the caller, whose
+ * wait is about something else. */
+void gmpi_progress_all(void);
+
+#endif

@@ -1,0 +1,205 @@
+/* The model mover: host memory, and links that behave as NCCL's do, built on MPI so that the
+ * envelope engine's scheduling is exercised on machines without GPUs (CI).
+ *
+ * What it models (measured on the H200, shared/notes/nccl-p2p-order.md):
+ *  1. a link connects at a moment both sides reach (here: a hello exchange at open/join);
+ *  2. transfers on one link run one at a time, in the order issued: only the head of a link's
+ *     queue is started, later ones wait behind it whatever their peer does;
+ *  3. a send completes only once the peer has issued the matching receive (MPI_Issend).
+ * Each transfer's MPI tag is its link position, so two ranks that issued a link's transfers in
+ * different orders never pair the wrong ones: they wait, and the test that did it times out. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/comm.h"
+#include "../core/error.h"
+#include "../mpi/mpi_check.h"
+#include "../mpi/types.h"
+#include "envelope.h"
+
+#define HELLO_TAG 32767 /* positions use tags 0 .. 32766 (MPI guarantees 32767) */
+
+typedef struct model_op {
+  int is_send;
+  int peer;
+  uint64_t k;
+  void *buf;
+  size_t bytes;
+  int started, done, cancelled;
+  MPI_Request req;
+  MPI_Datatype type;
+  struct model_op *next;
+} model_op_t;
+
+typedef struct {
+  int state; /* 0: none, 1: connecting, 2: connected */
+  MPI_Request hello[2];
+  char hello_out, hello_in;
+  model_op_t *head, *tail;
+} model_link_t;
+
+typedef struct {
+  MPI_Comm data;
+  size_t chunk;
+  int size;
+  model_link_t *links; /* per peer */
+} model_t;
+
+static gmpi_status_t host_copy(void *ctx, void *dst, const void *src, size_t bytes) {
+  (void)ctx;
+  memcpy(dst, src, bytes);
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t connect(model_t *m, int peer) {
+  model_link_t *l = &m->links[peer];
+  l->state = 1;
+  GMPI_MPI_CHECK(MPI_Isend(&l->hello_out, 1, MPI_CHAR, peer, HELLO_TAG, m->data, &l->hello[0]));
+  GMPI_MPI_CHECK(MPI_Irecv(&l->hello_in, 1, MPI_CHAR, peer, HELLO_TAG, m->data, &l->hello[1]));
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t model_open(void *ctx, int peer, void *blob, size_t *len) {
+  memset(blob, 1, 1);
+  *len = 1;
+  return connect(ctx, peer);
+}
+
+static gmpi_status_t model_join(void *ctx, int peer, const void *blob, size_t len) {
+  (void)blob;
+  (void)len;
+  return connect(ctx, peer);
+}
+
+static gmpi_status_t start_op(model_t *m, model_op_t *op) {
+  int n;
+  GMPI_CHECK(gmpi_mpi_bytes_type(op->bytes, m->chunk, &op->type, &n));
+  int tag = (int)(op->k % HELLO_TAG);
+  int rc = op->is_send ? MPI_Issend(op->buf, n, op->type, op->peer, tag, m->data, &op->req)
+                       : MPI_Irecv(op->buf, n, op->type, op->peer, tag, m->data, &op->req);
+  if (rc != MPI_SUCCESS) return gmpi_mpi_error(rc, op->is_send ? "MPI_Issend" : "MPI_Irecv");
+  op->started = 1;
+  return GMPI_SUCCESS;
+}
+
+/* Run a link's queue: connect, then start its head, retire it when done, next. */
+static gmpi_status_t pump(model_t *m, model_link_t *l) {
+  if (l->state == 1) {
+    int flag = 0;
+    GMPI_MPI_CHECK(MPI_Testall(2, l->hello, &flag, MPI_STATUSES_IGNORE));
+    if (!flag) return GMPI_SUCCESS;
+    l->state = 2;
+  }
+  while (l->state == 2 && l->head) {
+    model_op_t *op = l->head;
+    if (!op->started) GMPI_CHECK(start_op(m, op));
+    int flag = 0;
+    GMPI_MPI_CHECK(MPI_Test(&op->req, &flag, MPI_STATUS_IGNORE));
+    if (!flag) return GMPI_SUCCESS;
+    gmpi_mpi_type_release(&op->type);
+    l->head = op->next;
+    if (!l->head) l->tail = NULL;
+    op->done = 1;
+    if (op->cancelled) free(op);
+  }
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t model_progress(void *ctx) {
+  model_t *m = ctx;
+  for (int p = 0; p < m->size; p++)
+    if (m->links[p].state) GMPI_CHECK(pump(m, &m->links[p]));
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t issue(model_t *m, int is_send, int peer, uint64_t k, void *buf,
+                           size_t bytes, void **handle) {
+  model_link_t *l = &m->links[peer];
+  if (!l->state)
+    return gmpi_error(GMPI_ERR_INTERNAL, "model link to rank %d used before it was opened", peer);
+  model_op_t *op = calloc(1, sizeof(*op));
+  if (!op) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
+  *op = (model_op_t){.is_send = is_send, .peer = peer, .k = k, .buf = buf, .bytes = bytes};
+  op->req = MPI_REQUEST_NULL;
+  op->type = MPI_DATATYPE_NULL;
+  if (l->tail)
+    l->tail->next = op;
+  else
+    l->head = op;
+  l->tail = op;
+  *handle = op;
+  return pump(m, l);
+}
+
+static gmpi_status_t model_send(void *ctx, int peer, uint64_t k, const void *buf, size_t bytes,
+                                void **handle) {
+  return issue(ctx, 1, peer, k, (void *)buf, bytes, handle);
+}
+
+static gmpi_status_t model_recv(void *ctx, int peer, uint64_t k, void *buf, size_t bytes,
+                                void **handle) {
+  return issue(ctx, 0, peer, k, buf, bytes, handle);
+}
+
+static gmpi_status_t model_test(void *ctx, void *handle, int *done) {
+  model_op_t *op = handle;
+  GMPI_CHECK(pump(ctx, &((model_t *)ctx)->links[op->peer]));
+  *done = op->done;
+  if (op->done) free(op);
+  return GMPI_SUCCESS;
+}
+
+/* A transfer given up stays in its link's order (the peer's counterpart is issued): it is
+ * freed when it completes, or with the mover. */
+static void model_cancel(void *ctx, void *handle) {
+  (void)ctx;
+  model_op_t *op = handle;
+  if (op->done)
+    free(op);
+  else
+    op->cancelled = 1;
+}
+
+static void model_destroy(void *ctx) {
+  model_t *m = ctx;
+  for (int p = 0; m->links && p < m->size; p++) {
+    model_link_t *l = &m->links[p];
+    for (model_op_t *op = l->head, *next; op; op = next) {
+      next = op->next;
+      if (op->started) MPI_Request_free(&op->req); /* MPI may still touch op->buf */
+      if (op->cancelled) free(op); /* others are freed by their owner's abandon */
+    }
+    for (int i = 0; l->state == 1 && i < 2; i++)
+      if (l->hello[i] != MPI_REQUEST_NULL) MPI_Request_free(&l->hello[i]);
+  }
+  free(m->links);
+  free(m);
+}
+
+static const gmpi_mover_t model_mover = {
+    .name = "mpi-model",
+    .to_host = host_copy,
+    .from_host = host_copy,
+    .self_copy = host_copy,
+    .link_open = model_open,
+    .link_join = model_join,
+    .link_send = model_send,
+    .link_recv = model_recv,
+    .test = model_test,
+    .cancel = model_cancel,
+    .progress = model_progress,
+    .destroy = model_destroy,
+};
+
+gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm,
+                                    struct gmpi_envelope_engine **out) {
+  model_t *m = calloc(1, sizeof(*m));
+  if (!m || !(m->links = calloc((size_t)comm->size, sizeof(*m->links)))) {
+    free(m);
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the model mover");
+  }
+  m->data = data_comm;
+  m->chunk = comm->cfg.max_chunk;
+  m->size = comm->size;
+  return gmpi_env_create(comm, &model_mover, m, out);
+}
