@@ -109,6 +109,20 @@ static void comms_and_outputs(void) {
   CASE(INV, want, gmpi_bcast(buf, 1, GMPI_INT8, -1, comm));
 }
 
+/* The launcher's settings (GMPI_VISIBLE_DEVICES=0,0 of scripts/shared-gpu-rank, ctest's
+ * GMPI_BACKEND) come back after each case, so later inits run as the test was started. */
+static char *env_save(const char *var) {
+  const char *v = getenv(var);
+  return v ? strdup(v) : NULL;
+}
+static void env_restore(const char *var, char *saved) {
+  if (saved)
+    setenv(var, saved, 1);
+  else
+    unsetenv(var);
+  free(saved);
+}
+
 /* A bad GMPI_* value fails gmpi_init naming the variable and the value, on every rank. */
 static void environment(gmpi_backend_t backend) {
   static const struct {
@@ -129,13 +143,15 @@ static void environment(gmpi_backend_t backend) {
   };
   for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
     gmpi_comm_t c = NULL;
+    char *saved = env_save(env[i].var);
     setenv(env[i].var, env[i].value, 1);
     CASE(env[i].expect, env[i].mentions, gmpi_init(MPI_COMM_WORLD, &c));
     T_EQ_PTR(c, NULL);
-    unsetenv(env[i].var);
+    env_restore(env[i].var, saved);
   }
   /* Asking for cuda: a clear NO_DEVICE where there is none, never a silent cpu fallback. */
   gmpi_comm_t c = NULL;
+  char *saved = env_save("GMPI_BACKEND");
   setenv("GMPI_BACKEND", "cuda", 1);
   if (backend == GMPI_BACKEND_CPU) {
     CASE(GMPI_ERR_NO_DEVICE, "GMPI_BACKEND=cuda", gmpi_init(MPI_COMM_WORLD, &c));
@@ -143,7 +159,7 @@ static void environment(gmpi_backend_t backend) {
     T_OK(gmpi_init(MPI_COMM_WORLD, &c));
     T_OK(gmpi_finalize(&c));
   }
-  unsetenv("GMPI_BACKEND");
+  env_restore("GMPI_BACKEND", saved);
 }
 
 int main(int argc, char **argv) {

@@ -130,9 +130,9 @@ static void ring_blocking(size_t bytes, gmpi_dtype_t d, int msgs) {
 }
 
 static void case_ring_blocking_eager(void) {
-  ring_blocking(8 * 4, GMPI_INT32, 1);                     /* 8 elements */
-  ring_blocking(EAGER_BYTES_DOCUMENTED, GMPI_UINT8, 1);    /* the largest documented size */
-  ring_blocking(8 * 4, GMPI_INT32, 4);                     /* 4 tags, received in reverse */
+  ring_blocking(8 * 4, GMPI_INT32, 1);                  /* 8 elements */
+  ring_blocking(8 * 4, GMPI_INT32, 4);                  /* 4 tags, received in reverse */
+  ring_blocking(EAGER_BYTES_DOCUMENTED, GMPI_UINT8, 1); /* the largest documented size */
   ring_blocking(EAGER_BYTES_DOCUMENTED, GMPI_FLOAT32, 4);
 }
 
@@ -260,21 +260,6 @@ static void case_self(void) {
   T_STATUS_IS(one, rank, 51, big);
   check_dev("self: irecv then blocking send (100 KiB)", br, big, seed_of(rank, 51, 5));
 
-  /* blocking send to self before the receive exists: completes because it is eager */
-  const size_t sizes[2] = {8 * 4, EAGER_BYTES_DOCUMENTED};
-  for (int k = 0; k < 2; k++) {
-    void *es = pattern_dev(sizes[k], seed_of(rank, 52 + k, 5)), *er = t_alloc(sizes[k]);
-    one = unset_status();
-    T_OK(gmpi_send(es, sizes[k] / 4, GMPI_INT32, rank, 52 + k, comm));
-    T_OK(gmpi_recv(er, sizes[k] / 4, GMPI_INT32, rank, 52 + k, comm, &one));
-    T_STATUS_IS(one, rank, 52 + k, sizes[k] / 4);
-    char what[80];
-    snprintf(what, sizeof(what), "self: blocking send of %zu bytes before the receive", sizes[k]);
-    check_dev(what, er, sizes[k], seed_of(rank, 52 + k, 5));
-    t_free(es);
-    t_free(er);
-  }
-
   /* ANY_SOURCE (and ANY_SOURCE + ANY_TAG) receives matching self messages */
   for (int k = 0; k < 2; k++) {
     one = unset_status();
@@ -289,6 +274,28 @@ static void case_self(void) {
   t_free(r);
   t_free(bs);
   t_free(br);
+}
+
+/* 5b. A blocking send to self before the receive exists completes because it is eager (up to
+ * the documented size). Run late: a send that never completes fails the comm. */
+static void case_self_blocking_eager(void) {
+  const size_t sizes[2] = {8 * 4, EAGER_BYTES_DOCUMENTED};
+  for (int k = 0; k < 2; k++) {
+    void *es = pattern_dev(sizes[k], seed_of(rank, 52 + k, 5)), *er = t_alloc(sizes[k]);
+    gmpi_msg_status_t one = unset_status();
+    gmpi_status_t rc = gmpi_send(es, sizes[k] / 4, GMPI_INT32, rank, 52 + k, comm);
+    T_OK(rc);
+    if (rc == GMPI_SUCCESS) {
+      T_OK(gmpi_recv(er, sizes[k] / 4, GMPI_INT32, rank, 52 + k, comm, &one));
+      T_STATUS_IS(one, rank, 52 + k, sizes[k] / 4);
+      char what[80];
+      snprintf(what, sizeof(what), "self: blocking send of %zu bytes before the receive", sizes[k]);
+      check_dev(what, er, sizes[k], seed_of(rank, 52 + k, 5));
+    }
+    t_free(es);
+    t_free(er);
+    if (rc != GMPI_SUCCESS) return; /* the comm is failed */
+  }
 }
 
 /* ---- 6. host and device buffers interleaved on one comm ------------------------------------ */
@@ -325,8 +332,7 @@ static void mixed_round(int recv_first) {
       if (posting_recvs)
         T_OK(gmpi_irecv(r[k], mixed_bytes(k), GMPI_UINT8, peer, tag, comm, &reqs[k]));
       else
-        T_OK(gmpi_isend(s[k], mixed_bytes(k), GMPI_UINT8, peer, tag, comm,
-                        &reqs[MIXED_MSGS + k]));
+        T_OK(gmpi_isend(s[k], mixed_bytes(k), GMPI_UINT8, peer, tag, comm, &reqs[MIXED_MSGS + k]));
     }
   }
   for (int i = 0; i < 2 * MIXED_MSGS; i++)
@@ -358,13 +364,17 @@ static void case_host_device_mixed(void) {
 /* ---- 7. truncation, then a message that must arrive intact --------------------------------- */
 /* Each rank isends `unit`*10 then `unit`*5 elements with one tag to its partner; the partner
  * receives `unit`*4 (GMPI_ERR_TRUNCATE) then `unit`*5 (intact). posted_before: both receives
- * are posted before the partner sends (barrier in between); else the messages are sent first. */
+ * are posted before the partner sends (barrier in between); else the messages are sent first.
+ * The truncated receive's buffer is the head of a 10-unit allocation whose tail holds a known
+ * pattern: a receive that writes past its count is caught there (not as heap corruption). */
 static void truncate_then_intact(gmpi_dtype_t d, size_t unit, int posted_before) {
   int peer = partner(), tag = 70 + posted_before;
   size_t es = gmpi_dtype_size(d), n10 = 10 * unit, n5 = 5 * unit, n4 = 4 * unit;
   uint32_t seed10 = seed_of(rank, tag, 70), seed5 = seed_of(rank, tag, 71);
   void *s10 = pattern_dev(n10 * es, seed10), *s5 = pattern_dev(n5 * es, seed5);
-  void *r4 = t_alloc(n4 * es), *r5 = t_alloc(n5 * es);
+  uint32_t guard_seed = seed_of(rank, tag, 72);
+  char *r4 = pattern_dev(n10 * es, guard_seed);
+  void *r5 = t_alloc(n5 * es);
   gmpi_request_t sreq[2] = {NULL, NULL}, rreq[2] = {NULL, NULL};
   gmpi_msg_status_t st = unset_status();
   char what[96];
@@ -390,6 +400,19 @@ static void truncate_then_intact(gmpi_dtype_t d, size_t unit, int posted_before)
   }
   T_STATUS_IS(st, peer, tag, n5);
   check_dev(what, r5, n5 * es, seed_of(peer, tag, 71));
+  /* nothing beyond the truncated receive's count was written */
+  uint8_t *host = t_host(n10 * es), *want = t_host(n10 * es);
+  t_get(host, r4, n10 * es);
+  fill_host(want, n10 * es, guard_seed);
+  for (size_t k = n4 * es; k < n10 * es; k++)
+    if (host[k] != want[k]) {
+      T_FAIL_("truncated receive of %zu bytes (message %zu bytes, posted %s) wrote past its "
+              "buffer: byte %zu changed from 0x%02x to 0x%02x",
+              n4 * es, n10 * es, posted_before ? "before" : "after", k, want[k], host[k]);
+      break;
+    }
+  free(host);
+  free(want);
   T_OK(gmpi_waitall(2, sreq, NULL));
   t_free(s10);
   t_free(s5);
@@ -399,8 +422,8 @@ static void truncate_then_intact(gmpi_dtype_t d, size_t unit, int posted_before)
 
 static void case_truncate_then_intact(void) {
   for (int before = 0; before < 2; before++) {
-    truncate_then_intact(GMPI_FLOAT64, 1, before);     /* 10, 5, 4 elements */
-    truncate_then_intact(GMPI_INT32, 2560, before);    /* 100 KiB, 50 KiB; receive 40 KiB */
+    truncate_then_intact(GMPI_FLOAT64, 1, before);  /* 10, 5, 4 elements */
+    truncate_then_intact(GMPI_INT32, 2560, before); /* 100 KiB, 50 KiB; receive 40 KiB */
   }
 }
 
@@ -417,7 +440,7 @@ static const sized_t sizes8[SIZE_MSGS] = {
     {GMPI_UINT8, EAGER_BYTES_DOCUMENTED},
     {GMPI_UINT8, EAGER_BYTES_DOCUMENTED + 1},
     {GMPI_INT16, EAGER_BYTES_DOCUMENTED / 2 + 2}, /* 16 KiB + 4 bytes in 2-byte elements */
-    {GMPI_FLOAT64, ((size_t)1 << 20) / 8},       /* 1 MiB */
+    {GMPI_FLOAT64, ((size_t)1 << 20) / 8},        /* 1 MiB */
 };
 
 /* Each rank isends the 7 sizes (tags 80..86) to its partner and receives its partner's with
@@ -492,12 +515,15 @@ int main(int argc, char **argv) {
   T_OK(gmpi_comm_rank(comm, &rank));
   T_OK(gmpi_comm_size(comm, &size));
   run("exchange_isend_first_64MiB", case_exchange_isend_first);
-  run("ring_blocking_eager", case_ring_blocking_eager);
   run("any_source_fanin", case_any_source_fanin);
   run("unexpected_1000", case_unexpected_1000);
   run("self", case_self);
   run("host_device_mixed", case_host_device_mixed);
   run("truncate_then_intact", case_truncate_then_intact);
   run("sizes_wildcard", case_sizes_wildcard);
+  /* Last: these rely on the eager guarantee; a send that never completes (GMPI_TIMEOUT) fails
+   * the comm, and no case after it could run. */
+  run("ring_blocking_eager", case_ring_blocking_eager);
+  run("self_blocking_eager", case_self_blocking_eager);
   return t_finish("p2p_patterns");
 }
