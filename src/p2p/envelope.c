@@ -14,8 +14,8 @@
 #include "../mpi/mpi_check.h"
 #include "../mpi/oob.h"
 
-#define ENV_TAG 7   /* the only tag on the envelope channel */
-#define N_POSTED 8  /* envelope receives kept posted */
+#define ENV_TAG  7 /* the only tag on the envelope channel */
+#define N_POSTED 8 /* envelope receives kept posted */
 
 /* What travels on the envelope channel; an eager message's data follows the header. */
 typedef enum {
@@ -55,8 +55,8 @@ typedef enum { P_EAGER = 0, P_PULL, P_LINK, P_SELF } proto_t;
 typedef struct env_msg {
   gmpi_match_msg_t m; /* first: the matcher's view */
   proto_t proto;
-  void *data;               /* eager (or buffered self) data in host memory, or NULL */
-  uint32_t blob_len;        /* pull: the sender's buffer description */
+  void *data;        /* eager (or buffered self) data in host memory, or NULL */
+  uint32_t blob_len; /* pull: the sender's buffer description */
   uint8_t blob[GMPI_MOVER_BLOB_BYTES];
   gmpi_request_t req;       /* the receive it is matched to, or NULL */
   gmpi_request_t self_send; /* P_SELF: the send whose buffer holds the data */
@@ -76,9 +76,9 @@ typedef struct {
 typedef struct env_send {
   proto_t proto;
   uint64_t seq;
-  int complete;         /* eager: at once; pull: at FIN; link: transfer done or FIN */
-  void *handle;         /* link transfer in flight */
-  env_msg_t *self_msg;  /* P_SELF: the message until it is delivered */
+  int complete;        /* eager: at once; pull: at FIN; link: transfer done or FIN */
+  void *handle;        /* link transfer in flight */
+  env_msg_t *self_msg; /* P_SELF: the message until it is delivered */
   gmpi_request_t req;
   struct env_send *next; /* its peer's list of sends waiting for the receiver */
 } env_send_t;
@@ -206,8 +206,7 @@ static gmpi_status_t deliver_local(struct gmpi_envelope_engine *env, env_msg_t *
     if (msg->data)
       st = env->mover->from_host(env->mctx, req->args.buf, msg->data, msg->m.bytes);
     else if (msg->self_send)
-      st = env->mover->self_copy(env->mctx, req->args.buf, msg->self_send->args.buf,
-                                 msg->m.bytes);
+      st = env->mover->self_copy(env->mctx, req->args.buf, msg->self_send->args.buf, msg->m.bytes);
     else
       st = gmpi_error(GMPI_ERR_STATE,
                       "irecv from rank %d tag %d: the matching send was abandoned after a failure",
@@ -303,7 +302,8 @@ static gmpi_status_t bind(struct gmpi_envelope_engine *env, env_msg_t *msg, gmpi
 
 /* A pull or link receive finished. */
 static gmpi_status_t landed(struct gmpi_envelope_engine *env, env_msg_t *msg) {
-  if (msg->proto == P_PULL) GMPI_CHECK(send_ctrl(env, msg->m.source, W_FIN, msg->m.seq, 0, NULL, 0));
+  if (msg->proto == P_PULL)
+    GMPI_CHECK(send_ctrl(env, msg->m.source, W_FIN, msg->m.seq, 0, NULL, 0));
   if (!msg->orphan) complete_recv(msg->req, msg, GMPI_SUCCESS);
   free_msg(msg);
   return GMPI_SUCCESS;
@@ -359,7 +359,9 @@ static gmpi_status_t message_arrived(struct gmpi_envelope_engine *env, int src, 
   memcpy(msg->blob, w->blob, w->blob_len);
   GMPI_TRACE("envelope from %d: tag %d, %zu bytes, seq %llu, %s", src, msg->m.tag, msg->m.bytes,
              (unsigned long long)msg->m.seq,
-             msg->proto == P_EAGER ? "eager" : msg->proto == P_PULL ? "pull" : "link");
+             msg->proto == P_EAGER  ? "eager"
+             : msg->proto == P_PULL ? "pull"
+                                    : "link");
   return arrive(env, msg);
 }
 
@@ -529,11 +531,8 @@ static gmpi_status_t post_eager(struct gmpi_envelope_engine *env, const gmpi_p2p
                                 env_send_t *es, size_t bytes) {
   out_msg_t *o = NULL;
   GMPI_CHECK(new_out(bytes, &o));
-  o->w = (wire_t){.kind = W_EAGER,
-                  .tag = a->tag,
-                  .dtype = (int32_t)a->dtype,
-                  .bytes = bytes,
-                  .seq = es->seq};
+  o->w = (wire_t){
+      .kind = W_EAGER, .tag = a->tag, .dtype = (int32_t)a->dtype, .bytes = bytes, .seq = es->seq};
   if (bytes) {
     gmpi_status_t st = env->mover->to_host(env->mctx, o->payload, a->buf, bytes);
     if (st != GMPI_SUCCESS) {

@@ -41,8 +41,8 @@ typedef struct gmpi_mover {
    * peer cannot (another host, memory that cannot be shared): the engine then uses the link.
    * pull: start copying bytes described by blob into dst. */
   size_t (*expose)(void *ctx, int peer, const void *buf, size_t bytes, void *blob);
-  gmpi_status_t (*pull)(void *ctx, int peer, const void *blob, size_t len, void *dst,
-                        size_t bytes, void **handle);
+  gmpi_status_t (*pull)(void *ctx, int peer, const void *blob, size_t len, void *dst, size_t bytes,
+                        void **handle);
   /* Links. The leader opens the link to peer and writes the introduction the follower needs
    * (at most GMPI_MOVER_BLOB_BYTES; returns its length, 0 with an error described on failure);
    * the follower joins with it. Transfers are issued in the link's order, position k. */

@@ -112,8 +112,8 @@ static gmpi_status_t model_progress(void *ctx) {
   return GMPI_SUCCESS;
 }
 
-static gmpi_status_t issue(model_t *m, int is_send, int peer, uint64_t k, void *buf,
-                           size_t bytes, void **handle) {
+static gmpi_status_t issue(model_t *m, int is_send, int peer, uint64_t k, void *buf, size_t bytes,
+                           void **handle) {
   model_link_t *l = &m->links[peer];
   if (!l->state)
     return gmpi_error(GMPI_ERR_INTERNAL, "model link to rank %d used before it was opened", peer);
@@ -167,7 +167,7 @@ static void model_destroy(void *ctx) {
     for (model_op_t *op = l->head, *next; op; op = next) {
       next = op->next;
       if (op->started) MPI_Request_free(&op->req); /* MPI may still touch op->buf */
-      if (op->cancelled) free(op); /* others are freed by their owner's abandon */
+      if (op->cancelled) free(op);                 /* others are freed by their owner's abandon */
     }
     for (int i = 0; l->state == 1 && i < 2; i++)
       if (l->hello[i] != MPI_REQUEST_NULL) MPI_Request_free(&l->hello[i]);

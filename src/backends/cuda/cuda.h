@@ -20,9 +20,9 @@ typedef struct {
   cudaStream_t user_stream; /* stream-ordered mode when set */
   gmpi_cpu_t host;          /* host buffers go through the cpu engine */
   struct gmpi_envelope_engine *env;
-  struct cuda_p2p *p2p;     /* the engine's mover (owned by the engine) */
-  int capturing;            /* a plan is being captured from stream: touch nothing else */
-  void *scratch;            /* fallback reductions' gather space, per comm (per stream) */
+  struct cuda_p2p *p2p; /* the engine's mover (owned by the engine) */
+  int capturing;        /* a plan is being captured from stream: touch nothing else */
+  void *scratch;        /* fallback reductions' gather space, per comm (per stream) */
   size_t scratch_bytes;
 } cuda_comm_t;
 

@@ -108,8 +108,7 @@ static void *link_setup_main(void *arg) {
   return NULL;
 }
 
-static gmpi_status_t link_start(cuda_p2p_t *p, link_t *link, const ncclUniqueId *id,
-                                int my_rank) {
+static gmpi_status_t link_start(cuda_p2p_t *p, link_t *link, const ncclUniqueId *id, int my_rank) {
   link->id = *id;
   link->my_rank = my_rank;
   link->device = p->cc->device;
@@ -136,8 +135,7 @@ gmpi_status_t cuda_link_open(cuda_p2p_t *p, int peer, void *blob, size_t *len) {
 
 gmpi_status_t cuda_link_join(cuda_p2p_t *p, int peer, const void *blob, size_t len) {
   if (len != sizeof(ncclUniqueId))
-    return gmpi_error(GMPI_ERR_INTERNAL, "link introduction from rank %d has %zu bytes", peer,
-                      len);
+    return gmpi_error(GMPI_ERR_INTERNAL, "link introduction from rank %d has %zu bytes", peer, len);
   ncclUniqueId id;
   memcpy(&id, blob, sizeof(id));
   return link_start(p, &p->links->by_peer[peer], &id, 1);

@@ -37,9 +37,8 @@ static size_t expose(void *ctx, int peer, const void *buf, size_t bytes, void *b
   if (!p->can_pull[peer]) return 0;
   /* The receiver reads buf as soon as it matches: in stream-ordered mode the data must be
    * there first. */
-  if (p->cc->user_stream &&
-      cuda_wait_stream(p->comm, p->cc->user_stream, "the user's stream before a send") !=
-          GMPI_SUCCESS)
+  if (p->cc->user_stream && cuda_wait_stream(p->comm, p->cc->user_stream,
+                                             "the user's stream before a send") != GMPI_SUCCESS)
     return 0;
   return cuda_ipc_expose(p, buf, blob);
 }
@@ -131,8 +130,7 @@ gmpi_status_t cuda_p2p_open(gmpi_comm_t comm, cuda_comm_t *cc) {
     st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for device point to point");
     goto destroy_p;
   }
-  GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking), st,
-                       destroy_p);
+  GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking), st, destroy_p);
   GMPI_CHECK_GOTO(find_pullable(p), st, destroy_p);
   GMPI_CHECK_GOTO(cuda_links_create(p), st, destroy_p);
   cc->p2p = p;
