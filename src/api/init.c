@@ -49,11 +49,37 @@ static gmpi_status_t agree_backend(gmpi_comm_t comm) {
   return GMPI_SUCCESS;
 }
 
-/* Start the backend on comm (or on this rank's part of parent's split when comm is NULL) and
+/* The comm's engines: MPI for host memory on every comm, then the backend (whose state is the
+ * device engine's). comm is NULL on a rank that joins no child of parent's split: it still
+ * takes part in the backend's split. */
+static gmpi_status_t open_engines(const gmpi_backend_ops_t *ops, gmpi_comm_t comm,
+                                  gmpi_comm_t parent, int color, int key) {
+  if (comm) {
+    comm->host_engine.ops = &gmpi_engine_mpi;
+    GMPI_CHECK(gmpi_engine_mpi.open(comm, &comm->host_engine.state));
+  }
+  gmpi_status_t st = ops->comm_init(comm, parent, color, key);
+  if (st != GMPI_SUCCESS) {
+    if (comm) gmpi_engine_mpi.close(comm, comm->host_engine.state);
+    return st;
+  }
+  if (comm && ops->device) comm->device_engine = (gmpi_engine_t){ops->device, comm->be};
+  return GMPI_SUCCESS;
+}
+
+/* Device engine (backend) first: its teardown may still drive host-side channels. */
+static void close_engines(gmpi_comm_t comm) {
+  comm->ops->comm_fini(comm);
+  comm->device_engine = (gmpi_engine_t){0};
+  gmpi_engine_mpi.close(comm, comm->host_engine.state);
+  comm->host_engine = (gmpi_engine_t){0};
+}
+
+/* Start the engines on comm (or on this rank's part of parent's split when comm is NULL) and
  * make sure every rank of the group succeeded. */
 static gmpi_status_t start_backend(gmpi_comm_t group, const gmpi_backend_ops_t *ops,
                                    gmpi_comm_t comm, gmpi_comm_t parent, int color, int key) {
-  gmpi_status_t mine = ops->comm_init(comm, parent, color, key);
+  gmpi_status_t mine = open_engines(ops, comm, parent, color, key);
   int32_t vote = mine, *votes = calloc((size_t)group->size, sizeof(*votes));
   if (!votes) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d votes", group->size);
   gmpi_status_t st = gmpi_oob_allgather(group, &vote, votes, sizeof(vote));
@@ -65,7 +91,7 @@ static gmpi_status_t start_backend(gmpi_comm_t group, const gmpi_backend_ops_t *
                                              "says why",
                                              r, ops->name);
   free(votes);
-  if (st != GMPI_SUCCESS && mine == GMPI_SUCCESS && comm) ops->comm_fini(comm);
+  if (st != GMPI_SUCCESS && mine == GMPI_SUCCESS && comm) close_engines(comm);
   return st;
 }
 
@@ -140,7 +166,7 @@ gmpi_status_t gmpi_finalize(gmpi_comm_t *pcomm) {
   int failed = comm->failure != GMPI_SUCCESS;
   gmpi_plan_abort_recording(comm);
   gmpi_plan_orphan_all(comm);
-  comm->ops->comm_fini(comm);
+  close_engines(comm);
   gmpi_oob_destroy(comm->oob, failed);
   gmpi_flight_free(&comm->flight);
   gmpi_comm_unregister(comm);
@@ -187,7 +213,7 @@ gmpi_status_t gmpi_comm_split(gmpi_comm_t comm, int color, int key, gmpi_comm_t 
   *newcomm = child;
   return GMPI_SUCCESS;
 fini_child:
-  comm->ops->comm_fini(child);
+  close_engines(child);
 free_child:
   if (child) gmpi_flight_free(&child->flight);
   free(child);

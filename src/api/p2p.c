@@ -87,7 +87,7 @@ gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *s
     return gmpi_error(GMPI_ERR_STATE, "a request recorded in a plan cannot be tested; wait it "
                                       "inside the plan");
   int flag = 0;
-  st = req->comm->ops->p2p_test(req, &flag);
+  st = gmpi_request_test(req, &flag);
   if (st != GMPI_SUCCESS) return st;
   /* A test loop is the caller's wait: like MPI_Test it must keep everything else moving. */
   if (!flag) gmpi_progress_all();
@@ -108,7 +108,7 @@ static gmpi_status_t wait_many(int count, gmpi_request_t *reqs, gmpi_msg_status_
     for (int i = 0; i < count; i++) {
       if (!reqs[i]) continue;
       int done = 0;
-      gmpi_status_t st = reqs[i]->comm->ops->p2p_test(reqs[i], &done);
+      gmpi_status_t st = gmpi_request_test(reqs[i], &done);
       if (st == GMPI_SUCCESS && !done) {
         pending++;
         continue;
@@ -116,7 +116,7 @@ static gmpi_status_t wait_many(int count, gmpi_request_t *reqs, gmpi_msg_status_
       if (st == GMPI_SUCCESS)
         st = gmpi_request_finish(reqs[i], statuses ? &statuses[i] : NULL);
       else {
-        reqs[i]->comm->ops->p2p_abandon(reqs[i]);
+        gmpi_request_release(reqs[i]);
         free(reqs[i]);
       }
       reqs[i] = NULL;

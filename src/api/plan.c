@@ -64,11 +64,11 @@ gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *out) {
   rec->steps = NULL;
   GMPI_CHECK_GOTO(gmpi_plan_check(comm, plan->steps, plan->n_steps, unwaited, &plan->n_groups), st,
                   free_plan);
-  mine = out ? comm->ops->plan_compile(plan)
+  mine = out ? gmpi_plan_lower(plan)
              : gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
   st = agree(comm, mine);
   if (st != GMPI_SUCCESS) {
-    if (mine == GMPI_SUCCESS && out) comm->ops->plan_release(plan);
+    if (mine == GMPI_SUCCESS && out) gmpi_plan_release(plan);
     goto free_plan;
   }
   plan->next = comm->plans;
@@ -99,7 +99,7 @@ gmpi_status_t gmpi_plan_run(gmpi_plan_t plan) {
   if (comm->rec)
     return gmpi_error(GMPI_ERR_STATE, "cannot run a plan while the comm records another");
   uint64_t seq = gmpi_flight_start(&comm->flight, "plan", (size_t)plan->n_steps, -1, -1);
-  gmpi_status_t st = comm->ops->plan_run(plan);
+  gmpi_status_t st = gmpi_plan_replay(plan);
   gmpi_flight_end(&comm->flight, seq, st);
   if (st == GMPI_ERR_TIMEOUT) gmpi_flight_dump(&comm->flight, "timeout");
   return st;
@@ -148,7 +148,7 @@ gmpi_status_t gmpi_plan_free(gmpi_plan_t *pplan) {
   gmpi_status_t st = GMPI_SUCCESS;
   if (plan->comm) {
     gmpi_call_ctx()->rank = plan->comm->rank;
-    plan->comm->ops->plan_release(plan);
+    gmpi_plan_release(plan);
     gmpi_plan_unlink(plan);
   } else {
     st = gmpi_error(GMPI_ERR_STATE,

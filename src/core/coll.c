@@ -6,6 +6,7 @@
 #include "error.h"
 #include "ops.h"
 #include "plan.h"
+#include "route.h"
 #include "wait.h"
 
 typedef struct {
@@ -118,9 +119,11 @@ gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   comm->coll_seq++;
   uint64_t seq = gmpi_flight_start(&comm->flight, gmpi_coll_name(a->kind), a->count,
                                    gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
-  gmpi_status_t st = GMPI_SUCCESS;
-  if (comm->cfg.check) st = gmpi_check_coll(comm, a);
-  if (st == GMPI_SUCCESS) st = comm->ops->coll(comm, a);
+  const gmpi_engine_t *engine = NULL;
+  gmpi_status_t st = gmpi_route_coll(comm, a, &ext, &engine);
+  if (st == GMPI_SUCCESS && comm->cfg.check) st = gmpi_check_coll(comm, a);
+  if (st == GMPI_SUCCESS) st = gmpi_route_fence(comm, engine);
+  if (st == GMPI_SUCCESS) st = engine->ops->coll(comm, engine->state, a);
   gmpi_flight_end(&comm->flight, seq, st);
   if (st == GMPI_ERR_TIMEOUT || st == GMPI_ERR_MISMATCH)
     gmpi_flight_dump(&comm->flight, gmpi_strerror(st));

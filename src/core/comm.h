@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "config.h"
+#include "engine.h"
 #include "flight.h"
 #include "gmpi.h"
 
@@ -19,7 +20,9 @@ struct gmpi_comm {
   char host[64];                 /* host name, for messages and gmpi-info */
   int local_rank, local_size;    /* among the ranks of this host */
   const gmpi_backend_ops_t *ops; /* the backend running this comm */
-  void *be;                      /* backend state */
+  void *be;                      /* backend state (the device engine's state) */
+  gmpi_engine_t host_engine;     /* moves host buffers: MPI, on every backend */
+  gmpi_engine_t device_engine;   /* moves device buffers: the backend's (ops NULL on cpu) */
   struct gmpi_oob *oob;          /* MPI channel for bootstrap, checks, envelopes */
   gmpi_config_t cfg;
   int tag_ub;                /* largest valid tag */

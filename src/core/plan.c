@@ -10,6 +10,7 @@
 #include "error.h"
 #include "plan_rec.h"
 #include "request.h"
+#include "route.h"
 
 static gmpi_status_t push_step(struct gmpi_plan_rec *rec, gmpi_plan_step_t step) {
   if (rec->n == rec->cap) {
@@ -92,8 +93,7 @@ void gmpi_plan_abort_recording(gmpi_comm_t comm) {
 void gmpi_plan_orphan_all(gmpi_comm_t comm) {
   for (struct gmpi_plan *p = comm->plans, *next; p; p = next) {
     next = p->next;
-    comm->ops->plan_release(p);
-    p->be = NULL;
+    gmpi_plan_release(p);
     p->comm = NULL;
     p->next = NULL;
   }
@@ -108,4 +108,25 @@ void gmpi_plan_unlink(struct gmpi_plan *plan) {
       break;
     }
   }
+}
+
+gmpi_status_t gmpi_plan_lower(struct gmpi_plan *plan) {
+  gmpi_comm_t comm = plan->comm;
+  const gmpi_engine_t *engine;
+  GMPI_CHECK(gmpi_route_plan(comm, plan, &engine));
+  GMPI_CHECK(engine->ops->plan_lower(comm, engine->state, plan, &plan->lowered));
+  plan->engine = engine;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_plan_replay(struct gmpi_plan *plan) {
+  const gmpi_engine_t *engine = plan->engine;
+  GMPI_CHECK(gmpi_route_fence(plan->comm, engine));
+  return engine->ops->plan_replay(plan->comm, engine->state, plan, plan->lowered);
+}
+
+void gmpi_plan_release(struct gmpi_plan *plan) {
+  if (plan->engine) plan->engine->ops->plan_free(plan->lowered);
+  plan->engine = NULL;
+  plan->lowered = NULL;
 }

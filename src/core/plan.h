@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "backend.h"
+#include "engine.h"
 #include "gmpi.h"
 
 typedef enum { PLAN_COLL = 0, PLAN_SEND, PLAN_RECV, PLAN_WAIT } gmpi_plan_step_kind_t;
@@ -32,7 +33,8 @@ struct gmpi_plan {
   const char *backend;     /* name of the backend that lowered it */
   gmpi_plan_step_t *steps; /* the recorded steps, matched and grouped */
   int n_steps, n_groups;
-  void *be;               /* the backend's lowering */
+  const gmpi_engine_t *engine; /* the engine its buffers routed it to (src/core/route.c) */
+  void *lowered;               /* that engine's lowering */
   struct gmpi_plan *next; /* the comm's live plans */
 };
 
@@ -44,6 +46,10 @@ int gmpi_plan_request_is_recorded(gmpi_request_t req);
 gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req);
 /* Forget a recorded request that an error left behind (it will be neither posted nor waited). */
 void gmpi_plan_drop_request(gmpi_request_t req);
+/* Route a compiled plan to its engine and lower it there; replay it; free the lowering. */
+gmpi_status_t gmpi_plan_lower(struct gmpi_plan *plan);
+gmpi_status_t gmpi_plan_replay(struct gmpi_plan *plan);
+void gmpi_plan_release(struct gmpi_plan *plan);
 /* Finalize of comm: its plans lose their backend parts and are orphaned. */
 void gmpi_plan_orphan_all(gmpi_comm_t comm);
 /* Finalize during a recording: drop it. */

@@ -6,7 +6,16 @@
 #include "error.h"
 #include "ops.h"
 #include "plan.h"
+#include "route.h"
 #include "wait.h"
+
+gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done) {
+  return req->engine->ops->p2p_test(req->engine->state, req, done);
+}
+
+void gmpi_request_release(gmpi_request_t req) {
+  req->engine->ops->p2p_abandon(req->engine->state, req);
+}
 
 static const char *p2p_name(const gmpi_p2p_args_t *a) {
   return a->dir == GMPI_P2P_SEND ? "isend" : "irecv";
@@ -29,7 +38,8 @@ gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
   }
   req->flight_seq =
       gmpi_flight_start(&comm->flight, p2p_name(args), args->count, args->peer, args->tag);
-  gmpi_status_t st = comm->ops->p2p_post(req);
+  gmpi_status_t st = gmpi_route_p2p(req);
+  if (st == GMPI_SUCCESS) st = req->engine->ops->p2p_post(req->engine->state, req);
   if (st != GMPI_SUCCESS) {
     gmpi_flight_end(&comm->flight, req->flight_seq, st);
     free(req);
@@ -54,7 +64,7 @@ void gmpi_request_abandon(gmpi_request_t req) {
     return;
   }
   gmpi_flight_end(&req->comm->flight, req->flight_seq, GMPI_ERR_STATE);
-  req->comm->ops->p2p_abandon(req);
+  gmpi_request_release(req);
   free(req);
 }
 
@@ -64,7 +74,7 @@ gmpi_status_t gmpi_request_wait_expired(gmpi_request_t req) {
   gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
   gmpi_flight_end(&comm->flight, req->flight_seq, GMPI_ERR_TIMEOUT);
   gmpi_flight_dump(&comm->flight, "timeout");
-  comm->ops->p2p_abandon(req);
+  gmpi_request_release(req);
   free(req);
   return gmpi_error(GMPI_ERR_TIMEOUT,
                     "%s %s rank %d (tag %d, %zu elements) did not complete within GMPI_TIMEOUT "
@@ -78,9 +88,9 @@ gmpi_status_t gmpi_request_wait(gmpi_request_t req, gmpi_msg_status_t *status) {
   gmpi_deadline_start(&d, req->comm->cfg.timeout_s);
   for (;;) {
     int done = 0;
-    gmpi_status_t st = req->comm->ops->p2p_test(req, &done);
+    gmpi_status_t st = gmpi_request_test(req, &done);
     if (st != GMPI_SUCCESS) {
-      req->comm->ops->p2p_abandon(req);
+      gmpi_request_release(req);
       free(req);
       return st;
     }

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "backend.h"
+#include "engine.h"
 #include "gmpi.h"
 
 struct gmpi_request {
@@ -14,8 +14,8 @@ struct gmpi_request {
   int done;                 /* set by the backend in p2p_test */
   gmpi_status_t result;     /* final status once done */
   gmpi_msg_status_t status; /* final envelope once done */
-  void *be;                 /* backend or envelope-engine state */
-  int route;                /* backend's choice of engine for this request (cuda: host or device) */
+  const gmpi_engine_t *engine; /* where core routed it by its buffer's memory kind */
+  void *be;                    /* the engine's state for this request */
   struct gmpi_plan_rec *rec; /* the recording this request belongs to, or NULL */
   int rec_index;             /* its number in that recording */
 };
@@ -30,6 +30,10 @@ gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status)
 
 /* The comm's deadline passed while waiting req: fail the comm, release req, describe it. */
 gmpi_status_t gmpi_request_wait_expired(gmpi_request_t req);
+/* Progress req on its engine; *done when it completed (status and result final). */
+gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done);
+/* The engine lets go of req (it will not complete); req itself is not freed. */
+void gmpi_request_release(gmpi_request_t req);
 /* Release a request that will never be waited (an error left it behind). */
 void gmpi_request_abandon(gmpi_request_t req);
 

@@ -1,5 +1,5 @@
-/* The cpu backend: host buffers, moved by MPI. Its engine functions are also what the cuda
- * backend calls for host buffers ("host memory goes through the cpu path on the same comm"). */
+/* This folder: the MPI engine, which moves host memory on every comm (gmpi_engine_mpi,
+ * cpu_engine.c; state gmpi_cpu_t), and the cpu backend, a backend with no device engine. */
 #ifndef GMPI_CPU_H
 #define GMPI_CPU_H
 
@@ -12,13 +12,13 @@ struct gmpi_envelope_engine;
 typedef struct {
   MPI_Comm data;                    /* gmpi's duplicate carrying host data */
   struct gmpi_envelope_engine *env; /* envelope matching when GMPI_P2P=envelope or CHECK=1 */
-  size_t user_bytes;                /* held by gmpi_mem_alloc */
   MPI_Comm plans;                   /* plans' persistent requests live here (made on demand) */
+  struct gmpi_cpu_native *native;   /* native p2p: eager sends, self messages (cpu_native.h) */
 } gmpi_cpu_t;
 
 extern const gmpi_backend_ops_t gmpi_backend_cpu;
 
-/* Engine, usable by any backend on host buffers. */
+/* The MPI engine's parts (gmpi_engine_mpi wires them up). */
 gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu);
 void gmpi_cpu_close(gmpi_comm_t comm, gmpi_cpu_t *cpu);
 gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
@@ -36,5 +36,6 @@ void gmpi_cpu_plan_free(void *lowered);
 gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req);
 gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done);
 void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req);
+void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu); /* before MPI_Comm_free(data) */
 
 #endif

@@ -19,51 +19,22 @@ static gmpi_status_t cpu_probe(gmpi_comm_t comm, char *why, size_t why_len) {
   return GMPI_SUCCESS; /* MPI is all it needs */
 }
 
-gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
-  memset(cpu, 0, sizeof(*cpu));
-  cpu->plans = MPI_COMM_NULL;
-  gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_CHECK(gmpi_mpi_ops_acquire());
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(gmpi_oob_mpi_comm(comm), &cpu->data), st, release_ops);
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(cpu->data, MPI_ERRORS_RETURN), st, free_data);
-  int envelope =
-      comm->cfg.p2p == GMPI_P2P_ENVELOPE || (comm->cfg.p2p == GMPI_P2P_AUTO && comm->cfg.check);
-  if (envelope) GMPI_CHECK_GOTO(gmpi_env_create_model(comm, cpu->data, &cpu->env), st, free_data);
-  return GMPI_SUCCESS;
-free_data:
-  MPI_Comm_free(&cpu->data);
-release_ops:
-  gmpi_mpi_ops_release();
-  return st;
-}
-
-void gmpi_cpu_close(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
-  if (cpu->env) gmpi_env_destroy(cpu->env);
-  if (comm->failure == GMPI_SUCCESS) {
-    MPI_Comm_free(&cpu->data);
-    if (cpu->plans != MPI_COMM_NULL) MPI_Comm_free(&cpu->plans);
-  }
-  gmpi_mpi_ops_release();
-}
+/* The cpu backend's own state: no device engine, only the count of gmpi_mem_alloc bytes. */
+typedef struct {
+  size_t user_bytes;
+} cpu_backend_t;
 
 static gmpi_status_t cpu_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int color, int key) {
   (void)parent;
   (void)color;
   (void)key;
   if (!comm) return GMPI_SUCCESS; /* this rank joins no child of the split */
-  gmpi_cpu_t *cpu = calloc(1, sizeof(*cpu));
-  if (!cpu) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the cpu backend state");
-  gmpi_status_t st = gmpi_cpu_open(comm, cpu);
-  if (st != GMPI_SUCCESS) {
-    free(cpu);
-    return st;
-  }
-  comm->be = cpu;
+  if (!(comm->be = calloc(1, sizeof(cpu_backend_t))))
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the cpu backend state");
   return GMPI_SUCCESS;
 }
 
 static void cpu_comm_fini(gmpi_comm_t comm) {
-  gmpi_cpu_close(comm, comm->be);
   free(comm->be);
   comm->be = NULL;
 }
@@ -81,7 +52,7 @@ static host_block_t *blocks;
 static size_t n_blocks, cap_blocks;
 
 static gmpi_status_t cpu_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr) {
-  gmpi_cpu_t *cpu = comm->be;
+  cpu_backend_t *cpu = comm->be;
   size_t rounded = (bytes + 63) / 64 * 64;
   void *p = rounded >= bytes ? aligned_alloc(64, rounded ? rounded : 64) : NULL;
   if (!p) return gmpi_error(GMPI_ERR_NO_MEMORY, "host allocation of %zu bytes failed", bytes);
@@ -105,7 +76,7 @@ static gmpi_status_t cpu_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr) {
 }
 
 static gmpi_status_t cpu_mem_free(gmpi_comm_t comm, void *ptr) {
-  gmpi_cpu_t *cpu = comm->be;
+  cpu_backend_t *cpu = comm->be;
   if (!ptr) return GMPI_SUCCESS;
   size_t bytes = 0;
   int found = 0;
@@ -131,17 +102,6 @@ static gmpi_status_t cpu_mem_copy(gmpi_comm_t comm, void *dst, const void *src, 
   return GMPI_SUCCESS;
 }
 
-static gmpi_status_t cpu_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
-  return gmpi_cpu_coll(comm, comm->be, a);
-}
-static gmpi_status_t cpu_p2p_post(gmpi_request_t req) {
-  return gmpi_cpu_p2p_post(req->comm->be, req);
-}
-static gmpi_status_t cpu_p2p_test(gmpi_request_t req, int *done) {
-  return gmpi_cpu_p2p_test(req->comm->be, req, done);
-}
-static void cpu_p2p_abandon(gmpi_request_t req) { gmpi_cpu_p2p_abandon(req->comm->be, req); }
-
 static gmpi_status_t cpu_query(gmpi_comm_t comm, gmpi_query_t what, void **out) {
   (void)comm;
   (void)out;
@@ -153,12 +113,8 @@ static gmpi_status_t cpu_query(gmpi_comm_t comm, gmpi_query_t what, void **out) 
 
 static void cpu_mem_usage(gmpi_comm_t comm, size_t *library, size_t *user) {
   *library = 0;
-  *user = ((gmpi_cpu_t *)comm->be)->user_bytes;
+  *user = ((cpu_backend_t *)comm->be)->user_bytes;
 }
-
-gmpi_status_t gmpi_cpu_plan_compile(struct gmpi_plan *plan);
-gmpi_status_t gmpi_cpu_plan_run(struct gmpi_plan *plan);
-void gmpi_cpu_plan_release(struct gmpi_plan *plan);
 
 const gmpi_backend_ops_t gmpi_backend_cpu = {
     .name = "cpu",
@@ -169,14 +125,11 @@ const gmpi_backend_ops_t gmpi_backend_cpu = {
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
     .mem_copy = cpu_mem_copy,
-    .coll = cpu_coll,
-    .p2p_post = cpu_p2p_post,
-    .p2p_test = cpu_p2p_test,
-    .p2p_abandon = cpu_p2p_abandon,
+    .classify = NULL, /* everything is host memory */
+    .stream_ordered = NULL,
+    .host_fence = NULL,
+    .device = NULL,
     .query = cpu_query,
     .set_stream = NULL,
     .mem_usage = cpu_mem_usage,
-    .plan_compile = gmpi_cpu_plan_compile,
-    .plan_run = gmpi_cpu_plan_run,
-    .plan_release = gmpi_cpu_plan_release,
 };

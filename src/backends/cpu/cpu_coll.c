@@ -190,11 +190,11 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
  * Under GMPI_CHECK the signature exchange is a polled allgather: it proves arrival the same way.
  * Whether to gate must be the same on every rank (a barrier on some ranks only would itself
  * hang), so it is decided from what all ranks of the comm share -- the timeout, and whether
- * this comm's point-to-point runs on an engine (GMPI_P2P=envelope, GMPI_CHECK=1, a GPU
- * backend) -- and not from this process's registered engines. Not covered: GMPI_TIMEOUT=0 on a
+ * this comm's point-to-point runs on an envelope engine (GMPI_P2P=envelope, GMPI_CHECK=1, a
+ * device engine) -- and not from this process's registered engines. Not covered: GMPI_TIMEOUT=0 on a
  * native-MPI comm of a process whose other comms (another backend) have engines. */
 static int gated(gmpi_comm_t comm, const gmpi_cpu_t *cpu) {
-  return comm->cfg.timeout_s > 0 || cpu->env || comm->ops->kind != GMPI_BACKEND_CPU;
+  return comm->cfg.timeout_s > 0 || cpu->env || comm->device_engine.ops;
 }
 
 static gmpi_status_t barrier_wait(gmpi_comm_t comm, gmpi_cpu_t *cpu, const char *what) {

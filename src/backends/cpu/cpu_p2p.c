@@ -1,6 +1,9 @@
 /* Point to point on host buffers. Natively MPI matches (source, tag, order) itself; messages
- * travel as bytes so one message may exceed INT_MAX elements. With GMPI_P2P=envelope or
- * GMPI_CHECK=1 the envelope engine matches instead (src/p2p), as it does on cuda. */
+ * travel as bytes so one message may exceed INT_MAX elements. What native mode adds to MPI
+ * (cpu_native.h): sends of at most GMPI_ENV_EAGER_BYTES complete at once (cpu_detached.c), and
+ * messages to one's own rank are matched by gmpi, never by MPI (cpu_self.c). With
+ * GMPI_P2P=envelope or GMPI_CHECK=1 the envelope engine matches instead (src/p2p), as it does
+ * on cuda. */
 #include <stdlib.h>
 
 #include "../../core/comm.h"
@@ -11,22 +14,30 @@
 #include "../../mpi/types.h"
 #include "../../p2p/envelope.h"
 #include "cpu.h"
+#include "cpu_native.h"
 
-typedef struct {
-  MPI_Request mpi;
-  MPI_Datatype type; /* released when the request ends */
-} cpu_req_t;
+/* The native state, made by the first native post of the engine. */
+static gmpi_status_t native_state(gmpi_cpu_t *cpu, cpu_native_t **out) {
+  if (!cpu->native) {
+    cpu_native_t *nat = calloc(1, sizeof(*nat));
+    if (!nat) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for point-to-point state");
+    nat->self_tail = &nat->self_head;
+    nat->pending_tail = &nat->pending_head;
+    cpu->native = nat;
+  }
+  *out = cpu->native;
+  return GMPI_SUCCESS;
+}
 
-gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req) {
-  if (cpu->env) return gmpi_env_post(cpu->env, req);
+static size_t bytes_of(const gmpi_p2p_args_t *a) { return a->count * gmpi_dtype_size(a->dtype); }
+
+/* MPI_Isend or MPI_Irecv of the request's bytes (a receive may be from ANY_SOURCE). */
+static gmpi_status_t post_to_mpi(gmpi_cpu_t *cpu, gmpi_request_t req) {
   const gmpi_p2p_args_t *a = &req->args;
-  cpu_req_t *cr = calloc(1, sizeof(*cr));
-  if (!cr) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
+  cpu_req_t *cr = req->be;
   int n;
   gmpi_status_t st = GMPI_SUCCESS;
-  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
-  GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes, req->comm->cfg.max_chunk, &cr->type, &n), st,
-                  free_req);
+  GMPI_CHECK(gmpi_mpi_bytes_type(bytes_of(a), req->comm->cfg.max_chunk, &cr->type, &n));
   if (a->dir == GMPI_P2P_SEND) {
     GMPI_MPI_CHECK_GOTO(MPI_Isend(a->buf, n, cr->type, a->peer, a->tag, cpu->data, &cr->mpi), st,
                         release_type);
@@ -36,12 +47,47 @@ gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req) {
     GMPI_MPI_CHECK_GOTO(MPI_Irecv(a->buf, n, cr->type, src, tag, cpu->data, &cr->mpi), st,
                         release_type);
   }
-  req->be = cr;
   return GMPI_SUCCESS;
 release_type:
   gmpi_mpi_type_release(&cr->type);
-free_req:
-  free(cr);
+  return st;
+}
+
+static gmpi_status_t post_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
+  if (req->args.peer == req->comm->rank) return gmpi_cpu_self_send(cpu->native, req);
+  if (bytes_of(&req->args) <= GMPI_ENV_EAGER_BYTES) return gmpi_cpu_detached_send(cpu, req);
+  return post_to_mpi(cpu, req);
+}
+
+/* A receive that a self message could match takes a queued one, or waits for one (and, from
+ * ANY_SOURCE, for a remote message in MPI too). */
+static gmpi_status_t post_recv(gmpi_cpu_t *cpu, gmpi_request_t req) {
+  int from_self = req->args.peer == req->comm->rank;
+  int from_any = req->args.peer == GMPI_ANY_SOURCE;
+  if (!from_self && !from_any) return post_to_mpi(cpu, req);
+  int matched;
+  gmpi_cpu_self_take(cpu->native, req, &matched);
+  if (matched) return GMPI_SUCCESS;
+  if (from_any) GMPI_CHECK(post_to_mpi(cpu, req));
+  gmpi_cpu_self_pending_add(cpu->native, req);
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req) {
+  if (cpu->env) return gmpi_env_post(cpu->env, req);
+  cpu_native_t *nat;
+  GMPI_CHECK(native_state(cpu, &nat));
+  gmpi_cpu_detached_reap(nat);
+  cpu_req_t *cr = calloc(1, sizeof(*cr));
+  if (!cr) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
+  cr->mpi = MPI_REQUEST_NULL;
+  cr->type = MPI_DATATYPE_NULL;
+  req->be = cr;
+  gmpi_status_t st = req->args.dir == GMPI_P2P_SEND ? post_send(cpu, req) : post_recv(cpu, req);
+  if (st != GMPI_SUCCESS) { /* nothing refers to cr after a failed post */
+    free(cr);
+    req->be = NULL;
+  }
   return st;
 }
 
@@ -52,32 +98,45 @@ static void release(gmpi_request_t req) {
   req->be = NULL;
 }
 
-/* Fill the request's final status from MPI's. */
-static void finish_recv(gmpi_request_t req, const MPI_Status *s, int rc) {
-  size_t es = gmpi_dtype_size(req->args.dtype);
-  req->status.source = s->MPI_SOURCE;
-  req->status.tag = s->MPI_TAG;
-  if (rc != MPI_SUCCESS) {
-    req->result =
-        gmpi_error(GMPI_ERR_TRUNCATE,
-                   "irecv from rank %d tag %d: the message is longer than the receive "
-                   "buffer of %zu %s elements",
-                   s->MPI_SOURCE, s->MPI_TAG, req->args.count, gmpi_dtype_name(req->args.dtype));
-    return;
-  }
+void gmpi_cpu_recv_end_mpi(cpu_req_t *cr, const MPI_Status *s, int rc) {
+  int cls = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
   MPI_Count bytes = 0;
-  MPI_Get_elements_x(s, MPI_BYTE, &bytes);
-  req->status.count = (size_t)bytes / es;
-  if ((size_t)bytes % es)
-    req->result =
-        gmpi_error(GMPI_ERR_MISMATCH,
-                   "irecv from rank %d tag %d: %lld bytes arrived, not a whole number of "
-                   "%s elements (the sender used another dtype)",
-                   s->MPI_SOURCE, s->MPI_TAG, (long long)bytes, gmpi_dtype_name(req->args.dtype));
+  if (rc == MPI_SUCCESS) MPI_Get_elements_x(s, MPI_BYTE, &bytes);
+  cr->end = (cpu_recv_end_t){.source = s->MPI_SOURCE,
+                             .tag = s->MPI_TAG,
+                             .bytes = (size_t)bytes,
+                             .truncated = cls == MPI_ERR_TRUNCATE,
+                             .mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc};
 }
 
-gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) {
-  if (cpu->env) return gmpi_env_test(cpu->env, req, done);
+/* Fill the request's final status from how the receive ended. */
+static void finish_recv(gmpi_request_t req, const cpu_recv_end_t *e) {
+  size_t es = gmpi_dtype_size(req->args.dtype);
+  req->status.source = e->source;
+  req->status.tag = e->tag;
+  req->status.count = e->bytes / es;
+  if (e->truncated) {
+    req->result = gmpi_error(GMPI_ERR_TRUNCATE,
+                             "irecv from rank %d tag %d: the message is longer than the receive "
+                             "buffer of %zu %s elements",
+                             e->source, e->tag, req->args.count, gmpi_dtype_name(req->args.dtype));
+    return;
+  }
+  if (e->mpi_rc != MPI_SUCCESS) {
+    req->result = gmpi_mpi_error(e->mpi_rc, "MPI_Wait");
+    return;
+  }
+  if (e->bytes % es)
+    req->result = gmpi_error(GMPI_ERR_MISMATCH,
+                             "irecv from rank %d tag %d: %zu bytes arrived, not a whole number of "
+                             "%s elements (the sender used another dtype)",
+                             e->source, e->tag, e->bytes, gmpi_dtype_name(req->args.dtype));
+}
+
+/* Has MPI finished the request's MPI part? A receive's end is recorded, and it leaves the
+ * self-pending list (an ANY_SOURCE receive that a remote message took). */
+static gmpi_status_t test_mpi(gmpi_cpu_t *cpu, gmpi_request_t req, int *finished) {
   cpu_req_t *cr = req->be;
   MPI_Status s;
   int flag = 0;
@@ -85,16 +144,31 @@ gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) 
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
   if (rc != MPI_SUCCESS && cls != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Test");
-  if (!flag && rc == MPI_SUCCESS) {
-    *done = 0;
-    return GMPI_SUCCESS;
+  *finished = flag || rc != MPI_SUCCESS;
+  if (*finished && req->args.dir == GMPI_P2P_RECV) {
+    gmpi_cpu_recv_end_mpi(cr, &s, rc);
+    gmpi_cpu_self_pending_remove(cpu->native, req);
+  }
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) {
+  if (cpu->env) return gmpi_env_test(cpu->env, req, done);
+  gmpi_cpu_detached_reap(cpu->native);
+  cpu_req_t *cr = req->be;
+  *done = 0;
+  /* Without an MPI part, only a self message (or a receive for one) can finish it. */
+  if (!cr->complete && cr->mpi == MPI_REQUEST_NULL) return GMPI_SUCCESS;
+  if (!cr->complete) {
+    int finished;
+    GMPI_CHECK(test_mpi(cpu, req, &finished));
+    if (!finished) return GMPI_SUCCESS;
   }
   req->result = GMPI_SUCCESS;
-  if (req->args.dir == GMPI_P2P_RECV) {
-    finish_recv(req, &s, rc);
-  } else {
+  if (req->args.dir == GMPI_P2P_RECV)
+    finish_recv(req, &cr->end);
+  else
     req->status = (gmpi_msg_status_t){req->args.peer, req->args.tag, req->args.count};
-  }
   release(req);
   *done = 1;
   return GMPI_SUCCESS;
@@ -107,7 +181,20 @@ void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req) {
   }
   cpu_req_t *cr = req->be;
   if (!cr) return;
-  if (req->args.dir == GMPI_P2P_RECV) MPI_Cancel(&cr->mpi);
-  MPI_Request_free(&cr->mpi);
+  gmpi_cpu_self_pending_remove(cpu->native, req);
+  gmpi_cpu_self_forget_send(cpu->native, req);
+  if (cr->mpi != MPI_REQUEST_NULL) {
+    if (req->args.dir == GMPI_P2P_RECV) MPI_Cancel(&cr->mpi);
+    MPI_Request_free(&cr->mpi);
+  }
   release(req);
+}
+
+void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
+  cpu_native_t *nat = cpu->native;
+  if (!nat) return;
+  gmpi_cpu_detached_drain(comm, nat);
+  gmpi_cpu_self_free_all(nat);
+  free(nat);
+  cpu->native = NULL;
 }

@@ -122,15 +122,3 @@ gmpi_status_t gmpi_cpu_plan_replay(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmp
   }
   return GMPI_SUCCESS;
 }
-
-/* The cpu backend's plan ops. */
-gmpi_status_t gmpi_cpu_plan_compile(struct gmpi_plan *plan) {
-  return gmpi_cpu_plan_lower(plan->comm, plan->comm->be, plan, &plan->be);
-}
-gmpi_status_t gmpi_cpu_plan_run(struct gmpi_plan *plan) {
-  return gmpi_cpu_plan_replay(plan->comm, plan->comm->be, plan, plan->be);
-}
-void gmpi_cpu_plan_release(struct gmpi_plan *plan) {
-  gmpi_cpu_plan_free(plan->be);
-  plan->be = NULL;
-}

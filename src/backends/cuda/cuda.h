@@ -1,5 +1,6 @@
-/* The cuda backend: one GPU per rank, NCCL for device buffers, the cpu engine for host
- * buffers, the envelope engine for point to point on device buffers (cuda_p2p.h). */
+/* The cuda backend: one GPU per rank and its device engine (gmpi_engine_nccl): NCCL for
+ * collectives and plans on device buffers, the envelope engine for point to point on them
+ * (cuda_p2p.h). Host buffers never come here: core routes them to the MPI engine. */
 #ifndef GMPI_CUDA_H
 #define GMPI_CUDA_H
 
@@ -8,17 +9,16 @@
 
 #include "../../core/backend.h"
 #include "../../core/wait.h"
-#include "../cpu/cpu.h"
 
 struct gmpi_envelope_engine;
 struct cuda_p2p;
+struct gmpi_plan;
 
 typedef struct {
   int device;
   ncclComm_t nccl;
   cudaStream_t stream;      /* gmpi's own stream for this comm */
   cudaStream_t user_stream; /* stream-ordered mode when set */
-  gmpi_cpu_t host;          /* host buffers go through the cpu engine */
   struct gmpi_envelope_engine *env;
   struct cuda_p2p *p2p; /* the engine's mover (owned by the engine) */
   int capturing;        /* a plan is being captured from stream: touch nothing else */
@@ -33,12 +33,11 @@ static inline cudaStream_t cuda_stream(const cuda_comm_t *cc) {
   return cc->user_stream ? cc->user_stream : cc->stream;
 }
 
-/* ---- where a buffer lives (cuda_mem.c) ---- */
-typedef enum { BUF_NONE = 0, BUF_HOST, BUF_DEVICE } buf_kind_t;
+/* ---- where a buffer lives (cuda_mem.c): the backend's classify op ---- */
 /* Classify ptr for this rank's device; another GPU's memory is GMPI_ERR_INVALID_ARG naming
- * arg. NULL (count 0) is BUF_NONE. */
-gmpi_status_t cuda_classify(const cuda_comm_t *cc, const void *ptr, const char *arg,
-                            buf_kind_t *kind);
+ * arg. NULL is GMPI_MEM_NONE. */
+gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
+                            gmpi_mem_kind_t *kind);
 
 /* ---- device memory (cuda_mem.c): one budget per process, shared by its comms ---- */
 gmpi_status_t cuda_mem_setup(const gmpi_config_t *cfg, int device);
@@ -61,11 +60,10 @@ void cuda_comm_release_scratch(cuda_comm_t *cc);
 gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char *what);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */
-gmpi_status_t cuda_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a);
+/* A collective on device buffers (or none, in stream-ordered mode): run, or enqueue. */
+gmpi_status_t cuda_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a);
 /* Enqueue a device collective on stream s, nothing else (plans capture this). */
 gmpi_status_t cuda_coll_enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaStream_t s);
-/* 1 when the collective's buffers are this rank's device memory (0: host; mixed: error). */
-gmpi_status_t cuda_coll_where(gmpi_comm_t comm, const gmpi_coll_args_t *a, int *on_device);
 /* 1 when it is one NCCL call whatever the buffers, so it may share an NCCL group. */
 int cuda_coll_single_call(const gmpi_coll_args_t *a);
 /* Scratch bytes the collective needs (sized before a graph capture, which cannot allocate). */
@@ -80,10 +78,17 @@ cudaError_t gmpi_cuda_divide(int dtype, void *buf, size_t count, int divisor, cu
 /* ---- point to point (cuda_p2p.c) ---- */
 gmpi_status_t cuda_p2p_open(gmpi_comm_t comm, cuda_comm_t *cc);
 void cuda_p2p_close(gmpi_comm_t comm, cuda_comm_t *cc);
-gmpi_status_t cuda_p2p_post(gmpi_request_t req);
-gmpi_status_t cuda_p2p_test(gmpi_request_t req, int *done);
-void cuda_p2p_abandon(gmpi_request_t req);
+gmpi_status_t cuda_p2p_post(void *state, gmpi_request_t req);
+gmpi_status_t cuda_p2p_test(void *state, gmpi_request_t req, int *done);
+void cuda_p2p_abandon(void *state, gmpi_request_t req);
 /* Device memory NCCL took for the comm's links (measured at each link's set-up). */
 size_t cuda_p2p_device_bytes(const cuda_comm_t *cc);
+
+/* ---- plans (cuda_plan.c): one CUDA graph per plan on device buffers ---- */
+gmpi_status_t cuda_plan_lower(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,
+                              void **lowered);
+gmpi_status_t cuda_plan_replay(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,
+                               void *lowered);
+void cuda_plan_free(void *lowered);
 
 #endif

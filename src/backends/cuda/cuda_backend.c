@@ -238,13 +238,10 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
     return GMPI_SUCCESS;
   }
   comm->be = cc;
-  GMPI_CHECK_GOTO(gmpi_cpu_open(comm, &cc->host), st, destroy_nccl);
-  GMPI_CHECK_GOTO(cuda_p2p_open(comm, cc), st, close_host);
+  GMPI_CHECK_GOTO(cuda_p2p_open(comm, cc), st, destroy_nccl);
   gmpi_log(GMPI_LOG_INFO, "cuda: rank %d on device %d, NCCL communicator of %d ranks", comm->rank,
            dev, comm->size);
   return GMPI_SUCCESS;
-close_host:
-  gmpi_cpu_close(comm, &cc->host);
 destroy_nccl:
   comm->be = NULL;
   if (cc->nccl) ncclCommAbort(cc->nccl);
@@ -262,7 +259,6 @@ static void cuda_comm_fini(gmpi_comm_t comm) {
   if (!cc) return;
   if (comm->failure == GMPI_SUCCESS) cudaStreamSynchronize(cc->stream);
   cuda_p2p_close(comm, cc);
-  gmpi_cpu_close(comm, &cc->host);
   nccl_destroy(comm, cc);
   cuda_comm_release_scratch(cc);
   cudaStreamDestroy(cc->stream);
@@ -324,9 +320,28 @@ static const char *cuda_lib_version(void) {
   return text;
 }
 
-gmpi_status_t gmpi_cuda_plan_compile(struct gmpi_plan *plan);
-gmpi_status_t gmpi_cuda_plan_run(struct gmpi_plan *plan);
-void gmpi_cuda_plan_release(struct gmpi_plan *plan);
+static int cuda_stream_ordered(gmpi_comm_t comm) {
+  return ((cuda_comm_t *)comm->be)->user_stream != NULL;
+}
+static gmpi_status_t cuda_host_fence(gmpi_comm_t comm) {
+  cuda_comm_t *cc = comm->be;
+  return cuda_wait_stream(comm, cc->user_stream, "the user's stream");
+}
+
+/* The device engine: NCCL on this comm's GPU. Its state is the comm's cuda_comm_t, made by
+ * cuda_comm_init. */
+static const gmpi_engine_ops_t gmpi_engine_nccl = {
+    .name = "nccl",
+    .open = NULL,
+    .close = NULL,
+    .coll = cuda_coll,
+    .p2p_post = cuda_p2p_post,
+    .p2p_test = cuda_p2p_test,
+    .p2p_abandon = cuda_p2p_abandon,
+    .plan_lower = cuda_plan_lower,
+    .plan_replay = cuda_plan_replay,
+    .plan_free = cuda_plan_free,
+};
 
 const gmpi_backend_ops_t gmpi_backend_cuda = {
     .name = "cuda",
@@ -338,14 +353,11 @@ const gmpi_backend_ops_t gmpi_backend_cuda = {
     .mem_alloc = cuda_alloc,
     .mem_free = cuda_free,
     .mem_copy = cuda_copy,
-    .coll = cuda_coll,
-    .p2p_post = cuda_p2p_post,
-    .p2p_test = cuda_p2p_test,
-    .p2p_abandon = cuda_p2p_abandon,
+    .classify = cuda_classify,
+    .stream_ordered = cuda_stream_ordered,
+    .host_fence = cuda_host_fence,
+    .device = &gmpi_engine_nccl,
     .query = cuda_query,
     .set_stream = cuda_set_stream,
     .mem_usage = cuda_usage,
-    .plan_compile = gmpi_cuda_plan_compile,
-    .plan_run = gmpi_cuda_plan_run,
-    .plan_release = gmpi_cuda_plan_release,
 };

@@ -268,44 +268,8 @@ static const dev_fn_t dev_table[GMPI_COLL_KIND_COUNT] = {
     [GMPI_COLL_BARRIER] = dev_barrier,
 };
 
-/* ---- routing ------------------------------------------------------------------------------- */
-
-/* Where the buffers this rank uses live: all on the device, all on the host, or refused. */
-static gmpi_status_t route(cuda_comm_t *cc, gmpi_comm_t comm, const gmpi_coll_args_t *a,
-                           buf_kind_t *where) {
-  int uses_send = a->kind != GMPI_COLL_BCAST && a->kind != GMPI_COLL_BARRIER;
-  int uses_recv =
-      a->kind != GMPI_COLL_BARRIER && !(a->kind == GMPI_COLL_REDUCE && comm->rank != a->root);
-  buf_kind_t s = BUF_NONE, r = BUF_NONE;
-  if (uses_send) GMPI_CHECK(cuda_classify(cc, a->sendbuf, "sendbuf", &s));
-  if (uses_recv) GMPI_CHECK(cuda_classify(cc, a->recvbuf, "recvbuf", &r));
-  if (s != BUF_NONE && r != BUF_NONE && s != r)
-    return gmpi_error(GMPI_ERR_INVALID_ARG,
-                      "%s: sendbuf %p is %s memory but recvbuf %p is %s memory; both must be on "
-                      "device %d or both on the host",
-                      gmpi_coll_name(a->kind), a->sendbuf, s == BUF_HOST ? "host" : "device",
-                      a->recvbuf, r == BUF_HOST ? "host" : "device", cc->device);
-  *where = s != BUF_NONE ? s : r;
-  return GMPI_SUCCESS;
-}
-
-gmpi_status_t cuda_coll_where(gmpi_comm_t comm, const gmpi_coll_args_t *a, int *on_device) {
-  buf_kind_t where = BUF_NONE;
-  GMPI_CHECK(route(comm->be, comm, a, &where));
-  *on_device = where == BUF_DEVICE;
-  return GMPI_SUCCESS;
-}
-
-gmpi_status_t cuda_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
-  cuda_comm_t *cc = comm->be;
-  buf_kind_t where = BUF_NONE;
-  GMPI_CHECK(route(cc, comm, a, &where));
-  /* Host data (and blocking-mode barriers) go through MPI, after any work the user enqueued
-   * on their stream in stream-ordered mode. */
-  if (where == BUF_HOST || (where == BUF_NONE && !cc->user_stream)) {
-    if (cc->user_stream) GMPI_CHECK(cuda_wait_stream(comm, cc->user_stream, "the user's stream"));
-    return gmpi_cpu_coll(comm, &cc->host, a);
-  }
+gmpi_status_t cuda_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a) {
+  cuda_comm_t *cc = state;
   GMPI_CHECK(cuda_coll_enqueue(comm, a, cuda_stream(cc)));
   if (cc->user_stream) return GMPI_SUCCESS; /* stream-ordered: enqueued is done */
   return cuda_wait_stream(comm, cuda_stream(cc), gmpi_coll_name(a->kind));

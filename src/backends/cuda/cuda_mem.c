@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/comm.h"
 #include "../../core/error.h"
 #include "../../core/log.h"
 #include "cuda.h"
@@ -214,24 +215,25 @@ void cuda_mem_usage(size_t *library, size_t *user) {
   pthread_mutex_unlock(&mem.lock);
 }
 
-gmpi_status_t cuda_classify(const cuda_comm_t *cc, const void *ptr, const char *arg,
-                            buf_kind_t *kind) {
+gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
+                            gmpi_mem_kind_t *kind) {
+  const cuda_comm_t *cc = comm->be;
   if (!ptr) {
-    *kind = BUF_NONE;
+    *kind = GMPI_MEM_NONE;
     return GMPI_SUCCESS;
   }
   pthread_mutex_lock(&mem.lock);
   long hit = blocks_find((uintptr_t)ptr);
   pthread_mutex_unlock(&mem.lock);
   if (hit >= 0) {
-    *kind = BUF_DEVICE;
+    *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
   }
   struct cudaPointerAttributes attr;
   cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
   if (e != cudaSuccess) { /* older drivers: plain host memory is an "invalid value" */
     cudaGetLastError();
-    *kind = BUF_HOST;
+    *kind = GMPI_MEM_HOST;
     return GMPI_SUCCESS;
   }
   switch (attr.type) {
@@ -240,9 +242,9 @@ gmpi_status_t cuda_classify(const cuda_comm_t *cc, const void *ptr, const char *
       return gmpi_error(GMPI_ERR_INVALID_ARG,
                         "argument '%s' = %p is memory of device %d, but this rank uses device %d",
                         arg, ptr, attr.device, cc->device);
-    *kind = BUF_DEVICE;
+    *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
-  case cudaMemoryTypeManaged: *kind = BUF_DEVICE; return GMPI_SUCCESS;
-  default: *kind = BUF_HOST; return GMPI_SUCCESS;
+  case cudaMemoryTypeManaged: *kind = GMPI_MEM_DEVICE; return GMPI_SUCCESS;
+  default: *kind = GMPI_MEM_HOST; return GMPI_SUCCESS;
   }
 }

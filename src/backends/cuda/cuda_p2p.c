@@ -153,31 +153,15 @@ size_t cuda_p2p_device_bytes(const cuda_comm_t *cc) {
   return cc->p2p ? cuda_links_device_bytes(cc->p2p) : 0;
 }
 
-/* A request's buffer decides its engine: host memory goes through the cpu engine (MPI). */
-enum { ROUTE_DEVICE = 0, ROUTE_HOST = 1 };
-static int on_host(gmpi_request_t req) { return req->route == ROUTE_HOST; }
-
-gmpi_status_t cuda_p2p_post(gmpi_request_t req) {
-  cuda_comm_t *cc = req->comm->be;
-  buf_kind_t kind;
-  GMPI_CHECK(cuda_classify(cc, req->args.buf, "buf", &kind));
-  if (kind == BUF_HOST) {
-    req->route = ROUTE_HOST;
-    return gmpi_cpu_p2p_post(&cc->host, req);
-  }
-  return gmpi_env_post(cc->env, req);
+/* Device buffers only: core routed host buffers to the MPI engine. */
+gmpi_status_t cuda_p2p_post(void *state, gmpi_request_t req) {
+  return gmpi_env_post(((cuda_comm_t *)state)->env, req);
 }
 
-gmpi_status_t cuda_p2p_test(gmpi_request_t req, int *done) {
-  cuda_comm_t *cc = req->comm->be;
-  if (on_host(req)) return gmpi_cpu_p2p_test(&cc->host, req, done);
-  return gmpi_env_test(cc->env, req, done);
+gmpi_status_t cuda_p2p_test(void *state, gmpi_request_t req, int *done) {
+  return gmpi_env_test(((cuda_comm_t *)state)->env, req, done);
 }
 
-void cuda_p2p_abandon(gmpi_request_t req) {
-  cuda_comm_t *cc = req->comm->be;
-  if (on_host(req))
-    gmpi_cpu_p2p_abandon(&cc->host, req);
-  else
-    gmpi_env_abandon(cc->env, req);
+void cuda_p2p_abandon(void *state, gmpi_request_t req) {
+  gmpi_env_abandon(((cuda_comm_t *)state)->env, req);
 }

@@ -3,8 +3,8 @@
  * resolved, so no envelopes), runs of collectives that every rank records back to back share
  * one NCCL group, and the rest (fallback kernels, copies) is captured as it is eagerly. A
  * replay is one cudaGraphLaunch on the comm's stream: blocking mode then waits for it
- * (bounded), stream-ordered mode returns at once. Plans with host buffers run on the cpu
- * engine instead (MPI calls cannot be captured). */
+ * (bounded), stream-ordered mode returns at once. Plans on host buffers never come here
+ * (core routes them to the MPI engine: MPI calls cannot be captured). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,8 +16,6 @@
 #include "cuda_check.h"
 
 typedef struct {
-  int on_host;     /* lowered by the cpu engine instead */
-  void *host_plan; /* its lowering */
   cudaGraph_t graph;
   cudaGraphExec_t exec;
 } cuda_plan_t;
@@ -30,30 +28,6 @@ static const char *const nccl_name[GMPI_COLL_KIND_COUNT] = {
     [GMPI_COLL_REDUCE_SCATTER] = "ncclReduceScatter",
     [GMPI_COLL_ALLTOALL] = "ncclSend/Recv x N",
     [GMPI_COLL_BARRIER] = "ncclAllReduce (1 int)"};
-
-/* Where the plan's buffers live: all device (graph) or all host (cpu engine). */
-static gmpi_status_t plan_buffers(gmpi_comm_t comm, struct gmpi_plan *plan, int *on_host) {
-  cuda_comm_t *cc = comm->be;
-  int device = 0, host = 0;
-  for (int i = 0; i < plan->n_steps; i++) {
-    gmpi_plan_step_t *s = &plan->steps[i];
-    if (s->kind == PLAN_COLL && s->coll.kind != GMPI_COLL_BARRIER) {
-      int on_dev = 0;
-      GMPI_CHECK(cuda_coll_where(comm, &s->coll, &on_dev));
-      device += on_dev, host += !on_dev;
-    } else if ((s->kind == PLAN_SEND || s->kind == PLAN_RECV) && s->bytes) {
-      buf_kind_t k;
-      GMPI_CHECK(cuda_classify(cc, s->p2p.buf, "buf", &k));
-      device += k == BUF_DEVICE, host += k == BUF_HOST;
-    }
-  }
-  if (device && host)
-    return gmpi_error(GMPI_ERR_UNSUPPORTED,
-                      "a plan on the cuda backend must use only device "
-                      "buffers (one CUDA graph) or only host buffers (MPI); this one mixes them");
-  *on_host = host > 0;
-  return GMPI_SUCCESS;
-}
 
 /* Size the comm's scratch for every step now: a capture cannot allocate. */
 static gmpi_status_t presize_scratch(gmpi_comm_t comm, struct gmpi_plan *plan) {
@@ -151,43 +125,35 @@ destroy_graph:
   return st;
 }
 
-gmpi_status_t gmpi_cuda_plan_compile(struct gmpi_plan *plan) {
-  gmpi_comm_t comm = plan->comm;
-  cuda_comm_t *cc = comm->be;
+gmpi_status_t cuda_plan_lower(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,
+                              void **lowered) {
+  (void)state;
   cuda_plan_t *cp = calloc(1, sizeof(*cp));
   if (!cp) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan's lowering");
-  gmpi_status_t st = plan_buffers(comm, plan, &cp->on_host);
-  if (st == GMPI_SUCCESS)
-    st = cp->on_host ? gmpi_cpu_plan_lower(comm, &cc->host, plan, &cp->host_plan)
-                     : capture(comm, plan, cp);
+  gmpi_status_t st = capture(comm, plan, cp);
   if (st != GMPI_SUCCESS) {
     free(cp);
     return st;
   }
-  plan->be = cp;
+  *lowered = cp;
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_cuda_plan_run(struct gmpi_plan *plan) {
-  gmpi_comm_t comm = plan->comm;
-  cuda_comm_t *cc = comm->be;
-  cuda_plan_t *cp = plan->be;
-  if (cp->on_host) {
-    if (cc->user_stream) GMPI_CHECK(cuda_wait_stream(comm, cc->user_stream, "the user's stream"));
-    return gmpi_cpu_plan_replay(comm, &cc->host, plan, cp->host_plan);
-  }
+gmpi_status_t cuda_plan_replay(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,
+                               void *lowered) {
+  (void)plan;
+  cuda_comm_t *cc = state;
+  cuda_plan_t *cp = lowered;
   if (!cp->exec) return GMPI_SUCCESS; /* an empty plan */
   GMPI_CUDA_CHECK(cudaGraphLaunch(cp->exec, cuda_stream(cc)));
   if (cc->user_stream) return GMPI_SUCCESS;
   return cuda_wait_stream(comm, cc->stream, "a plan replay");
 }
 
-void gmpi_cuda_plan_release(struct gmpi_plan *plan) {
-  cuda_plan_t *cp = plan->be;
+void cuda_plan_free(void *lowered) {
+  cuda_plan_t *cp = lowered;
   if (!cp) return;
-  if (cp->on_host) gmpi_cpu_plan_free(cp->host_plan);
   if (cp->exec) cudaGraphExecDestroy(cp->exec);
   if (cp->graph) cudaGraphDestroy(cp->graph);
   free(cp);
-  plan->be = NULL;
 }

@@ -1,0 +1,141 @@
+/* Detached eager sends (native mode): a send of at most GMPI_ENV_EAGER_BYTES is copied, the
+ * copy goes to MPI_Isend, and the gmpi request completes at once, so a blocking send of that
+ * size never waits for its receive (gmpi's documented eager limit; MPI's own is smaller).
+ * Order is still MPI's: every send goes through MPI_Isend on the same communicator in post
+ * order, so messages do not overtake. The MPI requests and copies live here until MPI is done
+ * with them: reaped at every native post and test, drained at close. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/comm.h"
+#include "../../core/dtype.h"
+#include "../../core/error.h"
+#include "../../core/log.h"
+#include "../../core/request.h"
+#include "../../core/wait.h"
+#include "../../mpi/mpi_check.h"
+#include "../../mpi/types.h"
+#include "cpu_native.h"
+
+/* How long close waits for detached sends when GMPI_TIMEOUT is 0 (wait forever): close must
+ * not hang on a message that no rank will ever receive. */
+#define DRAIN_WAIT_WITHOUT_TIMEOUT_S 10.0
+
+/* Room for one more detached send, so that nothing can fail once MPI_Isend has started. */
+static gmpi_status_t reserve_one(cpu_native_t *nat) {
+  if (nat->n_detached < nat->cap_detached) return GMPI_SUCCESS;
+  size_t cap = nat->cap_detached ? 2 * nat->cap_detached : 16;
+  MPI_Request *reqs = realloc(nat->detached, cap * sizeof(*reqs));
+  if (reqs) nat->detached = reqs;
+  void **copies = reqs ? realloc(nat->detached_copy, cap * sizeof(*copies)) : NULL;
+  if (copies) nat->detached_copy = copies;
+  int *index = copies ? realloc(nat->reaped_index, cap * sizeof(*index)) : NULL;
+  if (index) nat->reaped_index = index;
+  if (!index) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the list of eager sends");
+  nat->cap_detached = cap;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
+  cpu_native_t *nat = cpu->native;
+  const gmpi_p2p_args_t *a = &req->args;
+  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
+  GMPI_CHECK(reserve_one(nat));
+  void *copy = NULL;
+  if (bytes) {
+    copy = malloc(bytes);
+    if (!copy) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an eager send's copy");
+    memcpy(copy, a->buf, bytes);
+  }
+  gmpi_status_t st = GMPI_SUCCESS;
+  MPI_Datatype type;
+  int n;
+  MPI_Request mpi;
+  GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes, req->comm->cfg.max_chunk, &type, &n), st, free_copy);
+  int rc = MPI_Isend(copy, n, type, a->peer, a->tag, cpu->data, &mpi);
+  gmpi_mpi_type_release(&type); /* MPI keeps a type alive for the sends using it */
+  if (rc != MPI_SUCCESS) {
+    st = gmpi_mpi_error(rc, "MPI_Isend");
+    goto free_copy;
+  }
+  nat->detached[nat->n_detached] = mpi;
+  nat->detached_copy[nat->n_detached] = copy;
+  nat->n_detached++;
+  cpu_req_t *cr = req->be;
+  cr->complete = 1;
+  return GMPI_SUCCESS;
+free_copy:
+  free(copy);
+  return st;
+}
+
+void gmpi_cpu_detached_reap(cpu_native_t *nat) {
+  if (!nat || !nat->n_detached) return;
+  int reaped = 0;
+  int rc = MPI_Testsome((int)nat->n_detached, nat->detached, &reaped, nat->reaped_index,
+                        MPI_STATUSES_IGNORE);
+  /* The user was told these sends succeeded; a late MPI failure can only be logged. */
+  if (rc != MPI_SUCCESS) gmpi_log(GMPI_LOG_WARN, "an eager send failed in MPI after completing");
+  if (reaped == MPI_UNDEFINED || reaped == 0) return;
+  /* Requests MPI finished are MPI_REQUEST_NULL now: free their copies, keep the rest in order. */
+  size_t kept = 0;
+  for (size_t i = 0; i < nat->n_detached; i++) {
+    if (nat->detached[i] == MPI_REQUEST_NULL) {
+      free(nat->detached_copy[i]);
+      continue;
+    }
+    nat->detached[kept] = nat->detached[i];
+    nat->detached_copy[kept] = nat->detached_copy[i];
+    kept++;
+  }
+  nat->n_detached = kept;
+}
+
+/* Copies MPI may still read (a send cancelled is not always a send stopped) are parked here
+ * for the life of the process rather than freed under MPI's feet. Only a failed comm, or a
+ * message never received, leaves any. */
+static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
+static void **parked;
+static size_t n_parked, cap_parked;
+
+static void park(void *copy) {
+  if (!copy) return;
+  pthread_mutex_lock(&parked_lock);
+  if (n_parked == cap_parked) {
+    size_t cap = cap_parked ? 2 * cap_parked : 16;
+    void **grown = realloc(parked, cap * sizeof(*grown));
+    if (grown) {
+      parked = grown;
+      cap_parked = cap;
+    }
+  }
+  if (n_parked < cap_parked) parked[n_parked++] = copy; /* else it is simply leaked */
+  pthread_mutex_unlock(&parked_lock);
+}
+
+void gmpi_cpu_detached_drain(gmpi_comm_t comm, cpu_native_t *nat) {
+  gmpi_deadline_t d;
+  double wait_s = comm->cfg.timeout_s > 0 ? comm->cfg.timeout_s : DRAIN_WAIT_WITHOUT_TIMEOUT_S;
+  gmpi_deadline_start(&d, wait_s);
+  /* A failed comm's peers may be gone: do not wait for them. */
+  while (nat->n_detached && comm->failure == GMPI_SUCCESS) {
+    gmpi_cpu_detached_reap(nat);
+    if (nat->n_detached && gmpi_deadline_poll(&d)) break;
+  }
+  if (nat->n_detached && comm->failure == GMPI_SUCCESS)
+    gmpi_log(GMPI_LOG_WARN, "eager sends never received, given up at close: %zu", nat->n_detached);
+  for (size_t i = 0; i < nat->n_detached; i++) {
+    MPI_Cancel(&nat->detached[i]);
+    MPI_Request_free(&nat->detached[i]);
+    park(nat->detached_copy[i]);
+  }
+  nat->n_detached = 0;
+  free(nat->detached);
+  free(nat->detached_copy);
+  free(nat->reaped_index);
+  nat->detached = NULL;
+  nat->detached_copy = NULL;
+  nat->reaped_index = NULL;
+  nat->cap_detached = 0;
+}

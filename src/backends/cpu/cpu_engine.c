@@ -1,0 +1,93 @@
+/* The MPI engine: host memory on every comm, whatever the backend. Its state (gmpi_cpu_t) is
+ * a private duplicate of the comm's MPI communicator, plus the envelope engine when
+ * point-to-point is matched by gmpi (GMPI_P2P=envelope or GMPI_CHECK=1). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/comm.h"
+#include "../../core/error.h"
+#include "../../mpi/mpi_check.h"
+#include "../../mpi/oob.h"
+#include "../../mpi/types.h"
+#include "../../p2p/envelope.h"
+#include "cpu.h"
+
+gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
+  memset(cpu, 0, sizeof(*cpu));
+  cpu->plans = MPI_COMM_NULL;
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CHECK(gmpi_mpi_ops_acquire());
+  GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(gmpi_oob_mpi_comm(comm), &cpu->data), st, release_ops);
+  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(cpu->data, MPI_ERRORS_RETURN), st, free_data);
+  int envelope =
+      comm->cfg.p2p == GMPI_P2P_ENVELOPE || (comm->cfg.p2p == GMPI_P2P_AUTO && comm->cfg.check);
+  if (envelope) GMPI_CHECK_GOTO(gmpi_env_create_model(comm, cpu->data, &cpu->env), st, free_data);
+  return GMPI_SUCCESS;
+free_data:
+  MPI_Comm_free(&cpu->data);
+release_ops:
+  gmpi_mpi_ops_release();
+  return st;
+}
+
+void gmpi_cpu_close(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
+  if (cpu->env) gmpi_env_destroy(cpu->env);
+  gmpi_cpu_p2p_close(comm, cpu);
+  if (comm->failure == GMPI_SUCCESS) {
+    MPI_Comm_free(&cpu->data);
+    if (cpu->plans != MPI_COMM_NULL) MPI_Comm_free(&cpu->plans);
+  }
+  gmpi_mpi_ops_release();
+}
+
+static gmpi_status_t engine_open(gmpi_comm_t comm, void **state) {
+  gmpi_cpu_t *cpu = calloc(1, sizeof(*cpu));
+  if (!cpu) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the MPI engine's state");
+  gmpi_status_t st = gmpi_cpu_open(comm, cpu);
+  if (st != GMPI_SUCCESS) {
+    free(cpu);
+    return st;
+  }
+  *state = cpu;
+  return GMPI_SUCCESS;
+}
+
+static void engine_close(gmpi_comm_t comm, void *state) {
+  if (!state) return;
+  gmpi_cpu_close(comm, state);
+  free(state);
+}
+
+static gmpi_status_t engine_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a) {
+  return gmpi_cpu_coll(comm, state, a);
+}
+static gmpi_status_t engine_p2p_post(void *state, gmpi_request_t req) {
+  return gmpi_cpu_p2p_post(state, req);
+}
+static gmpi_status_t engine_p2p_test(void *state, gmpi_request_t req, int *done) {
+  return gmpi_cpu_p2p_test(state, req, done);
+}
+static void engine_p2p_abandon(void *state, gmpi_request_t req) {
+  gmpi_cpu_p2p_abandon(state, req);
+}
+static gmpi_status_t engine_plan_lower(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,
+                                       void **lowered) {
+  return gmpi_cpu_plan_lower(comm, state, plan, lowered);
+}
+static gmpi_status_t engine_plan_replay(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,
+                                        void *lowered) {
+  return gmpi_cpu_plan_replay(comm, state, plan, lowered);
+}
+
+const gmpi_engine_ops_t gmpi_engine_mpi = {
+    .name = "mpi",
+    .open = engine_open,
+    .close = engine_close,
+    .coll = engine_coll,
+    .p2p_post = engine_p2p_post,
+    .p2p_test = engine_p2p_test,
+    .p2p_abandon = engine_p2p_abandon,
+    .plan_lower = engine_plan_lower,
+    .plan_replay = engine_plan_replay,
+    .plan_free = gmpi_cpu_plan_free,
+};

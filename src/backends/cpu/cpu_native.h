@@ -1,0 +1,88 @@
+/* Native point to point on host buffers (neither GMPI_P2P=envelope nor GMPI_CHECK=1): MPI
+ * matches, and gmpi adds the two promises MPI libraries do not keep for it.
+ *  - Eager: gmpi documents that a send of at most GMPI_ENV_EAGER_BYTES completes with no
+ *    receive posted; Open MPI's own limits are 4 KiB (vader) and ~1 KiB (self). Such a send is
+ *    copied and the copy is sent "detached" (cpu_detached.c); its request completes at once.
+ *  - Self messages: Open MPI 4.1's self transport gets truncation wrong (reports success, or
+ *    writes past the receive buffer), so messages to one's own rank never reach MPI; gmpi
+ *    matches them itself (cpu_self.c).
+ * Private to src/backends/cpu. */
+#ifndef GMPI_CPU_NATIVE_H
+#define GMPI_CPU_NATIVE_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "cpu.h"
+
+/* How a receive ended, kept until its test reports it: a failure is described (gmpi_error)
+ * in the call that waits for the receive, not in the send that happened to deliver it. */
+typedef struct {
+  int source, tag;
+  size_t bytes;  /* the message's length; 0 when MPI truncated it (MPI does not say) */
+  int truncated; /* longer than the receive buffer */
+  int mpi_rc;    /* the MPI error that ended it, other than truncation; else MPI_SUCCESS */
+} cpu_recv_end_t;
+
+struct cpu_self_msg;
+
+/* A native request's part (req->be). */
+typedef struct {
+  MPI_Request mpi;   /* MPI_REQUEST_NULL while (or once) MPI has no part in it */
+  MPI_Datatype type; /* of the MPI request; released when the request ends */
+  int complete;      /* ended without MPI_Test: an eager or matched send, or a receive in end */
+  cpu_recv_end_t end;
+  struct cpu_self_msg *queued; /* a large self send: its message, until a receive takes it */
+  int pending;                 /* a receive in the self-pending list */
+  gmpi_request_t next_pending;
+} cpu_req_t;
+
+/* An unmatched message to one's own rank. */
+typedef struct cpu_self_msg {
+  int tag;
+  size_t bytes;
+  void *copy;          /* eager: gmpi's copy of the data (NULL when bytes == 0) */
+  gmpi_request_t send; /* large: the send, whose buffer holds the data; NULL when eager */
+  struct cpu_self_msg *next;
+} cpu_self_msg_t;
+
+/* Per cpu engine (gmpi_cpu_t.native), made by the first native post. */
+struct gmpi_cpu_native {
+  /* Detached eager sends: MPI's request and gmpi's copy, freed once MPI is done with it. */
+  MPI_Request *detached;
+  void **detached_copy;
+  int *reaped_index; /* scratch for MPI_Testsome */
+  size_t n_detached, cap_detached;
+  /* Unmatched self messages in send order, and receives that a self message could match
+   * (source own rank or ANY_SOURCE) in post order. */
+  cpu_self_msg_t *self_head, **self_tail;
+  gmpi_request_t pending_head, *pending_tail;
+};
+typedef struct gmpi_cpu_native cpu_native_t;
+
+/* cpu_detached.c */
+/* Copy a send of at most GMPI_ENV_EAGER_BYTES and MPI_Isend the copy; req is complete. */
+gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req);
+/* Free the copies of detached sends that MPI has finished. Never blocks. */
+void gmpi_cpu_detached_reap(cpu_native_t *nat);
+/* At close: let detached sends finish within GMPI_TIMEOUT, then give up on the rest. */
+void gmpi_cpu_detached_drain(gmpi_comm_t comm, cpu_native_t *nat);
+
+/* cpu_self.c */
+/* Post a send to one's own rank: to the first pending receive it matches, else queued. */
+gmpi_status_t gmpi_cpu_self_send(cpu_native_t *nat, gmpi_request_t req);
+/* A receive from own rank or ANY_SOURCE takes the first queued self message it matches. */
+void gmpi_cpu_self_take(cpu_native_t *nat, gmpi_request_t req, int *matched);
+/* Receives waiting for a self message (ANY_SOURCE ones also wait in MPI). */
+void gmpi_cpu_self_pending_add(cpu_native_t *nat, gmpi_request_t req);
+void gmpi_cpu_self_pending_remove(cpu_native_t *nat, gmpi_request_t req);
+/* A large self send given up before a receive took its message: the message goes too. */
+void gmpi_cpu_self_forget_send(cpu_native_t *nat, gmpi_request_t req);
+/* At close: free every queued message. */
+void gmpi_cpu_self_free_all(cpu_native_t *nat);
+
+/* cpu_p2p.c */
+/* Record how a receive ended in MPI (MPI_Test or MPI_Wait's status and return code). */
+void gmpi_cpu_recv_end_mpi(cpu_req_t *cr, const MPI_Status *s, int rc);
+
+#endif

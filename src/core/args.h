@@ -1,0 +1,45 @@
+/* The arguments of one operation, as core validated them for an engine. */
+#ifndef GMPI_CORE_ARGS_H
+#define GMPI_CORE_ARGS_H
+
+#include <stddef.h>
+
+#include "gmpi.h"
+
+typedef enum {
+  GMPI_COLL_ALLREDUCE = 0,
+  GMPI_COLL_BCAST,
+  GMPI_COLL_REDUCE,
+  GMPI_COLL_ALLGATHER,
+  GMPI_COLL_REDUCE_SCATTER,
+  GMPI_COLL_ALLTOALL,
+  GMPI_COLL_BARRIER,
+  GMPI_COLL_KIND_COUNT
+} gmpi_coll_kind_t;
+
+/* One collective, as the user called it. count means what the public call says:
+ * elements per rank for allgather (sendcount), reduce_scatter (recvcount) and alltoall
+ * (count_per_peer). For bcast, sendbuf == recvbuf == buf. */
+typedef struct {
+  gmpi_coll_kind_t kind;
+  const void *sendbuf;
+  void *recvbuf;
+  size_t count;
+  gmpi_dtype_t dtype;
+  gmpi_op_t op; /* reductions only */
+  int root;     /* bcast and reduce only */
+} gmpi_coll_args_t;
+
+typedef enum { GMPI_P2P_SEND = 0, GMPI_P2P_RECV = 1 } gmpi_p2p_dir_t;
+
+/* One point-to-point operation. peer is dest for a send, source for a receive. */
+typedef struct {
+  gmpi_p2p_dir_t dir;
+  void *buf; /* const for sends */
+  size_t count;
+  gmpi_dtype_t dtype;
+  int peer;
+  int tag;
+} gmpi_p2p_args_t;
+
+#endif

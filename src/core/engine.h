@@ -1,0 +1,51 @@
+/* Engines: what moves the bytes of one memory kind. Every comm has a host engine (MPI, in
+ * src/backends/cpu) and, when its backend drives a GPU, a device engine (NCCL, in
+ * src/backends/cuda). Core classifies an operation's buffers once (src/core/route.c) and hands
+ * the operation to the one engine for that memory; an engine never hands work to another. */
+#ifndef GMPI_CORE_ENGINE_H
+#define GMPI_CORE_ENGINE_H
+
+#include "args.h"
+#include "gmpi.h"
+
+struct gmpi_plan;
+
+/* Where a buffer lives, as far as routing cares. NONE: no buffer is used (count 0, barrier). */
+typedef enum { GMPI_MEM_NONE = 0, GMPI_MEM_HOST, GMPI_MEM_DEVICE } gmpi_mem_kind_t;
+
+typedef struct gmpi_engine_ops {
+  const char *name; /* "mpi" or "nccl": logs and plan dumps */
+  /* Collective: set up state for comm (its oob and core fields are set). NULL when the
+   * backend's comm_init makes the state (the device engine's state is comm->be). */
+  gmpi_status_t (*open)(gmpi_comm_t comm, void **state);
+  /* Release state; collective when the comm is healthy, local after a failure. */
+  void (*close)(gmpi_comm_t comm, void *state);
+  /* Run one validated collective whose buffers are this engine's memory, to completion (or
+   * enqueued, in stream-ordered mode), honouring GMPI_TIMEOUT. */
+  gmpi_status_t (*coll)(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *args);
+  /* Start a validated point-to-point request on this engine's memory. */
+  gmpi_status_t (*p2p_post)(void *state, gmpi_request_t req);
+  /* Progress and tell whether req is done; on done req->status and req->result are final and
+   * the engine has released its part of req. Never blocks. */
+  gmpi_status_t (*p2p_test)(void *state, gmpi_request_t req, int *done);
+  /* Give up on a request that will not be waited (timeout, finalize): release what it holds. */
+  void (*p2p_abandon)(void *state, gmpi_request_t req);
+  /* Plans whose buffers are all this engine's memory: lower once (*lowered is the engine's),
+   * replay, free. */
+  gmpi_status_t (*plan_lower)(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,
+                              void **lowered);
+  gmpi_status_t (*plan_replay)(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,
+                               void *lowered);
+  void (*plan_free)(void *lowered);
+} gmpi_engine_ops_t;
+
+/* An engine attached to a comm. ops is NULL when the comm has none for that memory kind. */
+typedef struct {
+  const gmpi_engine_ops_t *ops;
+  void *state;
+} gmpi_engine_t;
+
+/* The host engine every comm has: MPI (src/backends/cpu/cpu_engine.c). */
+extern const gmpi_engine_ops_t gmpi_engine_mpi;
+
+#endif

@@ -1,0 +1,98 @@
+/* Memory kinds are routed here and nowhere else. Host memory always goes to the host engine
+ * (MPI); device memory to the backend's device engine. Operations that use no buffer (a
+ * barrier, count 0) go to the device engine in stream-ordered mode, so that they stay in the
+ * user's stream order, and to the host engine otherwise. */
+#include "route.h"
+
+#include "comm.h"
+#include "error.h"
+#include "plan.h"
+#include "request.h"
+
+static gmpi_status_t classify(gmpi_comm_t comm, const void *ptr, const char *arg,
+                              gmpi_mem_kind_t *kind) {
+  *kind = ptr ? GMPI_MEM_HOST : GMPI_MEM_NONE;
+  if (!ptr || !comm->ops->classify) return GMPI_SUCCESS;
+  return comm->ops->classify(comm, ptr, arg, kind);
+}
+
+static int stream_ordered(gmpi_comm_t comm) {
+  return comm->ops->stream_ordered && comm->ops->stream_ordered(comm);
+}
+
+static const gmpi_engine_t *engine_for(gmpi_comm_t comm, gmpi_mem_kind_t kind) {
+  if (kind == GMPI_MEM_NONE && comm->device_engine.ops && stream_ordered(comm))
+    kind = GMPI_MEM_DEVICE;
+  return kind == GMPI_MEM_DEVICE ? &comm->device_engine : &comm->host_engine;
+}
+
+static const char *kind_name(gmpi_mem_kind_t kind) {
+  return kind == GMPI_MEM_DEVICE ? "device" : "host";
+}
+
+/* The one kind of memory a collective uses on this rank (NONE when it uses none). */
+static gmpi_status_t coll_kind(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                               const gmpi_coll_extent_t *ext, gmpi_mem_kind_t *kind) {
+  gmpi_mem_kind_t s = GMPI_MEM_NONE, r = GMPI_MEM_NONE;
+  if (ext->send_bytes) GMPI_CHECK(classify(comm, a->sendbuf, "sendbuf", &s));
+  if (ext->recv_bytes) GMPI_CHECK(classify(comm, a->recvbuf, "recvbuf", &r));
+  if (s != GMPI_MEM_NONE && r != GMPI_MEM_NONE && s != r)
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "%s: sendbuf %p is %s memory but recvbuf %p is %s memory; both must be "
+                      "this rank's device memory or both host memory",
+                      gmpi_coll_name(a->kind), a->sendbuf, kind_name(s), a->recvbuf, kind_name(r));
+  *kind = s != GMPI_MEM_NONE ? s : r;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_route_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                              const gmpi_coll_extent_t *ext, const gmpi_engine_t **engine) {
+  gmpi_mem_kind_t kind;
+  GMPI_CHECK(coll_kind(comm, a, ext, &kind));
+  *engine = engine_for(comm, kind);
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_route_p2p(gmpi_request_t req) {
+  gmpi_mem_kind_t kind;
+  GMPI_CHECK(classify(req->comm, req->args.buf, "buf", &kind));
+  /* Messages match within one engine: a device receive matches device sends, a host receive
+   * host sends (and a NULL buffer counts as host memory). docs/design.md says why. */
+  req->engine = kind == GMPI_MEM_DEVICE ? &req->comm->device_engine : &req->comm->host_engine;
+  return GMPI_SUCCESS;
+}
+
+/* The memory kind of one recorded step (NONE for barriers and empty messages). */
+static gmpi_status_t step_kind(gmpi_comm_t comm, const gmpi_plan_step_t *s, gmpi_mem_kind_t *kind) {
+  *kind = GMPI_MEM_NONE;
+  if (s->kind == PLAN_SEND || s->kind == PLAN_RECV)
+    return s->bytes ? classify(comm, s->p2p.buf, "buf", kind) : GMPI_SUCCESS;
+  if (s->kind != PLAN_COLL) return GMPI_SUCCESS;
+  gmpi_coll_extent_t ext;
+  GMPI_CHECK(gmpi_coll_validate(comm, &s->coll, &ext));
+  return coll_kind(comm, &s->coll, &ext, kind);
+}
+
+gmpi_status_t gmpi_route_plan(gmpi_comm_t comm, const struct gmpi_plan *plan,
+                              const gmpi_engine_t **engine) {
+  gmpi_mem_kind_t kind = GMPI_MEM_NONE;
+  for (int i = 0; i < plan->n_steps; i++) {
+    gmpi_mem_kind_t k;
+    GMPI_CHECK(step_kind(comm, &plan->steps[i], &k));
+    if (k != GMPI_MEM_NONE && kind != GMPI_MEM_NONE && k != kind)
+      return gmpi_error(GMPI_ERR_UNSUPPORTED,
+                        "step %d uses %s memory but an earlier step %s memory: a plan runs on "
+                        "one engine (a CUDA graph or MPI calls), so all its buffers must be "
+                        "device memory or all host memory",
+                        i, kind_name(k), kind_name(kind));
+    if (k != GMPI_MEM_NONE) kind = k;
+  }
+  *engine = engine_for(comm, kind);
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_route_fence(gmpi_comm_t comm, const gmpi_engine_t *engine) {
+  if (engine != &comm->host_engine || !stream_ordered(comm) || !comm->ops->host_fence)
+    return GMPI_SUCCESS;
+  return comm->ops->host_fence(comm);
+}

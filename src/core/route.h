@@ -1,0 +1,25 @@
+/* Routing by memory kind, in one place: an operation's buffers are classified once and the
+ * operation goes to the comm's engine for that memory (src/core/engine.h). */
+#ifndef GMPI_CORE_ROUTE_H
+#define GMPI_CORE_ROUTE_H
+
+#include "engine.h"
+#include "ops.h"
+
+struct gmpi_plan;
+
+/* The engine for a validated collective (ext from gmpi_coll_validate); a collective whose
+ * send and receive buffers are different kinds of memory is refused. */
+gmpi_status_t gmpi_route_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                              const gmpi_coll_extent_t *ext, const gmpi_engine_t **engine);
+/* Set req->engine from the kind of its buffer. */
+gmpi_status_t gmpi_route_p2p(gmpi_request_t req);
+/* The engine for a whole plan: one memory kind per plan (a CUDA graph cannot hold MPI calls,
+ * and MPI cannot read device memory). */
+gmpi_status_t gmpi_route_plan(gmpi_comm_t comm, const struct gmpi_plan *plan,
+                              const gmpi_engine_t **engine);
+/* Before the host engine runs a collective or a plan in stream-ordered mode, the device work
+ * the user enqueued on their stream must be done (it may produce the host data). */
+gmpi_status_t gmpi_route_fence(gmpi_comm_t comm, const gmpi_engine_t *engine);
+
+#endif
