@@ -35,7 +35,7 @@ struct gmpi_plan {
   int n_steps, n_groups;
   const gmpi_engine_t *engine; /* the engine its buffers routed it to (src/core/route.c) */
   void *lowered;               /* that engine's lowering */
-  struct gmpi_plan *next; /* the comm's live plans */
+  struct gmpi_plan *next;      /* the comm's live plans */
 };
 
 /* Called by the operation paths while comm->rec is set: record instead of running. */

@@ -10,14 +10,14 @@
 struct gmpi_request {
   gmpi_comm_t comm;
   gmpi_p2p_args_t args;
-  uint64_t flight_seq;      /* its entry in the comm's flight record */
-  int done;                 /* set by the backend in p2p_test */
-  gmpi_status_t result;     /* final status once done */
-  gmpi_msg_status_t status; /* final envelope once done */
+  uint64_t flight_seq;         /* its entry in the comm's flight record */
+  int done;                    /* set by the backend in p2p_test */
+  gmpi_status_t result;        /* final status once done */
+  gmpi_msg_status_t status;    /* final envelope once done */
   const gmpi_engine_t *engine; /* where core routed it by its buffer's memory kind */
   void *be;                    /* the engine's state for this request */
-  struct gmpi_plan_rec *rec; /* the recording this request belongs to, or NULL */
-  int rec_index;             /* its number in that recording */
+  struct gmpi_plan_rec *rec;   /* the recording this request belongs to, or NULL */
+  int rec_index;               /* its number in that recording */
 };
 
 /* Allocate and post a request (the p2p entry points use this). */
