@@ -64,8 +64,7 @@ gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *out) {
   rec->steps = NULL;
   GMPI_CHECK_GOTO(gmpi_plan_check(comm, plan->steps, plan->n_steps, unwaited, &plan->n_groups), st,
                   free_plan);
-  mine = out ? gmpi_plan_lower(plan)
-             : gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
+  mine = out ? gmpi_plan_lower(plan) : gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
   st = agree(comm, mine);
   if (st != GMPI_SUCCESS) {
     if (mine == GMPI_SUCCESS && out) gmpi_plan_release(plan);

@@ -191,8 +191,8 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
  * Whether to gate must be the same on every rank (a barrier on some ranks only would itself
  * hang), so it is decided from what all ranks of the comm share -- the timeout, and whether
  * this comm's point-to-point runs on an envelope engine (GMPI_P2P=envelope, GMPI_CHECK=1, a
- * device engine) -- and not from this process's registered engines. Not covered: GMPI_TIMEOUT=0 on a
- * native-MPI comm of a process whose other comms (another backend) have engines. */
+ * device engine) -- and not from this process's registered engines. Not covered: GMPI_TIMEOUT=0 on
+ * a native-MPI comm of a process whose other comms (another backend) have engines. */
 static int gated(gmpi_comm_t comm, const gmpi_cpu_t *cpu) {
   return comm->cfg.timeout_s > 0 || cpu->env || comm->device_engine.ops;
 }
