@@ -47,14 +47,14 @@ static gmpi_status_t coll_kind(gmpi_comm_t comm, const gmpi_coll_args_t *a,
 
 gmpi_status_t gmpi_route_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                               const gmpi_coll_extent_t *ext, const gmpi_engine_t **engine) {
-  gmpi_mem_kind_t kind;
+  gmpi_mem_kind_t kind = GMPI_MEM_NONE;
   GMPI_CHECK(coll_kind(comm, a, ext, &kind));
   *engine = engine_for(comm, kind);
   return GMPI_SUCCESS;
 }
 
 gmpi_status_t gmpi_route_p2p(gmpi_request_t req) {
-  gmpi_mem_kind_t kind;
+  gmpi_mem_kind_t kind = GMPI_MEM_NONE;
   GMPI_CHECK(classify(req->comm, req->args.buf, "buf", &kind));
   /* Messages match within one engine: a device receive matches device sends, a host receive
    * host sends (and a NULL buffer counts as host memory). docs/design.md says why. */
@@ -77,7 +77,7 @@ gmpi_status_t gmpi_route_plan(gmpi_comm_t comm, const struct gmpi_plan *plan,
                               const gmpi_engine_t **engine) {
   gmpi_mem_kind_t kind = GMPI_MEM_NONE;
   for (int i = 0; i < plan->n_steps; i++) {
-    gmpi_mem_kind_t k;
+    gmpi_mem_kind_t k = GMPI_MEM_NONE;
     GMPI_CHECK(step_kind(comm, &plan->steps[i], &k));
     if (k != GMPI_MEM_NONE && kind != GMPI_MEM_NONE && k != kind)
       return gmpi_error(GMPI_ERR_UNSUPPORTED,

@@ -75,7 +75,7 @@ static gmpi_status_t post_recv(gmpi_cpu_t *cpu, gmpi_request_t req) {
 
 gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req) {
   if (cpu->env) return gmpi_env_post(cpu->env, req);
-  cpu_native_t *nat;
+  cpu_native_t *nat = NULL;
   GMPI_CHECK(native_state(cpu, &nat));
   gmpi_cpu_detached_reap(nat);
   cpu_req_t *cr = calloc(1, sizeof(*cr));
@@ -160,7 +160,7 @@ gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) 
   /* Without an MPI part, only a self message (or a receive for one) can finish it. */
   if (!cr->complete && cr->mpi == MPI_REQUEST_NULL) return GMPI_SUCCESS;
   if (!cr->complete) {
-    int finished;
+    int finished = 0;
     GMPI_CHECK(test_mpi(cpu, req, &finished));
     if (!finished) return GMPI_SUCCESS;
   }
