@@ -37,5 +37,10 @@ gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req);
 gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done);
 void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req);
 void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu); /* before MPI_Comm_free(data) */
+/* An envelope engine (core/envelope.h) on host memory whose links are the MPI model of NCCL's
+ * semantics on data_comm (mover_model.c): GMPI_P2P=envelope or GMPI_CHECK=1, CI's deadlock
+ * finder. */
+gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm,
+                                    struct gmpi_envelope_engine **out);
 
 #endif

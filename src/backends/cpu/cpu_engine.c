@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "../../core/comm.h"
+#include "../../core/envelope.h"
 #include "../../core/error.h"
 #include "../../mpi/mpi_check.h"
 #include "../../mpi/oob.h"
 #include "../../mpi/types.h"
-#include "../../p2p/envelope.h"
 #include "cpu.h"
 
 gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu) {

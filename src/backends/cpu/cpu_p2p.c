@@ -8,11 +8,11 @@
 
 #include "../../core/comm.h"
 #include "../../core/dtype.h"
+#include "../../core/envelope.h"
 #include "../../core/error.h"
 #include "../../core/request.h"
 #include "../../mpi/mpi_check.h"
 #include "../../mpi/types.h"
-#include "../../p2p/envelope.h"
 #include "cpu.h"
 #include "cpu_native.h"
 

@@ -12,10 +12,10 @@
 
 #include "../../core/comm.h"
 #include "../../core/dtype.h"
+#include "../../core/envelope.h"
 #include "../../core/error.h"
 #include "../../core/request.h"
 #include "../../mpi/mpi_check.h"
-#include "../../p2p/envelope.h"
 #include "cpu_native.h"
 
 static int tag_matches(int wanted, int tag) { return wanted == GMPI_ANY_TAG || wanted == tag; }

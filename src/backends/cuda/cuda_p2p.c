@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "../../core/comm.h"
+#include "../../core/envelope.h"
 #include "../../core/error.h"
 #include "../../core/log.h"
 #include "../../core/oob.h"
 #include "../../core/request.h"
-#include "../../p2p/envelope.h"
 #include "cuda_check.h"
 #include "cuda_p2p.h"
 

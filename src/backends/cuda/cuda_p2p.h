@@ -1,6 +1,6 @@
-/* Device point to point on the cuda backend: the envelope engine (src/p2p) matches as MPI does;
- * this is its mover. Eager data is copied through host memory; rendezvous data moves by CUDA
- * IPC copies between ranks of one host (cuda_ipc.c) and by NCCL links between hosts
+/* Device point to point on the cuda backend: the envelope engine (src/core/envelope.c) matches as
+ * MPI does; this is its mover. Eager data is copied through host memory; rendezvous data moves by
+ * CUDA IPC copies between ranks of one host (cuda_ipc.c) and by NCCL links between hosts
  * (cuda_links.c). Both kinds of transfer start with this header so one test serves both. */
 #ifndef GMPI_CUDA_P2P_H
 #define GMPI_CUDA_P2P_H

@@ -3,18 +3,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/comm.h"
-#include "../core/dtype.h"
-#include "../core/error.h"
-#include "../core/log.h"
-#include "../core/match.h"
-#include "../core/progress.h"
-#include "../core/request.h"
-#include "../core/wait.h"
-#include "../mpi/mpi_check.h"
-#include "../mpi/oob.h"
+#include "comm.h"
+#include "dtype.h"
+#include "error.h"
+#include "log.h"
+#include "match.h"
+#include "oob.h"
+#include "progress.h"
+#include "request.h"
+#include "wait.h"
 
-#define ENV_TAG  7 /* the only tag on the envelope channel */
 #define N_POSTED 8 /* envelope receives kept posted */
 
 /* What travels on the envelope channel; an eager message's data follows the header. */
@@ -41,10 +39,10 @@ typedef struct {
 
 #define WIRE_MAX (sizeof(wire_t) + GMPI_ENV_EAGER_BYTES)
 
-/* An envelope on its way out; MPI reads it until req completes. */
+/* An envelope on its way out; the channel reads it until op completes. */
 typedef struct out_msg {
   struct out_msg *next;
-  MPI_Request req;
+  gmpi_chan_op_t *op;
   wire_t w;
   unsigned char payload[]; /* eager data, right after the header */
 } out_msg_t;
@@ -93,15 +91,15 @@ typedef struct {
 
 struct gmpi_envelope_engine {
   gmpi_comm_t comm;
-  MPI_Comm ctrl;
+  gmpi_chan_t *ctrl; /* the envelopes' control channel (core/oob.h) */
   const gmpi_mover_t *mover;
   void *mctx;
   gmpi_match_t match;
   env_peer_t *peers; /* one per rank */
   unsigned char *in_buf[N_POSTED];
-  MPI_Request in_req[N_POSTED];
-  int in_head;       /* the posted receive MPI fills next */
-  out_msg_t *out;    /* envelopes MPI is still sending */
+  gmpi_chan_op_t *in_op[N_POSTED];
+  int in_head;       /* the posted receive the channel fills next */
+  out_msg_t *out;    /* envelopes the channel is still sending */
   env_msg_t *moving; /* receiver side transfers in flight */
   int busy;          /* progress is running (a mover's wait may call back in) */
 };
@@ -115,18 +113,16 @@ static int is_leader(const struct gmpi_envelope_engine *env, int peer) {
 static gmpi_status_t new_out(size_t payload, out_msg_t **out) {
   out_msg_t *o = calloc(1, sizeof(*o) + payload);
   if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an envelope");
-  o->req = MPI_REQUEST_NULL;
   *out = o;
   return GMPI_SUCCESS;
 }
 
 static gmpi_status_t send_out(struct gmpi_envelope_engine *env, int dest, out_msg_t *o,
                               size_t payload) {
-  int rc = MPI_Isend(&o->w, (int)(sizeof(wire_t) + payload), MPI_BYTE, dest, ENV_TAG, env->ctrl,
-                     &o->req);
-  if (rc != MPI_SUCCESS) {
+  gmpi_status_t st = gmpi_chan_send(env->ctrl, dest, &o->w, sizeof(wire_t) + payload, &o->op);
+  if (st != GMPI_SUCCESS) {
     free(o);
-    return gmpi_mpi_error(rc, "MPI_Isend (envelope)");
+    return st;
   }
   o->next = env->out;
   env->out = o;
@@ -147,7 +143,7 @@ static gmpi_status_t test_out(struct gmpi_envelope_engine *env) {
   for (out_msg_t **link = &env->out; *link;) {
     out_msg_t *o = *link;
     int flag = 0;
-    GMPI_MPI_CHECK(MPI_Test(&o->req, &flag, MPI_STATUS_IGNORE));
+    GMPI_CHECK(gmpi_chan_test(&o->op, &flag, NULL, NULL));
     if (!flag) {
       link = &o->next;
       continue;
@@ -425,8 +421,11 @@ static gmpi_status_t go_arrived(struct gmpi_envelope_engine *env, int src, const
 }
 
 static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int src,
-                                  const unsigned char *buf) {
+                                  const unsigned char *buf, size_t len) {
   const wire_t *w = (const wire_t *)buf;
+  if (src < 0 || src >= env->comm->size || len < sizeof(wire_t) ||
+      (w->kind == W_EAGER && len - sizeof(wire_t) < w->bytes))
+    return gmpi_error(GMPI_ERR_INTERNAL, "malformed envelope of %zu bytes from rank %d", len, src);
   switch (w->kind) {
   case W_EAGER:
   case W_RTS_PULL:
@@ -441,21 +440,19 @@ static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int src,
 }
 
 static gmpi_status_t post_incoming(struct gmpi_envelope_engine *env, int i) {
-  GMPI_MPI_CHECK(MPI_Irecv(env->in_buf[i], (int)WIRE_MAX, MPI_BYTE, MPI_ANY_SOURCE, ENV_TAG,
-                           env->ctrl, &env->in_req[i]));
-  return GMPI_SUCCESS;
+  return gmpi_chan_recv(env->ctrl, env->in_buf[i], WIRE_MAX, &env->in_op[i]);
 }
 
-/* MPI fills the posted receives in the order they were posted: take them in that order, so
- * each sender's envelopes are seen in its order. */
+/* The channel fills the posted receives in the order they were posted: take them in that
+ * order, so each sender's envelopes are seen in its order. */
 static gmpi_status_t poll_envelopes(struct gmpi_envelope_engine *env) {
   for (;;) {
-    int i = env->in_head, flag = 0;
-    MPI_Status s;
-    GMPI_MPI_CHECK(MPI_Test(&env->in_req[i], &flag, &s));
+    int i = env->in_head, flag = 0, src = -1;
+    size_t len = 0;
+    GMPI_CHECK(gmpi_chan_test(&env->in_op[i], &flag, &src, &len));
     if (!flag) return GMPI_SUCCESS;
     env->in_head = (i + 1) % N_POSTED;
-    gmpi_status_t st = wire_arrived(env, s.MPI_SOURCE, env->in_buf[i]);
+    gmpi_status_t st = wire_arrived(env, src, env->in_buf[i], len);
     GMPI_CHECK(post_incoming(env, i));
     GMPI_CHECK(st);
   }
@@ -654,10 +651,8 @@ void gmpi_env_abandon(struct gmpi_envelope_engine *env, gmpi_request_t req) {
 /* Which peers may pull from us is the mover's business; the engine only needs the ctrl
  * channel and the posted receives. */
 static gmpi_status_t open_channel(struct gmpi_envelope_engine *env) {
-  GMPI_MPI_CHECK(MPI_Comm_dup(gmpi_oob_mpi_comm(env->comm), &env->ctrl));
-  GMPI_MPI_CHECK(MPI_Comm_set_errhandler(env->ctrl, MPI_ERRORS_RETURN));
+  GMPI_CHECK(gmpi_chan_open(env->comm, &env->ctrl));
   for (int i = 0; i < N_POSTED; i++) {
-    env->in_req[i] = MPI_REQUEST_NULL;
     if (!(env->in_buf[i] = malloc(WIRE_MAX)))
       return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for envelope buffers");
   }
@@ -676,7 +671,6 @@ gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void 
   env->comm = comm;
   env->mover = mover;
   env->mctx = mover_ctx;
-  env->ctrl = MPI_COMM_NULL;
   gmpi_status_t st = GMPI_SUCCESS;
   env->peers = calloc((size_t)comm->size, sizeof(*env->peers));
   if (!env->peers) {
@@ -709,20 +703,17 @@ static void drain_out(struct gmpi_envelope_engine *env) {
   }
   for (out_msg_t *o = env->out, *next; o; o = next) {
     next = o->next;
-    MPI_Request_free(&o->req); /* MPI may still read o: it is left to the process */
+    gmpi_chan_cancel(o->op); /* the channel may still read o: it is left to the process */
   }
-  if (env->out) gmpi_log(GMPI_LOG_INFO, "envelopes still unsent at close were left to MPI");
+  if (env->out) gmpi_log(GMPI_LOG_INFO, "envelopes still unsent at close were left to the channel");
 }
 
 void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
   if (!env) return;
   gmpi_progress_remove(progress_from_elsewhere, env);
-  if (env->ctrl != MPI_COMM_NULL) drain_out(env);
+  if (env->ctrl) drain_out(env);
   for (int i = 0; i < N_POSTED; i++) {
-    if (env->in_req[i] != MPI_REQUEST_NULL) {
-      MPI_Cancel(&env->in_req[i]);
-      MPI_Wait(&env->in_req[i], MPI_STATUS_IGNORE);
-    }
+    gmpi_chan_cancel(env->in_op[i]);
     free(env->in_buf[i]);
   }
   /* Messages nobody received wait in the unexpected queue; moving ones on their lists. */
@@ -734,7 +725,7 @@ void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
   for (int p = 0; env->peers && p < env->comm->size; p++)
     free_msgs(env->peers[p].awaiting_go, env);
   env->mover->destroy(env->mctx);
-  if (env->ctrl != MPI_COMM_NULL && env->comm->failure == GMPI_SUCCESS) MPI_Comm_free(&env->ctrl);
+  gmpi_chan_close(env->ctrl, env->comm->failure != GMPI_SUCCESS);
   free(env->peers);
   free(env);
 }

@@ -1,7 +1,8 @@
 /* The envelope engine: MPI point-to-point semantics (source, tag, wildcards, non-overtaking,
  * truncation) over data movers that know nothing of tags: NCCL, CUDA IPC copies, MPI.
  *
- * Every message starts with an envelope on an MPI channel. What follows depends on its size:
+ * Every message starts with an envelope on a control channel (core/oob.h). What follows depends
+ * on its size:
  *  - eager (at most GMPI_ENV_EAGER_BYTES): the data rides inside the envelope. The send is
  *    complete once posted (the engine holds a copy), like MPI's eager protocol, so a blocking
  *    send of an eager message completes with no receive posted.
@@ -15,10 +16,9 @@
  *        issue the link's transfers in that one order, so no transfer on a link ever waits for
  *        one issued after it, and links are independent of each other: no wait cycle can form.
  * Self messages never touch a mover. */
-#ifndef GMPI_P2P_ENVELOPE_H
-#define GMPI_P2P_ENVELOPE_H
+#ifndef GMPI_CORE_ENVELOPE_H
+#define GMPI_CORE_ENVELOPE_H
 
-#include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,15 +64,11 @@ typedef struct gmpi_mover {
 
 struct gmpi_envelope_engine;
 
-/* Collective over comm: duplicates its MPI channel for envelopes, learns which ranks share
- * this rank's host, registers the engine for progress (core/progress.h). The engine owns
- * mover_ctx from here on (also on failure). */
+/* Collective over comm: opens a control channel for envelopes (core/oob.h), registers the
+ * engine for progress (core/progress.h). The engine owns mover_ctx from here on (also on
+ * failure). */
 gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void *mover_ctx,
                               struct gmpi_envelope_engine **out);
-/* An engine on host memory whose links are the MPI model of NCCL's semantics (mover_model.c):
- * cpu with GMPI_P2P=envelope or GMPI_CHECK=1, and CI's deadlock finder. */
-gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm,
-                                    struct gmpi_envelope_engine **out);
 void gmpi_env_destroy(struct gmpi_envelope_engine *env);
 
 gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req);
