@@ -1,7 +1,7 @@
 /* MPI message matching, without MPI: posted receives and unexpected messages in the order
  * MPI defines. A message matches the earliest posted receive that accepts its (source, tag);
  * a new receive matches the earliest unexpected message it accepts. Messages of one source
- * arrive in the sender's order, so non-overtaking holds. The envelope engine (src/p2p) and
+ * arrive in the sender's order, so non-overtaking holds. The envelope engine (envelope.c) and
  * the plan compiler use it; tests/unit_match.c checks it with no MPI at all. */
 #ifndef GMPI_CORE_MATCH_H
 #define GMPI_CORE_MATCH_H

@@ -2,8 +2,8 @@
  * travel as bytes so one message may exceed INT_MAX elements. What native mode adds to MPI
  * (cpu_native.h): sends of at most GMPI_ENV_EAGER_BYTES complete at once (cpu_detached.c), and
  * messages to one's own rank are matched by gmpi, never by MPI (cpu_self.c). With
- * GMPI_P2P=envelope or GMPI_CHECK=1 the envelope engine matches instead (src/p2p), as it does
- * on cuda. */
+ * GMPI_P2P=envelope or GMPI_CHECK=1 the envelope engine matches instead (src/core/envelope.c), as
+ * it does on cuda. */
 #include <stdlib.h>
 
 #include "../../core/comm.h"

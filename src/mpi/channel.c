@@ -1,0 +1,108 @@
+/* Control channels (core/oob.h) over MPI: a channel is a duplicate of the comm's MPI
+ * communicator whose errors return, carrying one tag; a handle is an MPI request. */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "mpi_check.h"
+#include "oob.h"
+
+#define CHAN_TAG 7 /* the only tag on a channel */
+
+struct gmpi_chan {
+  MPI_Comm comm;
+};
+
+struct gmpi_chan_op {
+  MPI_Request req;
+  int is_recv;
+};
+
+gmpi_status_t gmpi_chan_open(gmpi_comm_t comm, gmpi_chan_t **out) {
+  gmpi_chan_t *chan = calloc(1, sizeof(*chan));
+  if (!chan) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control channel");
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(gmpi_oob_mpi_comm(comm), &chan->comm), st, free_chan);
+  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(chan->comm, MPI_ERRORS_RETURN), st, free_comm);
+  *out = chan;
+  return GMPI_SUCCESS;
+free_comm:
+  MPI_Comm_free(&chan->comm);
+free_chan:
+  free(chan);
+  return st;
+}
+
+void gmpi_chan_close(gmpi_chan_t *chan, int failed) {
+  if (!chan) return;
+  if (!failed) MPI_Comm_free(&chan->comm);
+  free(chan);
+}
+
+static gmpi_status_t new_op(size_t bytes, int is_recv, gmpi_chan_op_t **out) {
+  if (bytes > INT_MAX) return gmpi_error(GMPI_ERR_INTERNAL, "control message of %zu bytes", bytes);
+  gmpi_chan_op_t *op = malloc(sizeof(*op));
+  if (!op) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control message");
+  op->req = MPI_REQUEST_NULL;
+  op->is_recv = is_recv;
+  *out = op;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, size_t bytes,
+                             gmpi_chan_op_t **op) {
+  gmpi_chan_op_t *o = NULL;
+  GMPI_CHECK(new_op(bytes, 0, &o));
+  int rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, dest, CHAN_TAG, chan->comm, &o->req);
+  if (rc != MPI_SUCCESS) {
+    free(o);
+    return gmpi_mpi_error(rc, "MPI_Isend (control channel)");
+  }
+  *op = o;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_chan_recv(gmpi_chan_t *chan, void *buf, size_t max_bytes, gmpi_chan_op_t **op) {
+  gmpi_chan_op_t *o = NULL;
+  GMPI_CHECK(new_op(max_bytes, 1, &o));
+  int rc = MPI_Irecv(buf, (int)max_bytes, MPI_BYTE, MPI_ANY_SOURCE, CHAN_TAG, chan->comm, &o->req);
+  if (rc != MPI_SUCCESS) {
+    free(o);
+    return gmpi_mpi_error(rc, "MPI_Irecv (control channel)");
+  }
+  *op = o;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, size_t *bytes) {
+  gmpi_chan_op_t *o = *op;
+  *done = 0;
+  if (!o) /* never posted: its posting failed (the channel lost a receive slot) */
+    return gmpi_error(GMPI_ERR_STATE, "a control channel handle is not in flight (an earlier "
+                                      "post failed)");
+  int flag = 0;
+  MPI_Status s;
+  GMPI_MPI_CHECK(MPI_Test(&o->req, &flag, o->is_recv ? &s : MPI_STATUS_IGNORE));
+  if (!flag) return GMPI_SUCCESS;
+  int rc = MPI_SUCCESS, n = 0, is_recv = o->is_recv;
+  if (is_recv) {
+    if (source) *source = s.MPI_SOURCE;
+    if (bytes) rc = MPI_Get_count(&s, MPI_BYTE, &n);
+  }
+  free(o);
+  *op = NULL;
+  *done = 1;
+  if (rc != MPI_SUCCESS) return gmpi_mpi_error(rc, "MPI_Get_count (control channel)");
+  if (is_recv && bytes) *bytes = (size_t)n;
+  return GMPI_SUCCESS;
+}
+
+void gmpi_chan_cancel(gmpi_chan_op_t *op) {
+  if (!op) return;
+  if (op->is_recv) {
+    MPI_Cancel(&op->req);
+    MPI_Wait(&op->req, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Request_free(&op->req); /* MPI may still read the buffer: it is left to the process */
+  }
+  free(op);
+}
