@@ -114,6 +114,14 @@ typedef struct {
 /* Collective over mpi_comm. Reads GMPI_* variables, picks the backend, binds a GPU.
  * Calls MPI_Init_thread when MPI is not initialised (and MPI_Finalize in gmpi_finalize). */
 gmpi_status_t gmpi_init(MPI_Comm mpi_comm, gmpi_comm_t *comm);
+/* ---- for bindings (Python ctypes/cffi): no MPI handle, names instead of enum values ---- */
+/* gmpi_init on MPI_COMM_WORLD. */
+gmpi_status_t gmpi_init_world(gmpi_comm_t *comm);
+/* The dtype or op of a name as gmpi_dtype_name / gmpi_op_name print it ("float32", "sum").
+ * An unknown name is GMPI_ERR_INVALID_ARG. */
+gmpi_status_t gmpi_dtype_from_name(const char *name, gmpi_dtype_t *dtype);
+gmpi_status_t gmpi_op_from_name(const char *name, gmpi_op_t *op);
+/* ---- end of the bindings' helpers ---- */
 /* Collective. NULL-safe; sets *comm to NULL. Works after a timeout or failure. */
 gmpi_status_t gmpi_finalize(gmpi_comm_t *comm);
 /* Collective. color GMPI_UNDEFINED gives *newcomm = NULL. Free the result with gmpi_finalize. */

@@ -109,9 +109,18 @@ static gmpi_status_t describe_comm(gmpi_comm_t comm) {
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_init(MPI_Comm mpi_comm, gmpi_comm_t *out) {
-  gmpi_call_begin_nocomm(__func__);
+/* A handle of all zero bits (NULL in Open MPI, where MPI_Comm is a pointer) is no
+ * communicator in any MPI; MPI calls on it crash, so it is refused before any. */
+static int mpi_comm_is_zero(MPI_Comm mpi_comm) {
+  MPI_Comm zero;
+  memset(&zero, 0, sizeof(zero));
+  return memcmp(&mpi_comm, &zero, sizeof(zero)) == 0;
+}
+
+static gmpi_status_t init_on(MPI_Comm mpi_comm, gmpi_comm_t *out) {
   if (!out) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'comm' (the result) is NULL");
+  if (mpi_comm_is_zero(mpi_comm))
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'mpi_comm' is a NULL handle");
   gmpi_config_t cfg;
   GMPI_CHECK(gmpi_config_load(&cfg));
   gmpi_log_setup(cfg.debug, -1);
@@ -152,6 +161,17 @@ free_comm:
 stop_mpi:
   gmpi_mpi_stop(st == GMPI_ERR_TIMEOUT); /* MPI_Finalize would wait for the missing rank */
   return st;
+}
+
+gmpi_status_t gmpi_init(MPI_Comm mpi_comm, gmpi_comm_t *out) {
+  gmpi_call_begin_nocomm(__func__);
+  return init_on(mpi_comm, out);
+}
+
+/* MPI_COMM_WORLD named here, so bindings (ctypes, cffi) need no ABI-specific MPI handle. */
+gmpi_status_t gmpi_init_world(gmpi_comm_t *out) {
+  gmpi_call_begin_nocomm(__func__);
+  return init_on(MPI_COMM_WORLD, out);
 }
 
 gmpi_status_t gmpi_finalize(gmpi_comm_t *pcomm) {
