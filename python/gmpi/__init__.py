@@ -1,0 +1,22 @@
+"""gmpi for Python: MPI semantics on numpy arrays and on GPU tensors (CuPy, PyTorch), through
+libgmpi by ctypes. Names follow mpi4py's buffer methods:
+
+    import gmpi, numpy as np
+    comm = gmpi.init()                      # or gmpi.init(mpi4py.MPI.COMM_WORLD)
+    x = np.full(4, comm.rank, np.float32)
+    comm.Allreduce(gmpi.IN_PLACE, x, op=gmpi.SUM)
+"""
+from ._lib import STATUS_NAMES, GmpiError, last_error, versions
+from ._comm import (ANY_SOURCE, ANY_TAG, AVG, BAND, BOR, BXOR, IN_PLACE, LAND, LOR, LXOR, MAX,
+                    MIN, PROD, SUM, UNDEFINED, Comm, Op, Plan, Request, Status, init)
+
+# The status constants, by name: gmpi.GMPI_ERR_TIMEOUT == 7 (and gmpi.ERR_TIMEOUT).
+for _value, _name in STATUS_NAMES.items():
+    globals()[_name] = _value
+    globals()[_name[len("GMPI_"):]] = _value
+del _value, _name
+
+__version__ = versions()[0].split()[-1]
+__all__ = ["init", "Comm", "Request", "Status", "Plan", "Op", "GmpiError", "last_error",
+           "versions", "IN_PLACE", "ANY_SOURCE", "ANY_TAG", "UNDEFINED", "SUM", "PROD", "MIN",
+           "MAX", "AVG", "BAND", "BOR", "BXOR", "LAND", "LOR", "LXOR"]

@@ -1,0 +1,377 @@
+"""Communicators, requests, statuses and plans, named as mpi4py's buffer methods."""
+import atexit
+import ctypes
+import weakref
+
+from ._buffer import as_buffer, sync_producer
+from ._lib import MsgStatus, call, check_arg, op_from_name
+
+ANY_SOURCE = -1
+ANY_TAG = -1
+UNDEFINED = -32766  # GMPI_UNDEFINED: Split color for "join no new communicator"
+
+
+class _InPlace:
+    def __repr__(self):
+        return "gmpi.IN_PLACE"
+
+
+IN_PLACE = _InPlace()
+
+_BACKENDS = {0: "cpu", 1: "cuda"}
+_live = []  # weak references to every live Comm, oldest first: freed newest first at exit
+
+
+class Op(int):
+    """A reduction (gmpi.SUM, ...): the int value of gmpi_op_t, with its name."""
+
+    def __new__(cls, name):
+        op = int.__new__(cls, op_from_name(name))
+        op.name = name
+        return op
+
+    def __repr__(self):
+        return "gmpi.%s" % self.name.upper()
+
+
+class Status:
+    """What a receive matched: source, tag and count (elements received)."""
+
+    def __init__(self):
+        self.source, self.tag, self.count = ANY_SOURCE, ANY_TAG, 0
+
+    def _set(self, c):
+        self.source, self.tag, self.count = c.source, c.tag, c.count
+
+    def Get_source(self):
+        return self.source
+
+    def Get_tag(self):
+        return self.tag
+
+    def Get_count(self):
+        return self.count
+
+    def __repr__(self):
+        return "gmpi.Status(source=%d, tag=%d, count=%d)" % (self.source, self.tag, self.count)
+
+
+def _fill(status, c_status):
+    if status is not None:
+        status._set(c_status)
+
+
+class Request:
+    """A pending Isend/Irecv. Its buffers stay alive (held by the comm too) until it completes."""
+
+    def __init__(self, comm, handle, bufs):
+        self._comm, self._handle, self._bufs = comm, handle, bufs
+        comm._pending.add(self)
+
+    def _done(self):
+        self._comm._pending.discard(self)
+        self._bufs = ()
+
+    def Wait(self, status=None):
+        c = MsgStatus()
+        call("gmpi_wait", ctypes.byref(self._handle), ctypes.byref(c))
+        self._done()
+        _fill(status, c)
+        return True
+
+    def Test(self, status=None):
+        """True (and the request complete) when done; False while still pending."""
+        if not self._handle:
+            return True
+        c, flag = MsgStatus(), ctypes.c_int(0)
+        call("gmpi_test", ctypes.byref(self._handle), ctypes.byref(flag), ctypes.byref(c))
+        if flag.value:
+            self._done()
+            _fill(status, c)
+        return bool(flag.value)
+
+    @staticmethod
+    def Waitall(requests, statuses=None):
+        requests = list(requests)
+        n = len(requests)
+        handles = (ctypes.c_void_p * max(n, 1))(*[r._handle for r in requests])
+        cs = (MsgStatus * max(n, 1))()
+        try:
+            call("gmpi_waitall", n, handles, cs)
+        finally:  # completed ones are NULL in handles, failed or not
+            for r, h in zip(requests, handles):
+                r._handle = ctypes.c_void_p(h)
+                if not h:
+                    r._done()
+        if statuses is not None:
+            for s, c in zip(statuses, cs):
+                _fill(s, c)
+        return True
+
+
+class Plan:
+    """A recorded communication pattern (see docs/plans.md): run() replays it."""
+
+    def __init__(self, comm):
+        self._comm, self._handle, self._bufs = comm, ctypes.c_void_p(), []
+
+    def __enter__(self):
+        check_arg(self._comm._recording is None, "a plan is already recording on this comm")
+        call("gmpi_plan_begin", self._comm._handle)
+        self._comm._recording = self._bufs
+        return self
+
+    def __exit__(self, kind, value, tb):
+        self._comm._recording = None
+        try:
+            call("gmpi_plan_end", self._comm._handle, ctypes.byref(self._handle))
+        except Exception:
+            if kind is None:
+                raise  # the plan itself was refused
+        if kind is not None:  # the body failed: no plan, its own error goes up
+            self.Free()
+        return False
+
+    def run(self):
+        check_arg(bool(self._handle), "the plan is not recorded (or freed)")
+        sync_producer(self._bufs)
+        call("gmpi_plan_run", self._handle)
+
+    def Free(self):
+        if self._handle:
+            call("gmpi_plan_free", ctypes.byref(self._handle))
+        self._bufs = []
+
+    free = Free
+
+
+class Comm:
+    """A gmpi communicator (gmpi_comm_t). Methods follow mpi4py's upper-case buffer methods."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        self._pending = set()
+        self._recording = None
+        r, s, b = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        call("gmpi_comm_rank", handle, ctypes.byref(r))
+        call("gmpi_comm_size", handle, ctypes.byref(s))
+        call("gmpi_comm_backend", handle, ctypes.byref(b))
+        self.rank, self.size, self.backend = r.value, s.value, _BACKENDS.get(b.value, "?")
+        _live.append(weakref.ref(self))
+
+    def Get_rank(self):
+        return self.rank
+
+    def Get_size(self):
+        return self.size
+
+    @property
+    def device(self):
+        """CUDA device ordinal of this rank; -1 on the cpu backend."""
+        d = ctypes.c_int()
+        call("gmpi_comm_device", self._h(), ctypes.byref(d))
+        return d.value
+
+    def _h(self):
+        check_arg(self._handle is not None and bool(self._handle),
+                  "the communicator was freed (Free())")
+        return self._handle
+
+    def _bufs(self, *pairs):
+        """Buffers of (object, name, writable) triples; device ones need the cuda backend."""
+        out = []
+        for obj, name, writable in pairs:
+            b = as_buffer(obj, name, writable)
+            check_arg(not b.device or self.backend == "cuda",
+                      "argument '%s' is device memory, and this comm's backend is %s"
+                      % (name, self.backend))
+            out.append(b)
+        sync_producer(out)
+        if self._recording is not None:
+            self._recording.extend(out)
+        return out
+
+    # ---- collectives ---------------------------------------------------------------------
+    def Allreduce(self, sendbuf, recvbuf, op=None):
+        op = SUM if op is None else op
+        (r,) = self._bufs((recvbuf, "recvbuf", True))
+        s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
+        self._same(s, r, "sendbuf", "recvbuf")
+        call("gmpi_allreduce", s.ptr, r.ptr, r.count, r.dtype, int(op), self._h())
+
+    def Bcast(self, buf, root=0):
+        (b,) = self._bufs((buf, "buf", True))
+        call("gmpi_bcast", b.ptr, b.count, b.dtype, root, self._h())
+
+    def Reduce(self, sendbuf, recvbuf, op=None, root=0):
+        """recvbuf matters on root only; elsewhere it may be None."""
+        op = SUM if op is None else op
+        if recvbuf is None:
+            (s,) = self._bufs((sendbuf, "sendbuf", False))
+            r = s
+            check_arg(self.rank != root, "argument 'recvbuf' is None on the root")
+        else:
+            (r,) = self._bufs((recvbuf, "recvbuf", True))
+            s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
+            self._same(s, r, "sendbuf", "recvbuf")
+        call("gmpi_reduce", s.ptr, r.ptr, s.count, s.dtype, int(op), root, self._h())
+
+    def Allgather(self, sendbuf, recvbuf):
+        """recvbuf holds size blocks of sendbuf's count; IN_PLACE: this rank's block is there."""
+        (r,) = self._bufs((recvbuf, "recvbuf", True))
+        n = self._blocks(r, "recvbuf")
+        s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
+        if s is not r:
+            self._dtype(s, r, "sendbuf", "recvbuf")
+            check_arg(s.count == n, "argument 'recvbuf' holds %d elements, not size (%d) x "
+                      "sendbuf's %d" % (r.count, self.size, s.count))
+        call("gmpi_allgather", s.ptr, r.ptr, n, r.dtype, self._h())
+
+    def Alltoall(self, sendbuf, recvbuf):
+        (r,) = self._bufs((recvbuf, "recvbuf", True))
+        s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
+        self._same(s, r, "sendbuf", "recvbuf")
+        call("gmpi_alltoall", s.ptr, r.ptr, self._blocks(r, "recvbuf"), r.dtype, self._h())
+
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=None):
+        """Block i of sendbuf's reduction goes to rank i's recvbuf (sendbuf: size x recvbuf)."""
+        op = SUM if op is None else op
+        (r,) = self._bufs((recvbuf, "recvbuf", True))
+        if sendbuf is IN_PLACE:  # MPI's convention: the whole input in recvbuf, result at start
+            s, n = r, self._blocks(r, "recvbuf")
+        else:
+            (s,) = self._bufs((sendbuf, "sendbuf", False))
+            self._dtype(s, r, "sendbuf", "recvbuf")
+            n = r.count
+            check_arg(s.count == n * self.size, "argument 'sendbuf' holds %d elements, not "
+                      "size (%d) x recvbuf's %d" % (s.count, self.size, n))
+        call("gmpi_reduce_scatter", s.ptr, r.ptr, n, r.dtype, int(op), self._h())
+
+    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=None):
+        """Equal blocks only (gmpi_reduce_scatter); recvcounts, when given, must all be equal."""
+        if recvcounts is not None:
+            check_arg(len(set(recvcounts)) <= 1, "recvcounts %s differ; gmpi's reduce_scatter "
+                      "takes equal blocks" % (list(recvcounts),))
+        self.Reduce_scatter_block(sendbuf, recvbuf, op)
+
+    def Barrier(self):
+        call("gmpi_barrier", self._h())
+
+    # ---- point to point --------------------------------------------------------------------
+    def Send(self, buf, dest, tag=0):
+        (b,) = self._bufs((buf, "buf", False))
+        call("gmpi_send", b.ptr, b.count, b.dtype, dest, tag, self._h())
+
+    def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        (b,) = self._bufs((buf, "buf", True))
+        c = MsgStatus()
+        call("gmpi_recv", b.ptr, b.count, b.dtype, source, tag, self._h(), ctypes.byref(c))
+        _fill(status, c)
+
+    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
+                 recvtag=ANY_TAG, status=None):
+        s, r = self._bufs((sendbuf, "sendbuf", False), (recvbuf, "recvbuf", True))
+        c = MsgStatus()
+        call("gmpi_sendrecv", s.ptr, s.count, s.dtype, dest, sendtag, r.ptr, r.count, r.dtype,
+             source, recvtag, self._h(), ctypes.byref(c))
+        _fill(status, c)
+
+    def Isend(self, buf, dest, tag=0):
+        (b,) = self._bufs((buf, "buf", False))
+        h = ctypes.c_void_p()
+        call("gmpi_isend", b.ptr, b.count, b.dtype, dest, tag, self._h(), ctypes.byref(h))
+        return Request(self, h, (b,))
+
+    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
+        (b,) = self._bufs((buf, "buf", True))
+        h = ctypes.c_void_p()
+        call("gmpi_irecv", b.ptr, b.count, b.dtype, source, tag, self._h(), ctypes.byref(h))
+        return Request(self, h, (b,))
+
+    # ---- communicators and plans -------------------------------------------------------------
+    def Split(self, color=0, key=0):
+        """Collective; a new Comm, or None for color gmpi.UNDEFINED."""
+        h = ctypes.c_void_p()
+        call("gmpi_comm_split", self._h(), color, key, ctypes.byref(h))
+        return Comm(h) if h else None
+
+    def Free(self):
+        """Collective (gmpi_finalize). Pending requests' buffers are released with the comm."""
+        if self._handle:
+            call("gmpi_finalize", ctypes.byref(self._handle))
+        self._handle = None
+        self._pending.clear()
+
+    def plan(self):
+        """with comm.plan() as p: <calls on comm>  records them; p.run() replays; p.Free()."""
+        return Plan(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.Free()
+        return False
+
+    def __repr__(self):
+        state = "freed" if not self._handle else "rank %d of %d" % (self.rank, self.size)
+        return "<gmpi.Comm %s, backend %s>" % (state, self.backend)
+
+    # ---- argument checks that the C library cannot make (it sees one count) --------------------
+    def _dtype(self, a, b, na, nb):
+        check_arg(a.dtype == b.dtype, "arguments '%s' and '%s' have different dtypes" % (na, nb))
+
+    def _same(self, a, b, na, nb):
+        self._dtype(a, b, na, nb)
+        check_arg(a.count == b.count, "argument '%s' holds %d elements and '%s' %d"
+                  % (na, a.count, nb, b.count))
+
+    def _blocks(self, b, name):
+        check_arg(b.count % self.size == 0, "argument '%s' holds %d elements, not a multiple "
+                  "of the size %d" % (name, b.count, self.size))
+        return b.count // self.size
+
+
+SUM, PROD, MIN, MAX, AVG = (Op(n) for n in ("sum", "prod", "min", "max", "avg"))
+BAND, BOR, BXOR, LAND, LOR, LXOR = (Op(n) for n in ("band", "bor", "bxor", "land", "lor", "lxor"))
+
+
+def init(mpi_comm=None):
+    """A Comm on the world (no argument) or on an mpi4py communicator. Collective."""
+    h = ctypes.c_void_p()
+    if mpi_comm is None:
+        call("gmpi_init_world", ctypes.byref(h))
+    else:
+        call("gmpi_init", _mpi_handle(mpi_comm), ctypes.byref(h))
+    return Comm(h)
+
+
+def _mpi_handle(mpi_comm):
+    """mpi4py's MPI_Comm handle, as the C ABI passes it (Open MPI: a pointer; MPICH: an int)."""
+    from mpi4py import MPI
+
+    check_arg(isinstance(mpi_comm, MPI.Comm), "argument 'mpi_comm' is a %s, not an mpi4py "
+              "communicator" % type(mpi_comm).__name__)
+    check_arg(mpi_comm != MPI.COMM_NULL, "argument 'mpi_comm' is MPI.COMM_NULL")
+    handle = MPI._handleof(mpi_comm)
+    from ._lib import lib
+
+    f = lib.gmpi_init
+    f.restype = ctypes.c_int
+    if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_void_p):
+        f.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+        return ctypes.c_void_p(handle)
+    f.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
+    return ctypes.c_int(handle)
+
+
+@atexit.register
+def _free_all():
+    """Free what the program left (gmpi_finalize is collective; every rank exits here too)."""
+    for ref in reversed(_live):
+        comm = ref()
+        if comm is not None and comm._handle:
+            try:
+                comm.Free()
+            except Exception:  # the process is ending; the error was for a comm it dropped
+                pass

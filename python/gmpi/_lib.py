@@ -1,0 +1,157 @@
+"""Finding and loading libgmpi, the C prototypes, and errors raised as GmpiError."""
+import ctypes
+import glob
+import os
+
+# The statuses of gmpi.h (GMPI_STATUS_MAP), by value. tests/test_statuses.py checks this table
+# against the header, so a status added there and not here fails a test.
+STATUS_NAMES = {
+    0: "GMPI_SUCCESS",
+    1: "GMPI_ERR_INVALID_ARG",
+    2: "GMPI_ERR_UNSUPPORTED",
+    3: "GMPI_ERR_NO_DEVICE",
+    4: "GMPI_ERR_NO_MEMORY",
+    5: "GMPI_ERR_TRUNCATE",
+    6: "GMPI_ERR_MISMATCH",
+    7: "GMPI_ERR_TIMEOUT",
+    8: "GMPI_ERR_STATE",
+    9: "GMPI_ERR_MPI",
+    10: "GMPI_ERR_BACKEND",
+    11: "GMPI_ERR_INTERNAL",
+}
+
+SONAME = "libgmpi.so.0"
+
+
+class GmpiError(RuntimeError):
+    """A gmpi call failed: .status (int), .name ("GMPI_ERR_..."), .detail (gmpi_last_error())."""
+
+    def __init__(self, status, detail, func=None):
+        self.status = int(status)
+        self.name = STATUS_NAMES.get(self.status, "GMPI_STATUS_%d" % self.status)
+        self.detail = detail
+        self.func = func
+        super().__init__("%s: %s" % (self.name, detail) if detail else self.name)
+
+
+def _candidates():
+    """Where libgmpi may be, in the order tried (see README "Python")."""
+    env = os.environ.get("GMPI_LIBRARY")
+    if env:
+        return [env]  # an explicit choice is the only one tried
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = []
+    try:  # written by cmake --install: the library's folder relative to the package
+        from . import _install
+
+        found.append(os.path.join(here, _install.LIBDIR_FROM_PACKAGE, SONAME))
+    except ImportError:
+        pass
+    # The source tree: python/gmpi next to the build folders (build/, build-*/).
+    root = os.path.dirname(os.path.dirname(here))
+    for pattern in ("build/src/" + SONAME, "build*/src/" + SONAME):
+        found.extend(sorted(glob.glob(os.path.join(root, pattern))))
+    found.append(SONAME)  # the system loader (LD_LIBRARY_PATH, ldconfig)
+    return found
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append("%s (absent)" % path)
+            continue
+        try:
+            # RTLD_GLOBAL: MPI's plugins (Open MPI's components) resolve libmpi's symbols globally.
+            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    raise ImportError("gmpi: cannot load libgmpi; set GMPI_LIBRARY to its path. Tried: "
+                      + "; ".join(tried))
+
+
+lib = _load()
+_c = ctypes
+_P, _I, _S = _c.c_void_p, _c.c_int, _c.c_size_t
+_PP = _c.POINTER(_c.c_void_p)
+
+
+class MsgStatus(_c.Structure):
+    _fields_ = [("source", _c.c_int), ("tag", _c.c_int), ("count", _c.c_size_t)]
+
+
+_PST = _c.POINTER(MsgStatus)
+_PROTOTYPES = {
+    "gmpi_init_world": [_PP],
+    "gmpi_finalize": [_PP],
+    "gmpi_comm_split": [_P, _I, _I, _PP],
+    "gmpi_comm_rank": [_P, _c.POINTER(_I)],
+    "gmpi_comm_size": [_P, _c.POINTER(_I)],
+    "gmpi_comm_backend": [_P, _c.POINTER(_I)],
+    "gmpi_comm_device": [_P, _c.POINTER(_I)],
+    "gmpi_dtype_from_name": [_c.c_char_p, _c.POINTER(_I)],
+    "gmpi_op_from_name": [_c.c_char_p, _c.POINTER(_I)],
+    "gmpi_allreduce": [_P, _P, _S, _I, _I, _P],
+    "gmpi_bcast": [_P, _S, _I, _I, _P],
+    "gmpi_reduce": [_P, _P, _S, _I, _I, _I, _P],
+    "gmpi_allgather": [_P, _P, _S, _I, _P],
+    "gmpi_reduce_scatter": [_P, _P, _S, _I, _I, _P],
+    "gmpi_alltoall": [_P, _P, _S, _I, _P],
+    "gmpi_barrier": [_P],
+    "gmpi_send": [_P, _S, _I, _I, _I, _P],
+    "gmpi_recv": [_P, _S, _I, _I, _I, _P, _PST],
+    "gmpi_isend": [_P, _S, _I, _I, _I, _P, _PP],
+    "gmpi_irecv": [_P, _S, _I, _I, _I, _P, _PP],
+    "gmpi_wait": [_PP, _PST],
+    "gmpi_waitall": [_I, _PP, _PST],
+    "gmpi_test": [_PP, _c.POINTER(_I), _PST],
+    "gmpi_sendrecv": [_P, _S, _I, _I, _I, _P, _S, _I, _I, _I, _P, _PST],
+    "gmpi_plan_begin": [_P],
+    "gmpi_plan_end": [_P, _PP],
+    "gmpi_plan_run": [_P],
+    "gmpi_plan_free": [_PP],
+}
+for _name, _args in _PROTOTYPES.items():
+    _f = getattr(lib, _name)
+    _f.argtypes, _f.restype = _args, _c.c_int
+lib.gmpi_last_error.argtypes, lib.gmpi_last_error.restype = [], _c.c_char_p
+lib.gmpi_strerror.argtypes, lib.gmpi_strerror.restype = [_c.c_int], _c.c_char_p
+lib.gmpi_dtype_name.argtypes, lib.gmpi_dtype_name.restype = [_c.c_int], _c.c_char_p
+lib.gmpi_versions.argtypes = [_c.POINTER(_c.c_char_p)] * 3
+lib.gmpi_versions.restype = _c.c_int
+
+
+def last_error():
+    """gmpi_last_error(): this thread's last failure, "" if none."""
+    return (lib.gmpi_last_error() or b"").decode(errors="replace")
+
+
+def call(name, *args):
+    """Call gmpi_<name>; raise GmpiError carrying gmpi_last_error() on failure."""
+    status = getattr(lib, name)(*args)
+    if status != 0:
+        raise GmpiError(status, last_error(), name)
+
+
+def check_arg(ok, detail):
+    """A bad argument seen in Python: the same error the C library gives for one."""
+    if not ok:
+        raise GmpiError(1, detail)
+
+
+def dtype_from_name(name):
+    out = ctypes.c_int(-1)
+    call("gmpi_dtype_from_name", name.encode(), ctypes.byref(out))
+    return out.value
+
+
+def op_from_name(name):
+    out = ctypes.c_int(-1)
+    call("gmpi_op_from_name", name.encode(), ctypes.byref(out))
+    return out.value
+
+
+def versions():
+    g, m, n = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p()
+    call("gmpi_versions", ctypes.byref(g), ctypes.byref(m), ctypes.byref(n))
+    return tuple(v.value.decode(errors="replace") for v in (g, m, n))
