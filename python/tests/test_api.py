@@ -82,3 +82,40 @@ def test_c_error_carries_last_error(comm):
     assert "root" in e.value.detail and "gmpi_bcast" in e.value.detail
     assert e.value.detail == gmpi.last_error()
     assert "(rank %d)" % comm.rank in e.value.detail
+
+
+class DLPackOnly:
+    """A producer seen only through DLPack (as a PyTorch tensor is), here over numpy memory."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_dlpack_host_buffer_no_copy(comm):
+    a = np.full(6, comm.rank + 1, np.int64)
+    comm.Allreduce(gmpi.IN_PLACE, DLPackOnly(a), op=gmpi.SUM)  # written through a's memory
+    assert (a == comm.size * (comm.size + 1) // 2).all()
+    with pytest.raises(gmpi.GmpiError, match="not contiguous"):
+        comm.Bcast(DLPackOnly(np.zeros(8)[::2]))
+
+
+class FakeDevice:
+    def __init__(self, typestr, strides=None):
+        self.__cuda_array_interface__ = {"shape": (4,), "typestr": typestr, "data": (4096, False),
+                                         "strides": strides, "version": 3}
+
+
+def test_cuda_array_interface_checked(comm):
+    with pytest.raises(gmpi.GmpiError, match="dtype datetime64"):
+        comm.Bcast(FakeDevice("<M8[s]"))
+    with pytest.raises(gmpi.GmpiError, match="not contiguous"):
+        comm.Bcast(FakeDevice("<f4", strides=(8,)))
+    if comm.backend == "cpu":  # never dereferenced: refused before the C call
+        with pytest.raises(gmpi.GmpiError, match="device memory, and this comm's backend is cpu"):
+            comm.Bcast(FakeDevice("<f4"))
