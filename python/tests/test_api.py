@@ -119,3 +119,12 @@ def test_cuda_array_interface_checked(comm):
     if comm.backend == "cpu":  # never dereferenced: refused before the C call
         with pytest.raises(gmpi.GmpiError, match="device memory, and this comm's backend is cpu"):
             comm.Bcast(FakeDevice("<f4"))
+
+
+PYPROJECT = os.path.join(os.path.dirname(__file__), "..", "pyproject.toml")
+
+
+@pytest.mark.skipif(not os.path.exists(PYPROJECT), reason="no pyproject.toml beside the tests")
+def test_pyproject_version_is_the_library_version():
+    text = open(PYPROJECT).read()
+    assert re.search(r'^version = "([^"]+)"', text, re.M).group(1) == gmpi.__version__
