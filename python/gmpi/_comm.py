@@ -1,7 +1,6 @@
 """Communicators, requests, statuses and plans, named as mpi4py's buffer methods."""
 import atexit
 import ctypes
-import weakref
 
 from ._buffer import as_buffer, sync_producer
 from ._lib import MsgStatus, call, check_arg, op_from_name
@@ -19,7 +18,9 @@ class _InPlace:
 IN_PLACE = _InPlace()
 
 _BACKENDS = {0: "cpu", 1: "cuda"}
-_live = []  # weak references to every live Comm, oldest first: freed newest first at exit
+# Every live Comm, oldest first: freed newest first at exit. Held strongly: dropping a Comm
+# must not free it (gmpi_finalize is collective, and a garbage collector runs at no agreed time).
+_live = []
 
 
 class Op(int):
@@ -157,7 +158,7 @@ class Comm:
         call("gmpi_comm_size", handle, ctypes.byref(s))
         call("gmpi_comm_backend", handle, ctypes.byref(b))
         self.rank, self.size, self.backend = r.value, s.value, _BACKENDS.get(b.value, "?")
-        _live.append(weakref.ref(self))
+        _live.append(self)
 
     def Get_rank(self):
         return self.rank
@@ -301,6 +302,8 @@ class Comm:
             call("gmpi_finalize", ctypes.byref(self._handle))
         self._handle = None
         self._pending.clear()
+        if self in _live:
+            _live.remove(self)
 
     def plan(self):
         """with comm.plan() as p: <calls on comm>  records them; p.run() replays; p.Free()."""
@@ -368,9 +371,8 @@ def _mpi_handle(mpi_comm):
 @atexit.register
 def _free_all():
     """Free what the program left (gmpi_finalize is collective; every rank exits here too)."""
-    for ref in reversed(_live):
-        comm = ref()
-        if comm is not None and comm._handle:
+    for comm in reversed(list(_live)):
+        if comm._handle:
             try:
                 comm.Free()
             except Exception:  # the process is ending; the error was for a comm it dropped
