@@ -55,6 +55,10 @@ def test_reduce(comm):
         assert (recv == comm.size * (comm.size - 1) // 2).all()
     else:
         assert (recv == -1).all()  # a non-root's recvbuf is not written
+    only_root = np.zeros(6, np.int32) if comm.rank == 0 else None  # mpi4py's convention
+    comm.Reduce(np.full(6, comm.rank + 1, np.int32), only_root, op=gmpi.MAX, root=0)
+    if comm.rank == 0:
+        assert (only_root == comm.size).all()
     r2 = np.full(3, comm.rank + 1.0)
     comm.Reduce(gmpi.IN_PLACE if comm.rank == 1 % comm.size else r2.copy(), r2, op=gmpi.MIN,
                 root=1 % comm.size)
