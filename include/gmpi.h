@@ -8,6 +8,14 @@
 #ifndef GMPI_H
 #define GMPI_H
 
+/* Keep the MPI C++ bindings out of C++ includers: gmpi needs only the C API,
+ * and Open MPI's bindings otherwise demand libmpi_cxx at link time. */
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
