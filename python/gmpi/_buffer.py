@@ -134,11 +134,13 @@ def as_buffer(obj, what, writable):
     what = "argument '%s'" % what
     if isinstance(obj, np.ndarray):
         return _from_host(obj, what, writable)
-    try:  # PyTorch refuses it for bfloat16 and for tensors that require grad: DLPack next
+    try:  # PyTorch refuses it for tensors that require grad (and some bfloat16): DLPack next
         cai = getattr(obj, "__cuda_array_interface__", None)
     except (TypeError, RuntimeError):
         cai = None
-    if cai is not None:
+    # PyTorch (2.x) describes bfloat16 as raw bytes ("<V2") there; DLPack names it: use that.
+    opaque = cai is not None and "V" in str(cai.get("typestr", ""))
+    if cai is not None and not (opaque and hasattr(obj, "__dlpack__")):
         return _from_cuda_interface(obj, cai, what, writable)
     if hasattr(obj, "__dlpack__"):  # PyTorch CPU tensors too: no copy through __array__
         return _from_dlpack(obj, what)
