@@ -25,37 +25,39 @@
 extern "C" {
 #endif
 
-#define GMPI_VERSION_MAJOR  0
-#define GMPI_VERSION_MINOR  3
-#define GMPI_VERSION_PATCH  0
-#define GMPI_VERSION_STRING "0.3.0"
+/* Marks the public API: the library is built with hidden visibility, so these are the only
+ * symbols libgmpi exports. */
+#if defined(__GNUC__) || defined(__clang__)
+#define GMPI_API __attribute__((visibility("default")))
+#else
+#define GMPI_API
+#endif
 
-/* The status list, written once: X(name, value, text). It generates the enum and the
- * strings of gmpi_strerror. */
-#define GMPI_STATUS_MAP(X)                                                                         \
-  X(SUCCESS, 0, "success")                                                                         \
-  X(ERR_INVALID_ARG, 1, "invalid argument")                                                        \
-  X(ERR_UNSUPPORTED, 2, "operation not supported on this backend or buffer")                       \
-  X(ERR_NO_DEVICE, 3, "no usable device for the requested backend")                                \
-  X(ERR_NO_MEMORY, 4, "out of memory or over the memory budget")                                   \
-  X(ERR_TRUNCATE, 5, "message longer than the receive buffer")                                     \
-  X(ERR_MISMATCH, 6, "ranks disagree on an operation")                                             \
-  X(ERR_TIMEOUT, 7, "operation did not complete within GMPI_TIMEOUT")                              \
-  X(ERR_STATE, 8, "communicator or object in a state that forbids this call")                      \
-  X(ERR_MPI, 9, "MPI call failed")                                                                 \
-  X(ERR_BACKEND, 10, "backend (CUDA/NCCL) call failed")                                            \
-  X(ERR_INTERNAL, 11, "internal error in gmpi")
+/* GMPI_VERSION_MAJOR, _MINOR, _PATCH, _STRING: generated from the project's version. */
+#include "gmpi_version.h"
 
+/* What every call returns. The text of each: gmpi_strerror; its name: gmpi_status_name. */
 typedef enum {
-#define GMPI_STATUS_ENUM_(name, value, text) GMPI_##name = value,
-  GMPI_STATUS_MAP(GMPI_STATUS_ENUM_)
-#undef GMPI_STATUS_ENUM_
+  GMPI_SUCCESS = 0,
+  GMPI_ERR_INVALID_ARG = 1, /* an argument is wrong: gmpi_last_error() names it */
+  GMPI_ERR_UNSUPPORTED = 2, /* not supported on this backend or buffer */
+  GMPI_ERR_NO_DEVICE = 3,   /* no usable device for the requested backend */
+  GMPI_ERR_NO_MEMORY = 4,   /* out of memory or over the memory budget */
+  GMPI_ERR_TRUNCATE = 5,    /* message longer than the receive buffer */
+  GMPI_ERR_MISMATCH = 6,    /* ranks disagree on an operation (GMPI_CHECK) */
+  GMPI_ERR_TIMEOUT = 7,     /* did not complete within GMPI_TIMEOUT */
+  GMPI_ERR_STATE = 8,       /* communicator or object in a state that forbids this call */
+  GMPI_ERR_MPI = 9,         /* an MPI call failed */
+  GMPI_ERR_BACKEND = 10,    /* a CUDA or NCCL call failed */
+  GMPI_ERR_INTERNAL = 11    /* internal error in gmpi */
 } gmpi_status_t;
 
-/* Short text for a status, pointing at the log for details. Never NULL. */
-const char *gmpi_strerror(gmpi_status_t status);
+/* Short text for a status (with a hint at GMPI_DEBUG=info where the log says more). Never NULL. */
+GMPI_API const char *gmpi_strerror(gmpi_status_t status);
+/* The status's name as written here ("GMPI_ERR_TIMEOUT"); "GMPI_?" for a value that is none. */
+GMPI_API const char *gmpi_status_name(gmpi_status_t status);
 /* Detail of this thread's last failure: function, argument, value, rank. "" if none. */
-const char *gmpi_last_error(void);
+GMPI_API const char *gmpi_last_error(void);
 
 /* Opaque handles. */
 typedef struct gmpi_comm *gmpi_comm_t;
@@ -105,12 +107,12 @@ typedef enum {
 typedef enum { GMPI_BACKEND_CPU = 0, GMPI_BACKEND_CUDA = 1 } gmpi_backend_t;
 
 /* Size in bytes of one element; 0 for an invalid dtype. */
-size_t gmpi_dtype_size(gmpi_dtype_t dtype);
+GMPI_API size_t gmpi_dtype_size(gmpi_dtype_t dtype);
 /* Name of a dtype or op ("float32", "sum"); "invalid" when out of range. */
-const char *gmpi_dtype_name(gmpi_dtype_t dtype);
-const char *gmpi_op_name(gmpi_op_t op);
+GMPI_API const char *gmpi_dtype_name(gmpi_dtype_t dtype);
+GMPI_API const char *gmpi_op_name(gmpi_op_t op);
 /* 1 when op may reduce dtype (the rules of MPI, plus AVG on integer and floating types). */
-int gmpi_op_valid(gmpi_dtype_t dtype, gmpi_op_t op);
+GMPI_API int gmpi_op_valid(gmpi_dtype_t dtype, gmpi_op_t op);
 
 typedef struct {
   int source;   /* rank the message came from */
@@ -121,83 +123,87 @@ typedef struct {
 /* ---- life cycle -------------------------------------------------------------------- */
 /* Collective over mpi_comm. Reads GMPI_* variables, picks the backend, binds a GPU.
  * Calls MPI_Init_thread when MPI is not initialised (and MPI_Finalize in gmpi_finalize). */
-gmpi_status_t gmpi_init(MPI_Comm mpi_comm, gmpi_comm_t *comm);
+GMPI_API gmpi_status_t gmpi_init(MPI_Comm mpi_comm, gmpi_comm_t *comm);
 /* ---- for bindings (Python ctypes/cffi): no MPI handle, names instead of enum values ---- */
 /* gmpi_init on MPI_COMM_WORLD. */
-gmpi_status_t gmpi_init_world(gmpi_comm_t *comm);
+GMPI_API gmpi_status_t gmpi_init_world(gmpi_comm_t *comm);
 /* The dtype or op of a name as gmpi_dtype_name / gmpi_op_name print it ("float32", "sum").
  * An unknown name is GMPI_ERR_INVALID_ARG. */
-gmpi_status_t gmpi_dtype_from_name(const char *name, gmpi_dtype_t *dtype);
-gmpi_status_t gmpi_op_from_name(const char *name, gmpi_op_t *op);
+GMPI_API gmpi_status_t gmpi_dtype_from_name(const char *name, gmpi_dtype_t *dtype);
+GMPI_API gmpi_status_t gmpi_op_from_name(const char *name, gmpi_op_t *op);
 /* ---- end of the bindings' helpers ---- */
 /* Collective. NULL-safe; sets *comm to NULL. Works after a timeout or failure. */
-gmpi_status_t gmpi_finalize(gmpi_comm_t *comm);
+GMPI_API gmpi_status_t gmpi_finalize(gmpi_comm_t *comm);
 /* Collective. color GMPI_UNDEFINED gives *newcomm = NULL. Free the result with gmpi_finalize. */
-gmpi_status_t gmpi_comm_split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *newcomm);
-gmpi_status_t gmpi_comm_rank(gmpi_comm_t comm, int *rank);
-gmpi_status_t gmpi_comm_size(gmpi_comm_t comm, int *size);
-gmpi_status_t gmpi_comm_backend(gmpi_comm_t comm, gmpi_backend_t *backend);
+GMPI_API gmpi_status_t gmpi_comm_split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *newcomm);
+GMPI_API gmpi_status_t gmpi_comm_rank(gmpi_comm_t comm, int *rank);
+GMPI_API gmpi_status_t gmpi_comm_size(gmpi_comm_t comm, int *size);
+GMPI_API gmpi_status_t gmpi_comm_backend(gmpi_comm_t comm, gmpi_backend_t *backend);
 /* CUDA device ordinal of this rank; -1 on the cpu backend. */
-gmpi_status_t gmpi_comm_device(gmpi_comm_t comm, int *device);
+GMPI_API gmpi_status_t gmpi_comm_device(gmpi_comm_t comm, int *device);
 /* The raw handles, for interop. ncclComm_t and cudaStream_t (NULL stream on cpu is
  * GMPI_ERR_UNSUPPORTED). The MPI communicator gmpi uses internally (a duplicate). */
-gmpi_status_t gmpi_comm_nccl(gmpi_comm_t comm, void **nccl_comm);
-gmpi_status_t gmpi_comm_stream(gmpi_comm_t comm, void **stream);
-gmpi_status_t gmpi_comm_mpi(gmpi_comm_t comm, MPI_Comm *mpi_comm);
+GMPI_API gmpi_status_t gmpi_comm_nccl(gmpi_comm_t comm, void **nccl_comm);
+GMPI_API gmpi_status_t gmpi_comm_stream(gmpi_comm_t comm, void **stream);
+GMPI_API gmpi_status_t gmpi_comm_mpi(gmpi_comm_t comm, MPI_Comm *mpi_comm);
 /* cuda only: make the comm stream-ordered on a cudaStream_t (NULL returns to blocking mode). */
-gmpi_status_t gmpi_comm_set_stream(gmpi_comm_t comm, void *stream);
+GMPI_API gmpi_status_t gmpi_comm_set_stream(gmpi_comm_t comm, void *stream);
 /* Bytes of device memory the library itself holds on this rank (0 on cpu). */
-gmpi_status_t gmpi_comm_mem_usage(gmpi_comm_t comm, size_t *library_bytes, size_t *user_bytes);
+GMPI_API gmpi_status_t gmpi_comm_mem_usage(gmpi_comm_t comm, size_t *library_bytes,
+                                           size_t *user_bytes);
 
 /* ---- memory ------------------------------------------------------------------------ */
 /* Memory the comm's backend moves fastest: host on cpu, device on cuda. */
-gmpi_status_t gmpi_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr);
-gmpi_status_t gmpi_mem_free(gmpi_comm_t comm, void *ptr);
+GMPI_API gmpi_status_t gmpi_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr);
+GMPI_API gmpi_status_t gmpi_mem_free(gmpi_comm_t comm, void *ptr);
 /* Copy bytes between any two buffers gmpi can move (host or this rank's device); complete on
  * return. Lets host code fill and check device buffers without CUDA headers. */
-gmpi_status_t gmpi_mem_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes);
+GMPI_API gmpi_status_t gmpi_mem_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes);
 
 /* ---- collectives (in place when sendbuf == recvbuf; see README for the layout) ----- */
-gmpi_status_t gmpi_allreduce(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
-                             gmpi_op_t op, gmpi_comm_t comm);
-gmpi_status_t gmpi_bcast(void *buf, size_t count, gmpi_dtype_t dtype, int root, gmpi_comm_t comm);
-gmpi_status_t gmpi_reduce(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
-                          gmpi_op_t op, int root, gmpi_comm_t comm);
-gmpi_status_t gmpi_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
-                             gmpi_dtype_t dtype, gmpi_comm_t comm);
-gmpi_status_t gmpi_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                  gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm);
-gmpi_status_t gmpi_alltoall(const void *sendbuf, void *recvbuf, size_t count_per_peer,
-                            gmpi_dtype_t dtype, gmpi_comm_t comm);
-gmpi_status_t gmpi_barrier(gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                      gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_bcast(void *buf, size_t count, gmpi_dtype_t dtype, int root,
+                                  gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                                   gmpi_dtype_t dtype, gmpi_op_t op, int root, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                      gmpi_dtype_t dtype, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                           gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_alltoall(const void *sendbuf, void *recvbuf, size_t count_per_peer,
+                                     gmpi_dtype_t dtype, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_barrier(gmpi_comm_t comm);
 
 /* ---- point to point, with MPI matching ---------------------------------------------- */
-gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
-                        gmpi_comm_t comm);
-gmpi_status_t gmpi_recv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
-                        gmpi_comm_t comm, gmpi_msg_status_t *status);
-gmpi_status_t gmpi_isend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
-                         gmpi_comm_t comm, gmpi_request_t *request);
-gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
-                         gmpi_comm_t comm, gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int dest,
+                                 int tag, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_recv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
+                                 gmpi_comm_t comm, gmpi_msg_status_t *status);
+GMPI_API gmpi_status_t gmpi_isend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest,
+                                  int tag, gmpi_comm_t comm, gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
+                                  gmpi_comm_t comm, gmpi_request_t *request);
 /* Completed requests are freed and set to NULL; a NULL request completes at once. */
-gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *status);
-gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests, gmpi_msg_status_t *statuses);
-gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *status);
-gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t sendtype, int dest,
-                            int sendtag, void *recvbuf, size_t recvcount, gmpi_dtype_t recvtype,
-                            int source, int recvtag, gmpi_comm_t comm, gmpi_msg_status_t *status);
+GMPI_API gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *status);
+GMPI_API gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests,
+                                    gmpi_msg_status_t *statuses);
+GMPI_API gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *status);
+GMPI_API gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t sendtype,
+                                     int dest, int sendtag, void *recvbuf, size_t recvcount,
+                                     gmpi_dtype_t recvtype, int source, int recvtag,
+                                     gmpi_comm_t comm, gmpi_msg_status_t *status);
 
 /* ---- plans: record once, compile collectively, replay -------------------------------- */
-gmpi_status_t gmpi_plan_begin(gmpi_comm_t comm);
-gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *plan);
-gmpi_status_t gmpi_plan_run(gmpi_plan_t plan);
-gmpi_status_t gmpi_plan_dump(gmpi_plan_t plan, FILE *out);
-gmpi_status_t gmpi_plan_free(gmpi_plan_t *plan);
+GMPI_API gmpi_status_t gmpi_plan_begin(gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *plan);
+GMPI_API gmpi_status_t gmpi_plan_run(gmpi_plan_t plan);
+GMPI_API gmpi_status_t gmpi_plan_dump(gmpi_plan_t plan, FILE *out);
+GMPI_API gmpi_status_t gmpi_plan_free(gmpi_plan_t *plan);
 
 /* ---- versions -------------------------------------------------------------------------- */
-/* "gmpi 0.3.0", the MPI library's version string, and NCCL's ("none" when not built). */
-gmpi_status_t gmpi_versions(const char **gmpi, const char **mpi, const char **nccl);
+/* "gmpi <version>", the MPI library's version string, and NCCL's ("none" when not built). */
+GMPI_API gmpi_status_t gmpi_versions(const char **gmpi, const char **mpi, const char **nccl);
 
 #ifdef __cplusplus
 }

@@ -15,15 +15,7 @@ static int t_failures;
 static int t_rank_ = -1;
 static gmpi_comm_t t_comm_;
 
-static inline const char *t_status_name(gmpi_status_t s) {
-  switch (s) {
-#define T_STATUS_CASE_(name, value, text)                                                          \
-  case GMPI_##name: return "GMPI_" #name;
-    GMPI_STATUS_MAP(T_STATUS_CASE_)
-#undef T_STATUS_CASE_
-  }
-  return "(not a status)";
-}
+static inline const char *t_status_name(gmpi_status_t s) { return gmpi_status_name(s); }
 
 #define T_FAIL_(...)                                                                               \
   do {                                                                                             \

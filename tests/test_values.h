@@ -9,7 +9,7 @@
 
 #include "test_util.h"
 
-/* gmpi's own conversions (white-box: exported by the library, not in gmpi.h). */
+/* gmpi's conversions (src/core/half.c, linked into the tests as gmpi_half; not in gmpi.h). */
 float gmpi_half_to_float(uint16_t h);
 uint16_t gmpi_float_to_half(float f);
 float gmpi_bf16_to_float(uint16_t h);

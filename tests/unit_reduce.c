@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../src/core/half.h"
 #include "../src/core/reduce.h"
 
 static int failures;

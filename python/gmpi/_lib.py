@@ -3,7 +3,7 @@ import ctypes
 import glob
 import os
 
-# The statuses of gmpi.h (GMPI_STATUS_MAP), by value. tests/test_statuses.py checks this table
+# The statuses of gmpi.h (gmpi_status_t), by value. tests/test_statuses.py checks this table
 # against the header, so a status added there and not here fails a test.
 STATUS_NAMES = {
     0: "GMPI_SUCCESS",

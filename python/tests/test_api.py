@@ -12,8 +12,7 @@ HEADER = os.path.join(os.path.dirname(__file__), "..", "..", "include", "gmpi.h"
 
 def header_statuses():
     text = open(HEADER).read()
-    pairs = re.findall(r"X\((\w+),\s*(\d+),", text)  # the X-macro list
-    pairs += re.findall(r"\bGMPI_(SUCCESS|ERR_\w+)\s*=\s*(\d+)", text)  # plain members
+    pairs = re.findall(r"\bGMPI_(SUCCESS|ERR_\w+)\s*=\s*(\d+)", text)  # plain members
     return {int(v): "GMPI_" + n for n, v in pairs}
 
 

@@ -11,18 +11,42 @@
 static _Thread_local gmpi_call_ctx_t call_ctx = {.func = "gmpi", .rank = -1};
 static _Thread_local char last_error[GMPI_ERROR_LEN];
 
-static const char *const status_text[] = {
-#define GMPI_STATUS_TEXT_(name, value, text)                                                       \
-  [value] = text " (run with GMPI_DEBUG=info for details)",
-    GMPI_STATUS_MAP(GMPI_STATUS_TEXT_)
-#undef GMPI_STATUS_TEXT_
+/* One entry per status: its name and its text. The hint at GMPI_DEBUG=info only where the log
+ * says more than gmpi_last_error() (the flight record, NCCL's or MPI's own words). */
+#define GMPI_HINT " (run with GMPI_DEBUG=info for the flight record)"
+static const struct {
+  const char *name;
+  const char *text;
+} status_info[] = {
+    [GMPI_SUCCESS] = {"GMPI_SUCCESS", "success"},
+    [GMPI_ERR_INVALID_ARG] = {"GMPI_ERR_INVALID_ARG", "invalid argument"},
+    [GMPI_ERR_UNSUPPORTED] = {"GMPI_ERR_UNSUPPORTED",
+                              "operation not supported on this backend or buffer"},
+    [GMPI_ERR_NO_DEVICE] = {"GMPI_ERR_NO_DEVICE", "no usable device for the requested backend"},
+    [GMPI_ERR_NO_MEMORY] = {"GMPI_ERR_NO_MEMORY", "out of memory or over the memory budget"},
+    [GMPI_ERR_TRUNCATE] = {"GMPI_ERR_TRUNCATE", "message longer than the receive buffer"},
+    [GMPI_ERR_MISMATCH] = {"GMPI_ERR_MISMATCH", "ranks disagree on an operation" GMPI_HINT},
+    [GMPI_ERR_TIMEOUT] = {"GMPI_ERR_TIMEOUT",
+                          "operation did not complete within GMPI_TIMEOUT" GMPI_HINT},
+    [GMPI_ERR_STATE] = {"GMPI_ERR_STATE",
+                        "communicator or object in a state that forbids this call"},
+    [GMPI_ERR_MPI] = {"GMPI_ERR_MPI", "MPI call failed" GMPI_HINT},
+    [GMPI_ERR_BACKEND] = {"GMPI_ERR_BACKEND", "backend (CUDA/NCCL) call failed" GMPI_HINT},
+    [GMPI_ERR_INTERNAL] = {"GMPI_ERR_INTERNAL", "internal error in gmpi" GMPI_HINT},
 };
 
+static int is_status(gmpi_status_t status) {
+  return (unsigned)status < sizeof(status_info) / sizeof(status_info[0]) &&
+         status_info[status].name;
+}
+
 const char *gmpi_strerror(gmpi_status_t status) {
-  if (status == GMPI_SUCCESS) return "success";
-  if ((unsigned)status >= sizeof(status_text) / sizeof(status_text[0]) || !status_text[status])
-    return "unknown gmpi status (not a gmpi_status_t value)";
-  return status_text[status];
+  return is_status(status) ? status_info[status].text
+                           : "unknown gmpi status (not a gmpi_status_t value)";
+}
+
+const char *gmpi_status_name(gmpi_status_t status) {
+  return is_status(status) ? status_info[status].name : "GMPI_?";
 }
 
 const char *gmpi_last_error(void) { return last_error; }

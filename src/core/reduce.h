@@ -13,9 +13,4 @@ void gmpi_host_reduce(gmpi_dtype_t dtype, gmpi_op_t op, void *inout, const void 
 /* buf[i] /= divisor: AVG's last step (C's truncating division for integers). */
 void gmpi_host_divide(gmpi_dtype_t dtype, void *buf, size_t n, int divisor);
 
-float gmpi_half_to_float(uint16_t h);
-uint16_t gmpi_float_to_half(float f);
-float gmpi_bf16_to_float(uint16_t h);
-uint16_t gmpi_float_to_bf16(float f);
-
 #endif
