@@ -139,6 +139,11 @@ GMPI_API gmpi_status_t gmpi_comm_split(gmpi_comm_t comm, int color, int key, gmp
 GMPI_API gmpi_status_t gmpi_comm_rank(gmpi_comm_t comm, int *rank);
 GMPI_API gmpi_status_t gmpi_comm_size(gmpi_comm_t comm, int *size);
 GMPI_API gmpi_status_t gmpi_comm_backend(gmpi_comm_t comm, gmpi_backend_t *backend);
+/* Why gmpi_init chose this backend: "GMPI_BACKEND=cuda", or under auto the backends passed
+ * over and why ("GMPI_BACKEND=auto; cuda not usable: no CUDA driver ..."). Valid with comm. */
+GMPI_API gmpi_status_t gmpi_comm_backend_reason(gmpi_comm_t comm, const char **why);
+/* "cpu", "cuda"; "invalid" for a value that is no backend. */
+GMPI_API const char *gmpi_backend_name(gmpi_backend_t backend);
 /* CUDA device ordinal of this rank; -1 on the cpu backend. */
 GMPI_API gmpi_status_t gmpi_comm_device(gmpi_comm_t comm, int *device);
 /* The raw handles, for interop. ncclComm_t and cudaStream_t (NULL stream on cpu is

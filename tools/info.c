@@ -2,8 +2,22 @@
  * gmpi, MPI and NCCL, plus the library's own device memory. Run it under mpiexec. */
 #include <gmpi.h>
 #include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: mpiexec -n N gmpi-info\n"
+    "  One line per rank (host, local rank, backend, device, gmpi's own device memory), the\n"
+    "  versions of gmpi, MPI and NCCL, and why the backend was chosen. Reads the GMPI_*\n"
+    "  variables as any gmpi program does (GMPI_BACKEND=auto|cpu|cuda, GMPI_VISIBLE_DEVICES).\n";
 
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+    fprintf(help ? stdout : stderr, "%s%s%s", help ? "" : "gmpi-info: unknown argument '",
+            help ? "" : argv[i], help ? usage : "'\n");
+    if (!help) fputs(usage, stderr);
+    return help ? 0 : 2;
+  }
   int provided, world_rank;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -16,7 +30,7 @@ int main(int argc, char **argv) {
   int rank, size, device;
   gmpi_backend_t backend;
   size_t lib = 0, user = 0;
-  const char *g, *m, *n;
+  const char *g, *m, *n, *why = "";
   char host[MPI_MAX_PROCESSOR_NAME];
   int hlen;
   MPI_Get_processor_name(host, &hlen);
@@ -25,6 +39,7 @@ int main(int argc, char **argv) {
   gmpi_comm_backend(comm, &backend);
   gmpi_comm_device(comm, &device);
   gmpi_comm_mem_usage(comm, &lib, &user);
+  gmpi_comm_backend_reason(comm, &why);
   gmpi_versions(&g, &m, &n);
   /* Local rank as MPI sees it, for the table. */
   MPI_Comm node;
@@ -35,11 +50,12 @@ int main(int argc, char **argv) {
   if (rank == 0)
     printf("%s | %s | NCCL %s\n%-5s %-20s %-6s %-8s %-7s %s\n", g, m, n, "rank", "host", "local",
            "backend", "device", "gmpi's own device memory (MiB)");
+  if (rank == 0) printf("backend chosen (rank 0): %s\n", why);
   for (int r = 0; r < size; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (r == rank)
-      printf("%-5d %-20s %-6d %-8s %-7d %.1f\n", rank, host, local,
-             backend == GMPI_BACKEND_CPU ? "cpu" : "cuda", device, (double)lib / (1 << 20));
+      printf("%-5d %-20s %-6d %-8s %-7d %.1f\n", rank, host, local, gmpi_backend_name(backend),
+             device, (double)lib / (1 << 20));
     fflush(stdout);
   }
   gmpi_finalize(&comm);

@@ -33,6 +33,19 @@ gmpi_status_t gmpi_comm_backend(gmpi_comm_t comm, gmpi_backend_t *backend) {
   return GMPI_SUCCESS;
 }
 
+const char *gmpi_backend_name(gmpi_backend_t backend) {
+  const gmpi_backend_ops_t *ops = gmpi_backend_by_kind(backend);
+  if (ops) return ops->name;
+  return backend == GMPI_BACKEND_CUDA ? "cuda" : "invalid"; /* cuda: known, not built in */
+}
+
+gmpi_status_t gmpi_comm_backend_reason(gmpi_comm_t comm, const char **why) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(why);
+  *why = comm->backend_why[0] ? comm->backend_why : "the backend of the comm it was split from";
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_comm_device(gmpi_comm_t comm, int *device) {
   GMPI_API_ENTER(comm);
   NEED_OUT(device);

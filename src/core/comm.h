@@ -20,6 +20,7 @@ struct gmpi_comm {
   char host[64];                 /* host name, for messages and gmpi-info */
   int local_rank, local_size;    /* among the ranks of this host */
   const gmpi_backend_ops_t *ops; /* the backend running this comm */
+  char backend_why[320];         /* why gmpi_init chose it ("" on split comms: the parent's) */
   void *be;                      /* backend state (the device engine's state) */
   gmpi_engine_t host_engine;     /* moves host buffers: MPI, on every backend */
   gmpi_engine_t device_engine;   /* moves device buffers: the backend's (ops NULL on cpu) */

@@ -1,5 +1,6 @@
 #include "select.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "comm.h"
@@ -25,12 +26,16 @@ static gmpi_status_t select_gpu(gmpi_comm_t comm, const gmpi_backend_ops_t **ops
   if (cuda->probe(comm, why, sizeof(why)) != GMPI_SUCCESS)
     return gmpi_error(GMPI_ERR_NO_DEVICE, "GMPI_BACKEND=%s, but no GPU is usable: %s", asked, why);
   *ops = cuda;
+  snprintf(comm->backend_why, sizeof(comm->backend_why), "GMPI_BACKEND=%s", asked);
   return GMPI_SUCCESS;
 }
 
 gmpi_status_t gmpi_backend_select(gmpi_comm_t comm, const gmpi_backend_ops_t **ops) {
   switch (comm->cfg.backend) {
-  case GMPI_WANT_CPU: *ops = gmpi_backend_by_kind(GMPI_BACKEND_CPU); return GMPI_SUCCESS;
+  case GMPI_WANT_CPU:
+    *ops = gmpi_backend_by_kind(GMPI_BACKEND_CPU);
+    snprintf(comm->backend_why, sizeof(comm->backend_why), "GMPI_BACKEND=cpu");
+    return GMPI_SUCCESS;
   case GMPI_WANT_CUDA:
   case GMPI_WANT_GPU: return select_gpu(comm, ops);
   case GMPI_WANT_ROCM:
@@ -38,6 +43,8 @@ gmpi_status_t gmpi_backend_select(gmpi_comm_t comm, const gmpi_backend_ops_t **o
                       "GMPI_BACKEND=rocm: gmpi was not built with ROCm support");
   case GMPI_WANT_AUTO: break;
   }
+  /* auto: the first usable backend; the reasons of those passed over are kept for gmpi-info. */
+  size_t at = (size_t)snprintf(comm->backend_why, sizeof(comm->backend_why), "GMPI_BACKEND=auto");
   for (int i = 0; i < gmpi_backend_count; i++) {
     char why[256] = "";
     if (gmpi_backends[i]->probe(comm, why, sizeof(why)) == GMPI_SUCCESS) {
@@ -46,6 +53,9 @@ gmpi_status_t gmpi_backend_select(gmpi_comm_t comm, const gmpi_backend_ops_t **o
     }
     gmpi_log(GMPI_LOG_INFO, "GMPI_BACKEND=auto: %s is not usable (%s); trying the next",
              gmpi_backends[i]->name, why);
+    if (at < sizeof(comm->backend_why))
+      at += (size_t)snprintf(comm->backend_why + at, sizeof(comm->backend_why) - at,
+                             "; %s not usable: %s", gmpi_backends[i]->name, why);
   }
   return gmpi_error(GMPI_ERR_INTERNAL, "no backend usable, not even cpu");
 }

@@ -81,8 +81,9 @@ typedef struct {
   long wrong;
 } bench_row_t;
 
-void bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n);
-void bench_report_svg(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n);
+/* Write the rows; non-zero (after a message) when the file cannot be written. */
+int bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n);
+int bench_report_svg(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n);
 
 /* Helpers shared by the collective table and baselines. */
 long bench_count_wrong(const bench_ctx_t *c, size_t elems);

@@ -20,6 +20,7 @@ static int coll_selected[BENCH_COLL_COUNT];
 static const char *json_path, *svg_path;
 static bench_row_t rows[MAX_ROWS];
 static int n_rows;
+static int tells; /* this rank prints option errors and the usage (rank 0: once per job) */
 
 static void usage(void) {
   printf("usage: mpiexec -n N gmpi-bench [options]\n"
@@ -44,9 +45,30 @@ static void usage(void) {
          "      --plot FILE       draw busbw and time against size (SVG)\n");
 }
 
+/* A value gmpi-bench cannot use: say which option and value, and why. Returns 1 (bad). */
+static int bad_value(const char *opt, const char *value, const char *why) {
+  if (tells) fprintf(stderr, "gmpi-bench: %s '%s': %s\n", opt, value, why);
+  return 1;
+}
+
+/* An integer option; a value that is not one whole number >= min is refused by name. */
+static int parse_int(const char *opt, const char *s, int min, int *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || v < min || v > 1000000000) {
+    char why[64];
+    snprintf(why, sizeof(why), "not a whole number >= %d", min);
+    return bad_value(opt, s, why);
+  }
+  *out = (int)v;
+  return 0;
+}
+
+/* A size in bytes with K/M/G suffixes; 0 (refused by the caller) when it is none. */
 static size_t parse_size(const char *s) {
   char *end;
   double v = strtod(s, &end);
+  if (end == s || v < 0) return 0;
   switch (*end) {
   case 'K':
   case 'k': v *= 1024; break;
@@ -54,9 +76,10 @@ static size_t parse_size(const char *s) {
   case 'm': v *= 1024 * 1024; break;
   case 'G':
   case 'g': v *= 1024.0 * 1024 * 1024; break;
-  default: break;
+  case '\0': break;
+  default: return 0;
   }
-  return (size_t)v;
+  return end[0] && end[1] ? 0 : (size_t)v;
 }
 
 static int lookup(const char *word, const char *(*name)(int), int n) {
@@ -81,7 +104,9 @@ static int add_coll(const char *w) {
   }
   int k = lookup(w, coll_name, BENCH_COLL_COUNT);
   if (k < 0)
-    fprintf(stderr, "gmpi-bench: unknown collective '%s'\n", w);
+    bad_value("--coll", w,
+              "unknown collective (allreduce, bcast, reduce, allgather, "
+              "reduce_scatter, alltoall, sendrecv, all)");
   else
     coll_selected[k] = 1;
   return k < 0;
@@ -89,7 +114,7 @@ static int add_coll(const char *w) {
 static int add_baseline(const char *w) {
   const bench_baseline_t *b = bench_find_baseline(w);
   if (!b)
-    fprintf(stderr, "gmpi-bench: unknown baseline '%s' (mpi, nccl, staged)\n", w);
+    bad_value("--baseline", w, "unknown baseline (mpi, nccl, staged, eager, checked)");
   else if (n_baselines < MAX_BASELINES)
     baselines[n_baselines++] = b;
   return !b;
@@ -106,17 +131,34 @@ static int parse_args(int argc, char **argv, bench_ctx_t *c) {
   int o, bad = 0;
   while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:o:d:r:J:h", opts, NULL)) != -1) {
     switch (o) {
-    case 'b': c->min_bytes = parse_size(optarg); break;
-    case 'e': c->max_bytes = parse_size(optarg); break;
-    case 'f': c->factor = atof(optarg); break;
-    case 'n': c->iters = atoi(optarg); break;
-    case 'w': c->warmup = atoi(optarg); break;
-    case 'c': c->check = atoi(optarg); break;
-    case 'r': c->root = atoi(optarg); break;
+    case 'b':
+      c->min_bytes = parse_size(optarg);
+      bad |= c->min_bytes == 0 && bad_value("--minbytes", optarg, "not a size > 0 (8, 4K, 1M)");
+      break;
+    case 'e':
+      c->max_bytes = parse_size(optarg);
+      bad |= c->max_bytes == 0 && bad_value("--maxbytes", optarg, "not a size > 0 (8, 4K, 1M)");
+      break;
+    case 'f':
+      c->factor = atof(optarg);
+      bad |= !(c->factor > 1) && bad_value("--stepfactor", optarg, "not a number > 1");
+      break;
+    case 'n': bad |= parse_int("--iters", optarg, 1, &c->iters); break;
+    case 'w': bad |= parse_int("--warmup_iters", optarg, 0, &c->warmup); break;
+    case 'c': bad |= parse_int("--check", optarg, 0, &c->check); break;
+    case 'r': bad |= parse_int("--root", optarg, 0, &c->root); break;
     case 'J': json_path = optarg; break;
-    case 'o': bad |= (int)(c->op = (gmpi_op_t)lookup(optarg, op_name, GMPI_OP_COUNT)) < 0; break;
+    case 'o':
+      c->op = (gmpi_op_t)lookup(optarg, op_name, GMPI_OP_COUNT);
+      bad |= (int)c->op < 0 && bad_value("--op", optarg,
+                                         "unknown op (sum prod min max avg band "
+                                         "bor bxor land lor lxor)");
+      break;
     case 'd':
-      bad |= (int)(c->dtype = (gmpi_dtype_t)lookup(optarg, dtype_name, GMPI_DTYPE_COUNT)) < 0;
+      c->dtype = (gmpi_dtype_t)lookup(optarg, dtype_name, GMPI_DTYPE_COUNT);
+      bad |= (int)c->dtype < 0 && bad_value("--datatype", optarg,
+                                            "unknown type (int8 ... "
+                                            "float32 float64 bfloat16 ...)");
       break;
     case 1: bad |= parse_list(optarg, add_coll); break;
     case 2: setenv("GMPI_BACKEND", optarg, 1); break;
@@ -126,17 +168,24 @@ static int parse_args(int argc, char **argv, bench_ctx_t *c) {
       c->mode = !strcmp(optarg, "stream") ? MODE_STREAM
                 : !strcmp(optarg, "plan") ? MODE_PLAN
                                           : MODE_EAGER;
-      bad |= strcmp(optarg, "stream") && strcmp(optarg, "plan") && strcmp(optarg, "eager");
+      bad |= strcmp(optarg, "stream") && strcmp(optarg, "plan") && strcmp(optarg, "eager") &&
+             bad_value("--mode", optarg, "unknown mode (eager, stream, plan)");
       break;
-    case 6: c->plan_ops = atoi(optarg); break;
-    case 'h': usage(); return 2;
-    default: bad = 1;
+    case 6: bad |= parse_int("--plan-ops", optarg, 1, &c->plan_ops); break;
+    case 'h':
+      if (tells) usage();
+      return 2;
+    default: bad = 1; /* getopt said which */
     }
   }
-  if (c->factor <= 1 || c->iters < 1 || c->warmup < 0 || c->min_bytes > c->max_bytes ||
-      c->plan_ops < 1)
+  if (!bad && c->min_bytes > c->max_bytes) {
+    if (tells)
+      fprintf(stderr, "gmpi-bench: --minbytes %zu is larger than --maxbytes %zu\n", c->min_bytes,
+              c->max_bytes);
     bad = 1;
-  if (bad) usage();
+  }
+  if (bad && tells)
+    fprintf(stderr, "gmpi-bench: nothing run (gmpi-bench --help lists the options)\n");
   return bad;
 }
 
@@ -210,8 +259,8 @@ static void print_header(const bench_ctx_t *c, const bench_coll_t *coll) {
   if (c->mode == MODE_PLAN)
     printf("#\n# plan mode: gmpi times are per operation of a %d-operation plan replay\n",
            c->plan_ops);
-  printf("#\n# %s  (%s backend, %d ranks, mode %s)\n", coll->name,
-         c->backend == GMPI_BACKEND_CPU ? "cpu" : "cuda", c->size,
+  printf("#\n# %s  (%s backend, %d ranks, mode %s)\n", coll->name, gmpi_backend_name(c->backend),
+         c->size,
          c->mode == MODE_EAGER    ? "eager"
          : c->mode == MODE_STREAM ? "stream"
                                   : "plan");
@@ -287,6 +336,22 @@ static void free_buffers(bench_ctx_t *c) {
   free(c->host_stage_recv);
 }
 
+/* Options that parse but cannot run here (known only after gmpi_init): say why, end cleanly. */
+static void refuse_run(bench_ctx_t *c) {
+  const char *why = "";
+  gmpi_comm_backend_reason(c->comm, &why);
+  if (c->rank == 0 && c->root >= c->size)
+    fprintf(stderr, "gmpi-bench: --root '%d': out of range for %d ranks\n", c->root, c->size);
+  else if (c->rank == 0)
+    fprintf(stderr,
+            "gmpi-bench: --mode 'stream': needs the cuda backend (it enqueues on a CUDA stream); "
+            "this run's backend is %s (%s)\n",
+            gmpi_backend_name(c->backend), why);
+  MPI_Comm_free(&c->mpi);
+  gmpi_finalize(&c->comm);
+  MPI_Finalize();
+}
+
 int bench_plan_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
 int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
 
@@ -303,6 +368,8 @@ int main(int argc, char **argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+  tells = c.rank == 0;
+  opterr = tells; /* getopt's own messages too */
   int rc = parse_args(argc, argv, &c);
   if (rc) {
     MPI_Finalize();
@@ -319,20 +386,23 @@ int main(int argc, char **argv) {
   MPI_Comm_dup(MPI_COMM_WORLD, &c.mpi);
   gmpi_comm_size(c.comm, &c.size);
   gmpi_comm_backend(c.comm, &c.backend);
-  if (c.root < 0 || c.root >= c.size) c.root = 0;
+  if (c.root >= c.size || (c.mode == MODE_STREAM && c.backend != GMPI_BACKEND_CUDA)) {
+    refuse_run(&c);
+    return 2;
+  }
   if (alloc_buffers(&c)) MPI_Abort(MPI_COMM_WORLD, 3);
   if (c.rank == 0) {
     const char *g, *m, *n;
     gmpi_versions(&g, &m, &n);
     printf("# gmpi-bench: %s | %s | NCCL %s\n# ranks %d, backend %s, dtype %s, op %s, "
            "iters %d, warmup %d, check %d\n",
-           g, m, n, c.size, c.backend == GMPI_BACKEND_CPU ? "cpu" : "cuda",
-           gmpi_dtype_name(c.dtype), gmpi_op_name(c.op), c.iters, c.warmup, c.check);
+           g, m, n, c.size, gmpi_backend_name(c.backend), gmpi_dtype_name(c.dtype),
+           gmpi_op_name(c.op), c.iters, c.warmup, c.check);
   }
   impl_fn_t impl = c.mode == MODE_PLAN     ? bench_plan_impl
                    : c.mode == MODE_STREAM ? bench_stream_impl
                                            : gmpi_impl;
-  int wrong = 0;
+  int wrong = 0, unwritten = 0;
   for (int i = 0; i < BENCH_COLL_COUNT; i++) {
     if (!coll_selected[i]) continue;
     const bench_coll_t *coll = &bench_colls[i];
@@ -345,8 +415,8 @@ int main(int argc, char **argv) {
     wrong |= run_coll(&c, coll, impl);
   }
   if (c.rank == 0) {
-    if (json_path) bench_report_json(json_path, &c, rows, n_rows);
-    if (svg_path) bench_report_svg(svg_path, &c, rows, n_rows);
+    if (json_path) unwritten |= bench_report_json(json_path, &c, rows, n_rows);
+    if (svg_path) unwritten |= bench_report_svg(svg_path, &c, rows, n_rows);
     printf("# %s\n", wrong ? "FAILED: some results were wrong" : "all results correct");
   }
   bench_cuda_teardown();
@@ -355,5 +425,5 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&c.mpi);
   gmpi_finalize(&c.comm);
   MPI_Finalize();
-  return wrong ? 1 : 0;
+  return wrong || unwritten ? 1 : 0;
 }

@@ -1,21 +1,32 @@
 /* Reports: every row as JSON, and an SVG with busbw and time against size on log axes, one
  * labelled line per (collective, implementation). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "bench.h"
 
-void bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n) {
+/* Open path for writing; NULL after saying why (the caller then exits non-zero). */
+static FILE *open_report(const char *path) {
   FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, "gmpi-bench: cannot write %s\n", path);
-    return;
-  }
+  if (!f) fprintf(stderr, "gmpi-bench: cannot write %s: %s\n", path, strerror(errno));
+  return f;
+}
+
+/* Close a report; a failed write (full disk) is an error too. */
+static int close_report(FILE *f, const char *path) {
+  int failed = ferror(f) | (fclose(f) != 0);
+  if (failed) fprintf(stderr, "gmpi-bench: writing %s failed: %s\n", path, strerror(errno));
+  return failed;
+}
+
+int bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n) {
+  FILE *f = open_report(path);
+  if (!f) return 1;
   fprintf(f,
           "{\"ranks\": %d, \"backend\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\", \"rows\": [\n",
-          c->size, c->backend == GMPI_BACKEND_CPU ? "cpu" : "cuda", gmpi_dtype_name(c->dtype),
-          gmpi_op_name(c->op));
+          c->size, gmpi_backend_name(c->backend), gmpi_dtype_name(c->dtype), gmpi_op_name(c->op));
   for (int i = 0; i < n; i++)
     fprintf(f,
             "  {\"coll\": \"%s\", \"impl\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
@@ -23,7 +34,7 @@ void bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t
             rows[i].coll, rows[i].impl, rows[i].bytes, rows[i].count, rows[i].time_us,
             rows[i].algbw, rows[i].busbw, rows[i].wrong, i + 1 < n ? "," : "");
   fprintf(f, "]}\n");
-  fclose(f);
+  return close_report(f, path);
 }
 
 /* ---- SVG ---------------------------------------------------------------------------------- */
@@ -124,12 +135,9 @@ static void draw_panel(FILE *f, const bench_row_t *rows, int n, series_t *s, int
   }
 }
 
-void bench_report_svg(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, "gmpi-bench: cannot write %s\n", path);
-    return;
-  }
+int bench_report_svg(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n) {
+  FILE *f = open_report(path);
+  if (!f) return 1;
   series_t s[MAX_SERIES];
   int ns = 0;
   for (int i = 0; i < n; i++)
@@ -156,7 +164,7 @@ void bench_report_svg(const char *path, const bench_ctx_t *c, const bench_row_t 
   fprintf(f,
           "<text x='%d' y='%d' font-size='12' fill='#555'>gmpi-bench, %d ranks, %s backend, "
           "%s %s</text>\n</svg>\n",
-          MARGIN + 300, PANEL_H + 24, c->size, c->backend == GMPI_BACKEND_CPU ? "cpu" : "cuda",
+          MARGIN + 300, PANEL_H + 24, c->size, gmpi_backend_name(c->backend),
           gmpi_dtype_name(c->dtype), gmpi_op_name(c->op));
-  fclose(f);
+  return close_report(f, path);
 }

@@ -38,7 +38,11 @@ static int pick_device(const gmpi_config_t *cfg, int local, int local_size, cons
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
-    snprintf(why, why_len, "%s", e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    /* Without a GPU the runtime says "driver version is insufficient": say what it means. */
+    int no_gpu = e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || count == 0;
+    snprintf(why, why_len, "%s (cudaGetDeviceCount: %s)",
+             no_gpu ? "no GPU or no CUDA driver on this machine" : "the CUDA runtime failed",
+             e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     cudaGetLastError();
     return -1;
   }

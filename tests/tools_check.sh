@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# gmpi-bench and gmpi-info refuse what they cannot do, by name, with a non-zero exit, and answer
+# --help. Each case: the exit status and a piece of the message that must be printed.
+# Usage: tools_check.sh BENCH INFO MPIEXEC [mpiexec flags...]
+set -uo pipefail
+bench=$1 info=$2 mpiexec=$3
+shift 3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+expect() { # expect STATUS TEXT -- command...
+  local want=$1 text=$2
+  shift 3
+  "$@" >"$work/out" 2>&1
+  local got=$?
+  if [ "$got" != "$want" ] || ! grep -qF -- "$text" "$work/out"; then
+    echo "tools_check: FAIL: $* -> exit $got (want $want), output lacks '$text':"
+    sed 's/^/    /' "$work/out" | head -8
+    failures=$((failures + 1))
+  else
+    echo "tools_check: ok: $* -> exit $got, says '$text'"
+  fi
+}
+run2=("$mpiexec" -n 2 "$@")
+expect 0 "usage: mpiexec -n N gmpi-bench" -- "${run2[@]}" "$bench" --help
+expect 2 "--coll 'foo': unknown collective" -- "${run2[@]}" "$bench" --coll foo
+expect 2 "--iters 'x': not a whole number" -- "${run2[@]}" "$bench" -n x
+expect 2 "--datatype 'float33': unknown type" -- "${run2[@]}" "$bench" -d float33
+expect 2 "--mode 'fast': unknown mode" -- "${run2[@]}" "$bench" --mode fast
+expect 2 "--minbytes 1048576 is larger than --maxbytes 8" -- "${run2[@]}" "$bench" -b 1M -e 8
+expect 2 "--root '5': out of range for 2 ranks" -- "${run2[@]}" "$bench" -r 5 -e 64
+expect 1 "cannot write /nonexistent/x.svg" -- "${run2[@]}" "$bench" -e 64 --plot /nonexistent/x.svg
+expect 1 "cannot write /nonexistent/x.json" -- "${run2[@]}" "$bench" -e 64 -J /nonexistent/x.json
+# Stream mode needs the cuda backend: on cpu it is refused with the backend's reason.
+expect 2 "--mode 'stream': needs the cuda backend" -- env GMPI_BACKEND=cpu "${run2[@]}" "$bench" --mode stream
+expect 0 "usage: mpiexec -n N gmpi-info" -- "$info" --help
+expect 2 "gmpi-info: unknown argument '--x'" -- "$info" --x
+expect 0 "backend chosen (rank 0): GMPI_BACKEND=cpu" -- env GMPI_BACKEND=cpu "${run2[@]}" "$info"
+[ $failures = 0 ] && echo "tools_check: all cases as expected" || echo "tools_check: $failures FAILED"
+exit $((failures != 0))
