@@ -75,6 +75,12 @@ static void point_to_point(void) {
   req = NULL;
   CASE(INV, "done", gmpi_test(&req, NULL, &st));
   CASE(INV, "dest", gmpi_sendrecv(buf, 1, GMPI_INT8, -2, 0, out, 1, GMPI_INT8, 0, 0, comm, &st));
+  /* Errors name the function the user called, not the one it is built on. */
+  CASE(INV, "gmpi_send (rank", gmpi_send(buf, 1, GMPI_INT8, 0, -5, comm));
+  CASE(INV, "gmpi_recv (rank", gmpi_recv(buf, 1, GMPI_INT8, 0, -7, comm, &st));
+  CASE(INV, "gmpi_sendrecv (rank",
+       gmpi_sendrecv(buf, 1, GMPI_INT8, 0, -3, out, 1, GMPI_INT8, 0, 0, comm, &st));
+  CASE(INV, "gmpi_isend (rank", gmpi_isend(buf, 1, GMPI_INT8, 0, -5, comm, &req));
 }
 
 /* Calls on a NULL or finalized comm name the comm; calls with NULL outputs name the output. */
@@ -147,6 +153,9 @@ static void environment(gmpi_backend_t backend) {
     setenv(env[i].var, env[i].value, 1);
     CASE(env[i].expect, env[i].mentions, gmpi_init(MPI_COMM_WORLD, &c));
     T_EQ_PTR(c, NULL);
+    char own_rank[32]; /* a bad variable is reported with this rank's number */
+    snprintf(own_rank, sizeof(own_rank), "gmpi_init (rank %d)", rank);
+    T_ERROR_MENTIONS(own_rank);
     env_restore(env[i].var, saved);
   }
   /* Asking for cuda: a clear NO_DEVICE where there is none, never a silent cpu fallback. */

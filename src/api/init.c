@@ -121,9 +121,6 @@ static gmpi_status_t init_on(MPI_Comm mpi_comm, gmpi_comm_t *out) {
   if (!out) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'comm' (the result) is NULL");
   if (mpi_comm_is_zero(mpi_comm))
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'mpi_comm' is a NULL handle");
-  gmpi_config_t cfg;
-  GMPI_CHECK(gmpi_config_load(&cfg));
-  gmpi_log_setup(cfg.debug, -1);
   GMPI_CHECK(gmpi_mpi_start());
   gmpi_status_t st = GMPI_SUCCESS;
   gmpi_comm_t comm = NULL;
@@ -131,6 +128,11 @@ static gmpi_status_t init_on(MPI_Comm mpi_comm, gmpi_comm_t *out) {
     st = gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'mpi_comm' is MPI_COMM_NULL");
     goto stop_mpi;
   }
+  /* MPI first, so that a bad GMPI_* value is reported with this rank's number. */
+  MPI_Comm_rank(mpi_comm, &gmpi_call_ctx()->rank);
+  gmpi_config_t cfg;
+  GMPI_CHECK_GOTO(gmpi_config_load(&cfg), st, stop_mpi);
+  gmpi_log_setup(cfg.debug, -1);
   if (!(comm = calloc(1, sizeof(*comm)))) {
     st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a communicator");
     goto stop_mpi;

@@ -11,22 +11,24 @@
 
 static const gmpi_msg_status_t empty_status = {GMPI_ANY_SOURCE, GMPI_ANY_TAG, 0};
 
-static gmpi_status_t start(gmpi_comm_t comm, gmpi_p2p_args_t a, gmpi_request_t *request) {
+/* Post one send or receive for the public call func (named in its errors). */
+static gmpi_status_t post(const char *func, gmpi_comm_t comm, gmpi_p2p_args_t a,
+                          gmpi_request_t *request) {
+  GMPI_CHECK(gmpi_comm_enter(func, comm));
   if (!request) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'request' is NULL");
   return gmpi_request_start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_isend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
                          gmpi_comm_t comm, gmpi_request_t *request) {
-  GMPI_API_ENTER(comm);
-  return start(comm, (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag},
-               request);
+  return post(__func__, comm,
+              (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag}, request);
 }
 
 gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
                          gmpi_comm_t comm, gmpi_request_t *request) {
-  GMPI_API_ENTER(comm);
-  return start(comm, (gmpi_p2p_args_t){GMPI_P2P_RECV, buf, count, dtype, source, tag}, request);
+  return post(__func__, comm, (gmpi_p2p_args_t){GMPI_P2P_RECV, buf, count, dtype, source, tag},
+              request);
 }
 
 /* A request may be waited only while its comm lives; a failed comm ends it with STATE. */
@@ -135,8 +137,9 @@ static gmpi_status_t wait_many(int count, gmpi_request_t *reqs, gmpi_msg_status_
   return first_error;
 }
 
-gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests, gmpi_msg_status_t *statuses) {
-  gmpi_call_begin_nocomm(__func__);
+/* gmpi_waitall's work, its errors under the name of the public call being served. */
+static gmpi_status_t waitall_checked(int count, gmpi_request_t *requests,
+                                     gmpi_msg_status_t *statuses) {
   if (count < 0) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'count' = %d < 0", count);
   if (count > 0 && !requests)
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'requests' is NULL with count %d", count);
@@ -167,11 +170,16 @@ gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests, gmpi_msg_status_
   return wait_many(count, requests, statuses, timeout);
 }
 
+gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests, gmpi_msg_status_t *statuses) {
+  gmpi_call_begin_nocomm(__func__);
+  return waitall_checked(count, requests, statuses);
+}
+
 gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
                         gmpi_comm_t comm) {
   gmpi_request_t req = NULL;
-  GMPI_CHECK(gmpi_isend(buf, count, dtype, dest, tag, comm, &req));
-  gmpi_call_begin(__func__, comm->rank);
+  GMPI_CHECK(post(__func__, comm,
+                  (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag}, &req));
   if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
   return gmpi_request_wait(req, NULL);
 }
@@ -179,8 +187,8 @@ gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int d
 gmpi_status_t gmpi_recv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
                         gmpi_comm_t comm, gmpi_msg_status_t *status) {
   gmpi_request_t req = NULL;
-  GMPI_CHECK(gmpi_irecv(buf, count, dtype, source, tag, comm, &req));
-  gmpi_call_begin(__func__, comm->rank);
+  GMPI_CHECK(
+      post(__func__, comm, (gmpi_p2p_args_t){GMPI_P2P_RECV, buf, count, dtype, source, tag}, &req));
   if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
   return gmpi_request_wait(req, status);
 }
@@ -190,13 +198,18 @@ gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t 
                             int source, int recvtag, gmpi_comm_t comm, gmpi_msg_status_t *status) {
   gmpi_request_t reqs[2] = {NULL, NULL};
   gmpi_msg_status_t statuses[2];
-  GMPI_CHECK(gmpi_irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]));
-  gmpi_status_t st = gmpi_isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &reqs[1]);
+  GMPI_CHECK(post(__func__, comm,
+                  (gmpi_p2p_args_t){GMPI_P2P_RECV, recvbuf, recvcount, recvtype, source, recvtag},
+                  &reqs[0]));
+  gmpi_status_t st =
+      post(__func__, comm,
+           (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)sendbuf, sendcount, sendtype, dest, sendtag},
+           &reqs[1]);
   if (st != GMPI_SUCCESS) {
     gmpi_request_abandon(reqs[0]);
     return st;
   }
-  st = gmpi_waitall(2, reqs, statuses);
+  st = waitall_checked(2, reqs, statuses);
   if (st == GMPI_SUCCESS && status) *status = statuses[0];
   return st;
 }

@@ -73,8 +73,10 @@ gmpi_status_t gmpi_error(gmpi_status_t status, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(detail, sizeof(detail), fmt, ap);
   va_end(ap);
-  snprintf(last_error, sizeof(last_error), "%s (rank %d): %s [%s]", call_ctx.func, call_ctx.rank,
-           detail, gmpi_strerror(status));
+  char rank[24] = "rank not known yet"; /* before MPI, or no comm named */
+  if (call_ctx.rank >= 0) snprintf(rank, sizeof(rank), "rank %d", call_ctx.rank);
+  snprintf(last_error, sizeof(last_error), "%s (%s): %s [%s]", call_ctx.func, rank, detail,
+           gmpi_strerror(status));
   /* The text up to the '(' of the hint is enough in the log line. */
   gmpi_log(is_loud(status) ? GMPI_LOG_WARN : GMPI_LOG_INFO, "%s: %s", call_ctx.func, detail);
   return status;
