@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "log.h"
 
 /* A small set of live handles. Membership is checked by address only, so a stale handle is
  * never dereferenced. */
@@ -64,6 +65,7 @@ gmpi_status_t gmpi_comm_enter(const char *func, gmpi_comm_t comm) {
                       (void *)comm);
   }
   gmpi_call_begin(func, comm->rank);
+  GMPI_TRACE("%s", func); /* the public call; its operation's line follows (flight record) */
   if (comm->failure != GMPI_SUCCESS)
     return gmpi_error(GMPI_ERR_STATE,
                       "the communicator failed earlier (%s); only gmpi_finalize is allowed",

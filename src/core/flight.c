@@ -23,6 +23,9 @@ void gmpi_flight_free(gmpi_flight_t *f) {
 
 uint64_t gmpi_flight_start(gmpi_flight_t *f, const char *what, size_t count, int peer, int tag) {
   uint64_t seq = f->next_seq++;
+  /* GMPI_DEBUG=trace: every operation's arguments here, its outcome in gmpi_flight_end. */
+  GMPI_TRACE("#%llu %s count %zu peer/root %d tag %d: started", (unsigned long long)seq, what,
+             count, peer, tag);
   if (f->cap == 0) return seq;
   f->ring[seq % (uint64_t)f->cap] =
       (gmpi_flight_entry_t){.seq = seq, .what = what, .count = count, .peer = peer, .tag = tag};
@@ -30,6 +33,8 @@ uint64_t gmpi_flight_start(gmpi_flight_t *f, const char *what, size_t count, int
 }
 
 void gmpi_flight_end(gmpi_flight_t *f, uint64_t seq, gmpi_status_t status) {
+  GMPI_TRACE("#%llu %s", (unsigned long long)seq,
+             status == GMPI_SUCCESS ? "done" : gmpi_status_name(status));
   if (f->cap == 0) return;
   gmpi_flight_entry_t *e = &f->ring[seq % (uint64_t)f->cap];
   if (e->seq != seq) return;
