@@ -1,5 +1,6 @@
 /* Life cycle: gmpi_init, gmpi_finalize, gmpi_comm_split. Bootstrap order: configuration,
  * MPI, the out-of-band channel, locality, the backend (agreed by all ranks), registration. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,37 +10,22 @@
 #include "../core/oob.h"
 #include "../core/plan.h"
 #include "../core/select.h"
+#include "../core/vote.h"
 #include "../mpi/bootstrap.h"
 #include "../mpi/mpi_check.h"
 #include "../mpi/oob.h"
-
-/* What each rank tells the others while agreeing on the backend. */
-typedef struct {
-  int32_t status;
-  int32_t kind;
-} backend_vote_t;
 
 /* All ranks must run the same backend. auto falls back to cpu everywhere when any rank cannot
  * use a GPU; an explicit choice that fails anywhere fails everywhere. */
 static gmpi_status_t agree_backend(gmpi_comm_t comm) {
   const gmpi_backend_ops_t *ops = NULL;
   gmpi_status_t mine = gmpi_backend_select(comm, &ops);
-  backend_vote_t vote = {mine, ops ? (int32_t)ops->kind : -1};
-  backend_vote_t *votes = calloc((size_t)comm->size, sizeof(*votes));
-  if (!votes) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d votes", comm->size);
-  gmpi_status_t st = gmpi_oob_allgather(comm, &vote, votes, sizeof(vote));
+  char failed[96];
+  snprintf(failed, sizeof(failed), "could not use the requested backend (GMPI_BACKEND=%s)",
+           gmpi_backend_want_name(comm->cfg.backend));
   int cpu_somewhere = 0;
-  for (int r = 0; r < comm->size && st == GMPI_SUCCESS; r++) {
-    if (votes[r].status != GMPI_SUCCESS) {
-      st = mine != GMPI_SUCCESS ? mine
-                                : gmpi_error((gmpi_status_t)votes[r].status,
-                                             "rank %d could not use the requested backend "
-                                             "(GMPI_BACKEND=%s); its log says why",
-                                             r, gmpi_backend_want_name(comm->cfg.backend));
-    }
-    cpu_somewhere |= votes[r].kind == GMPI_BACKEND_CPU;
-  }
-  free(votes);
+  gmpi_status_t st =
+      gmpi_vote(comm, mine, ops && ops->kind == GMPI_BACKEND_CPU, &cpu_somewhere, failed);
   if (st != GMPI_SUCCESS) return st;
   if (cpu_somewhere && ops->kind != GMPI_BACKEND_CPU) {
     gmpi_log(GMPI_LOG_WARN, "GMPI_BACKEND=auto: some ranks have no usable GPU; all use cpu");
@@ -80,17 +66,9 @@ static void close_engines(gmpi_comm_t comm) {
 static gmpi_status_t start_backend(gmpi_comm_t group, const gmpi_backend_ops_t *ops,
                                    gmpi_comm_t comm, gmpi_comm_t parent, int color, int key) {
   gmpi_status_t mine = open_engines(ops, comm, parent, color, key);
-  int32_t vote = mine, *votes = calloc((size_t)group->size, sizeof(*votes));
-  if (!votes) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d votes", group->size);
-  gmpi_status_t st = gmpi_oob_allgather(group, &vote, votes, sizeof(vote));
-  for (int r = 0; r < group->size && st == GMPI_SUCCESS; r++)
-    if (votes[r] != GMPI_SUCCESS)
-      st = mine != GMPI_SUCCESS ? mine
-                                : gmpi_error((gmpi_status_t)votes[r],
-                                             "rank %d failed to start the %s backend; its log "
-                                             "says why",
-                                             r, ops->name);
-  free(votes);
+  char failed[64];
+  snprintf(failed, sizeof(failed), "failed to start the %s backend", ops->name);
+  gmpi_status_t st = gmpi_vote(group, mine, 0, NULL, failed);
   if (st != GMPI_SUCCESS && mine == GMPI_SUCCESS && comm) close_engines(comm);
   return st;
 }

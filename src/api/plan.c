@@ -10,6 +10,7 @@
 #include "../core/plan.h"
 #include "../core/plan_check.h"
 #include "../core/plan_rec.h"
+#include "../core/vote.h"
 
 gmpi_status_t gmpi_plan_begin(gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
@@ -32,17 +33,7 @@ static int first_unwaited(const struct gmpi_plan_rec *rec) {
 
 /* Every rank lowered its part, or every rank fails (naming a rank that could not). */
 static gmpi_status_t agree(gmpi_comm_t comm, gmpi_status_t mine) {
-  int32_t vote = mine, *votes = calloc((size_t)comm->size, sizeof(*votes));
-  if (!votes) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d votes", comm->size);
-  gmpi_status_t st = gmpi_oob_allgather(comm, &vote, votes, sizeof(vote));
-  for (int r = 0; r < comm->size && st == GMPI_SUCCESS; r++)
-    if (votes[r] != GMPI_SUCCESS)
-      st = mine != GMPI_SUCCESS
-               ? mine
-               : gmpi_error((gmpi_status_t)votes[r],
-                            "rank %d could not compile the plan; its log says why", r);
-  free(votes);
-  return st;
+  return gmpi_vote(comm, mine, 0, NULL, "could not compile the plan");
 }
 
 gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *out) {

@@ -1,8 +1,8 @@
 /* How a device reduction library with NCCL's repertoire runs each valid (dtype, op).
  * NCCL reduces int8/uint8/int32/uint32/int64/uint64/float16/bfloat16/float32/float64 with
  * sum/prod/min/max/avg; everything else must still be right on device buffers. Backend-
- * independent on purpose: tests/unit_devpath.c checks the table on any machine, and
- * gmpi-info --paths prints it. */
+ * independent on purpose: tests/unit_devpath.c checks the table on any machine (docs/design.md
+ * lists it). */
 #ifndef GMPI_CORE_DEVPATH_H
 #define GMPI_CORE_DEVPATH_H
 

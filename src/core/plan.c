@@ -73,9 +73,6 @@ gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req) {
   return GMPI_SUCCESS;
 }
 
-/* The request stays in the recording, unwaited: gmpi_plan_end reports it on every rank. */
-void gmpi_plan_drop_request(gmpi_request_t req) { (void)req; }
-
 void gmpi_plan_rec_free(struct gmpi_plan_rec *rec) {
   if (!rec) return;
   for (int i = 0; i < rec->n_reqs; i++)

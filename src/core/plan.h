@@ -44,8 +44,6 @@ gmpi_status_t gmpi_plan_record_p2p(gmpi_comm_t comm, gmpi_request_t req);
 /* A recorded request is waited inside the plan; returns 1 when req belongs to a recording. */
 int gmpi_plan_request_is_recorded(gmpi_request_t req);
 gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req);
-/* Forget a recorded request that an error left behind (it will be neither posted nor waited). */
-void gmpi_plan_drop_request(gmpi_request_t req);
 /* Route a compiled plan to its engine and lower it there; replay it; free the lowering. */
 gmpi_status_t gmpi_plan_lower(struct gmpi_plan *plan);
 gmpi_status_t gmpi_plan_replay(struct gmpi_plan *plan);

@@ -59,10 +59,8 @@ gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status)
 
 void gmpi_request_abandon(gmpi_request_t req) {
   if (!req) return;
-  if (gmpi_plan_request_is_recorded(req)) {
-    gmpi_plan_drop_request(req);
-    return;
-  }
+  /* A recorded request stays in its recording, unwaited: gmpi_plan_end reports it. */
+  if (gmpi_plan_request_is_recorded(req)) return;
   gmpi_flight_end(&req->comm->flight, req->flight_seq, GMPI_ERR_STATE);
   gmpi_request_release(req);
   free(req);
