@@ -117,10 +117,8 @@ static gmpi_status_t wait_many(int count, gmpi_request_t *reqs, gmpi_msg_status_
       }
       if (st == GMPI_SUCCESS)
         st = gmpi_request_finish(reqs[i], statuses ? &statuses[i] : NULL);
-      else {
-        gmpi_request_release(reqs[i]);
-        free(reqs[i]);
-      }
+      else
+        gmpi_request_give_up(reqs[i], st);
       reqs[i] = NULL;
       if (first_error == GMPI_SUCCESS) first_error = st;
     }

@@ -13,7 +13,7 @@ gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done) {
   return req->engine->ops->p2p_test(req->engine->state, req, done);
 }
 
-void gmpi_request_release(gmpi_request_t req) {
+static void engine_let_go(gmpi_request_t req) {
   req->engine->ops->p2p_abandon(req->engine->state, req);
 }
 
@@ -57,23 +57,25 @@ gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status)
   return st;
 }
 
+void gmpi_request_give_up(gmpi_request_t req, gmpi_status_t why) {
+  gmpi_flight_end(&req->comm->flight, req->flight_seq, why);
+  engine_let_go(req);
+  free(req);
+}
+
 void gmpi_request_abandon(gmpi_request_t req) {
   if (!req) return;
   /* A recorded request stays in its recording, unwaited: gmpi_plan_end reports it. */
   if (gmpi_plan_request_is_recorded(req)) return;
-  gmpi_flight_end(&req->comm->flight, req->flight_seq, GMPI_ERR_STATE);
-  gmpi_request_release(req);
-  free(req);
+  gmpi_request_give_up(req, GMPI_ERR_STATE);
 }
 
 gmpi_status_t gmpi_request_wait_expired(gmpi_request_t req) {
   gmpi_comm_t comm = req->comm;
   gmpi_p2p_args_t a = req->args;
   gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
-  gmpi_flight_end(&comm->flight, req->flight_seq, GMPI_ERR_TIMEOUT);
+  gmpi_request_give_up(req, GMPI_ERR_TIMEOUT);
   gmpi_flight_dump(&comm->flight, "timeout");
-  gmpi_request_release(req);
-  free(req);
   return gmpi_error(GMPI_ERR_TIMEOUT,
                     "%s %s rank %d (tag %d, %zu elements) did not complete within GMPI_TIMEOUT "
                     "= %g s; the communicator is now failed",
@@ -88,8 +90,7 @@ gmpi_status_t gmpi_request_wait(gmpi_request_t req, gmpi_msg_status_t *status) {
     int done = 0;
     gmpi_status_t st = gmpi_request_test(req, &done);
     if (st != GMPI_SUCCESS) {
-      gmpi_request_release(req);
-      free(req);
+      gmpi_request_give_up(req, st);
       return st;
     }
     if (done) return gmpi_request_finish(req, status);

@@ -32,8 +32,9 @@ gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status)
 gmpi_status_t gmpi_request_wait_expired(gmpi_request_t req);
 /* Progress req on its engine; *done when it completed (status and result final). */
 gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done);
-/* The engine lets go of req (it will not complete); req itself is not freed. */
-void gmpi_request_release(gmpi_request_t req);
+/* End req unfinished with why: its flight-record entry says so, its engine lets go (it will not
+ * complete), and req is freed. */
+void gmpi_request_give_up(gmpi_request_t req, gmpi_status_t why);
 /* Release a request that will never be waited (an error left it behind). */
 void gmpi_request_abandon(gmpi_request_t req);
 
