@@ -15,17 +15,6 @@
 #include "cuda.h"
 #include "cuda_check.h"
 
-gmpi_status_t gmpi_cuda_error(cudaError_t e, const char *call) {
-  return gmpi_error(GMPI_ERR_BACKEND, "%s failed: %s (%s)", call, cudaGetErrorString(e),
-                    cudaGetErrorName(e));
-}
-
-gmpi_status_t gmpi_nccl_error(ncclResult_t r, ncclComm_t comm, const char *call) {
-  const char *last = comm ? ncclGetLastError(comm) : ncclGetLastError(NULL);
-  return gmpi_error(GMPI_ERR_BACKEND, "%s failed: %s%s%s", call, ncclGetErrorString(r),
-                    last && last[0] ? ": " : "", last ? last : "");
-}
-
 /* ---- which device this rank gets ------------------------------------------------------ */
 
 /* The device of local rank `local` given GMPI_VISIBLE_DEVICES, or -1 with the reason.

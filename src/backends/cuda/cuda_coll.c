@@ -62,8 +62,8 @@ static size_t gather_chunk(const dev_ctx_t *x) {
   return gather_elems(x->a->count, x->comm->size, x->es);
 }
 
-/* Alltoall and gather as grouped sends and receives: the same kernels NCCL's own would run,
- * and available in every NCCL 2.x, not only where ncclAlltoAll/ncclGather exist. */
+/* Alltoall and gather of byte blocks: NCCL's ncclAlltoAll/ncclGather where this NCCL has them
+ * (2.28 does), else the grouped sends and receives those calls are made of (any NCCL 2.x). */
 static gmpi_status_t grouped_alltoall(dev_ctx_t *x, const void *send, void *recv, size_t block) {
   ncclComm_t nc = x->cc->nccl;
 #ifdef GMPI_HAVE_NCCL_ALLTOALL
