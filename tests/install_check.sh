@@ -27,7 +27,7 @@ check_apps() {
   c++ -o "$at/hello_pc" "$src/examples/cxx/hello.cpp" $(pkg-config $pkg_flags --cflags --libs gmpi)
   for exe in "$at/ex/halo" "$at/halo_pc" "$at/cxx/hello" "$at/hello_pc"; do
     out=$("$mpiexec" -n 2 "${extra[@]}" "$exe") || { echo "$out"; echo "install_check: $exe failed"; exit 1; }
-    [ "$(echo "$out" | grep -c ": ok")" = 2 ] ||
+    [ "$(echo "$out" | grep -o ": ok" | wc -l)" = 2 ] ||
       { echo "$out"; echo "install_check: $exe did not print ok on both ranks"; exit 1; }
     echo "install_check: $kind $(basename "$exe") ok on 2 ranks"
   done

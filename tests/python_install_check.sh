@@ -32,6 +32,6 @@ comm.Free()
 PY
 out=$("$mpiexec" -n 2 "$@" "$python" "$work/allreduce.py")
 echo "$out"
-[ "$(echo "$out" | grep -c ': ok$')" = 2 ] ||
+[ "$(echo "$out" | grep -o 'rank [0-9]*: ok' | wc -l)" = 2 ] ||
   { echo "python_install_check: the installed package's allreduce was not ok on both ranks"; exit 1; }
 echo "python_install_check: installed package imports and reduces correctly at 2 ranks"

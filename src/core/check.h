@@ -2,8 +2,26 @@
 #ifndef GMPI_CORE_CHECK_H
 #define GMPI_CORE_CHECK_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "backend.h"
 #include "gmpi.h"
+
+/* What every rank must agree on for one collective: checked before each call under
+ * GMPI_CHECK (check.c) and for each recorded collective when a plan compiles (plan_check.c).
+ * op and root are -1 where the collective has none. No padding: compared as records. */
+typedef struct {
+  uint64_t count;
+  int32_t kind, dtype, op, root;
+} gmpi_coll_sig_t;
+
+gmpi_coll_sig_t gmpi_coll_sig(gmpi_coll_kind_t kind, uint64_t count, gmpi_dtype_t dtype,
+                              gmpi_op_t op, int root);
+/* "allreduce count 8 dtype float32 op sum root -1" into buf. */
+void gmpi_coll_sig_describe(char *buf, size_t len, const gmpi_coll_sig_t *s);
+/* The names of the fields in which b differs from a ("count, dtype"), appended to out. */
+void gmpi_coll_sig_diff(const gmpi_coll_sig_t *a, const gmpi_coll_sig_t *b, char *out, size_t len);
 
 /* GMPI_ERR_MISMATCH on every rank when any rank's (kind, count, dtype, op, root, sequence)
  * differs; nothing is moved, so the comm stays usable. */

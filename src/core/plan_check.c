@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "comm.h"
 #include "dtype.h"
 #include "error.h"
@@ -38,16 +39,29 @@ typedef struct {
   int *unwaited; /* per rank: first step whose request is never waited, or -1 */
 } plan_view_t;
 
+/* The signature of a recorded collective, as GMPI_CHECK compares it. */
+static gmpi_coll_sig_t step_sig(const wire_step_t *s) {
+  return gmpi_coll_sig((gmpi_coll_kind_t)s->coll, s->count, (gmpi_dtype_t)s->dtype,
+                       (gmpi_op_t)s->op, s->root);
+}
+
+/* Collectives agree when their signatures do (fields a collective does not use are ignored). */
+static int sigs_differ(const wire_step_t *a, const wire_step_t *b) {
+  gmpi_coll_sig_t x = step_sig(a), y = step_sig(b);
+  return memcmp(&x, &y, sizeof(x)) != 0;
+}
+
 static void describe_step(char *buf, size_t len, const plan_view_t *v, int r, int i) {
   const wire_step_t *s = &v->step[r][i];
   const char *dt = gmpi_dtype_name((gmpi_dtype_t)s->dtype);
+  char sig[128];
   switch (s->kind) {
-  case PLAN_COLL:
-    snprintf(buf, len, "rank %d step %d %s count %llu dtype %s op %s root %d", r, i,
-             gmpi_coll_name((gmpi_coll_kind_t)s->coll), (unsigned long long)s->count, dt,
-             gmpi_coll_has_op((gmpi_coll_kind_t)s->coll) ? gmpi_op_name((gmpi_op_t)s->op) : "-",
-             gmpi_coll_has_root((gmpi_coll_kind_t)s->coll) ? s->root : -1);
+  case PLAN_COLL: {
+    gmpi_coll_sig_t cs = step_sig(s);
+    gmpi_coll_sig_describe(sig, sizeof(sig), &cs);
+    snprintf(buf, len, "rank %d step %d %s", r, i, sig);
     break;
+  }
   case PLAN_SEND:
   case PLAN_RECV:
     snprintf(buf, len, "rank %d step %d %s %s rank %d tag %d (%llu %s)", r, i,
@@ -68,21 +82,6 @@ static gmpi_status_t check_waits(const plan_view_t *v) {
     return gmpi_error(GMPI_ERR_MISMATCH, "plan: %s is never waited inside the plan", d);
   }
   return GMPI_SUCCESS;
-}
-
-static void coll_diff(const wire_step_t *a, const wire_step_t *b, char *out, size_t len) {
-  out[0] = '\0';
-  const struct {
-    const char *name;
-    int differs;
-  } f[] = {{"operation", a->coll != b->coll},
-           {"count", a->count != b->count},
-           {"dtype", a->dtype != b->dtype},
-           {"op", a->op != b->op},
-           {"root", a->root != b->root}};
-  for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-    if (f[i].differs)
-      snprintf(out + strlen(out), len - strlen(out), "%s%s", out[0] ? ", " : "", f[i].name);
 }
 
 static int next_coll(const plan_view_t *v, int r, int from) {
@@ -107,11 +106,12 @@ static gmpi_status_t check_collectives(const plan_view_t *v) {
                         "plan: collective #%d exists on rank %d (%s) but not "
                         "on rank %d",
                         k, has, a, has ? 0 : r);
-      } else if (at[0] >= 0 &&
-                 memcmp(&v->step[0][at[0]], &v->step[r][at[r]], sizeof(wire_step_t))) {
+      } else if (at[0] >= 0 && sigs_differ(&v->step[0][at[0]], &v->step[r][at[r]])) {
         describe_step(a, sizeof(a), v, 0, at[0]);
         describe_step(b, sizeof(b), v, r, at[r]);
-        coll_diff(&v->step[0][at[0]], &v->step[r][at[r]], fields, sizeof(fields));
+        gmpi_coll_sig_t first = step_sig(&v->step[0][at[0]]), other = step_sig(&v->step[r][at[r]]);
+        fields[0] = '\0';
+        gmpi_coll_sig_diff(&first, &other, fields, sizeof(fields));
         st = gmpi_error(GMPI_ERR_MISMATCH, "plan: collective #%d differs (%s): %s; %s", k, fields,
                         a, b);
       }
