@@ -66,8 +66,12 @@ typedef struct gmpi_plan *gmpi_plan_t;
 
 #define GMPI_ANY_SOURCE (-1)
 #define GMPI_ANY_TAG    (-1)
-/* Color for gmpi_comm_split: this rank joins no new communicator (*newcomm = NULL). */
+/* Color for gmpi_comm_split: this rank joins no new communicator (*newcomm = NULL). Also the
+ * index gmpi_waitany/gmpi_testany report when every request is NULL. */
 #define GMPI_UNDEFINED (-32766)
+/* A peer that is no one: a send or receive with it completes at once; a receive reports source
+ * GMPI_PROC_NULL, tag GMPI_ANY_TAG, count 0. A probe of it finds that empty message. */
+#define GMPI_PROC_NULL (-2)
 
 typedef enum {
   GMPI_INT8 = 0,
@@ -134,8 +138,14 @@ GMPI_API gmpi_status_t gmpi_op_from_name(const char *name, gmpi_op_t *op);
 /* ---- end of the bindings' helpers ---- */
 /* Collective. NULL-safe; sets *comm to NULL. Works after a timeout or failure. */
 GMPI_API gmpi_status_t gmpi_finalize(gmpi_comm_t *comm);
-/* Collective. color GMPI_UNDEFINED gives *newcomm = NULL. Free the result with gmpi_finalize. */
+/* Collective. color GMPI_UNDEFINED gives *newcomm = NULL. Free the result with gmpi_comm_free. */
 GMPI_API gmpi_status_t gmpi_comm_split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *newcomm);
+/* Collective. A new comm with comm's group, ranks and backend, whose messages and collectives
+ * never match comm's. Free it with gmpi_comm_free. */
+GMPI_API gmpi_status_t gmpi_comm_dup(gmpi_comm_t comm, gmpi_comm_t *newcomm);
+/* Collective over *comm, a result of gmpi_comm_split or gmpi_comm_dup; sets *comm to NULL.
+ * NULL-safe. The comm of gmpi_init is ended with gmpi_finalize instead. */
+GMPI_API gmpi_status_t gmpi_comm_free(gmpi_comm_t *comm);
 GMPI_API gmpi_status_t gmpi_comm_rank(gmpi_comm_t comm, int *rank);
 GMPI_API gmpi_status_t gmpi_comm_size(gmpi_comm_t comm, int *size);
 GMPI_API gmpi_status_t gmpi_comm_backend(gmpi_comm_t comm, gmpi_backend_t *backend);
@@ -179,6 +189,84 @@ GMPI_API gmpi_status_t gmpi_reduce_scatter(const void *sendbuf, void *recvbuf, s
 GMPI_API gmpi_status_t gmpi_alltoall(const void *sendbuf, void *recvbuf, size_t count_per_peer,
                                      gmpi_dtype_t dtype, gmpi_comm_t comm);
 GMPI_API gmpi_status_t gmpi_barrier(gmpi_comm_t comm);
+/* Rooted data movement. gather: the root's recvbuf gets every rank's count elements, rank r's at
+ * r*count (in place: the root's sendbuf == recvbuf, its block already there). scatter: rank r
+ * gets the root's block r (in place: the root's recvbuf == sendbuf, its block left there).
+ * Root-only arguments (gather's recvbuf, scatter's sendbuf) are ignored on the other ranks. */
+GMPI_API gmpi_status_t gmpi_gather(const void *sendbuf, void *recvbuf, size_t count,
+                                   gmpi_dtype_t dtype, int root, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_scatter(const void *sendbuf, void *recvbuf, size_t count,
+                                    gmpi_dtype_t dtype, int root, gmpi_comm_t comm);
+/* Variable counts: counts and displacements are in elements, one per rank (root-only arrays
+ * are read at the root only). In place (sendbuf == recvbuf): allgatherv and gatherv (at the
+ * root) take this rank's block from recvbuf + displs[rank]; scatterv's root keeps its block
+ * where it is; alltoallv and reduce_scatterv are not in place when the buffers differ. */
+GMPI_API gmpi_status_t gmpi_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                       const size_t *recvcounts, const size_t *displs,
+                                       gmpi_dtype_t dtype, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                    const size_t *recvcounts, const size_t *displs,
+                                    gmpi_dtype_t dtype, int root, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_scatterv(const void *sendbuf, const size_t *sendcounts,
+                                     const size_t *displs, void *recvbuf, size_t recvcount,
+                                     gmpi_dtype_t dtype, int root, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_alltoallv(const void *sendbuf, const size_t *sendcounts,
+                                      const size_t *sdispls, void *recvbuf,
+                                      const size_t *recvcounts, const size_t *rdispls,
+                                      gmpi_dtype_t dtype, gmpi_comm_t comm);
+/* sendbuf holds sum(recvcounts) elements; rank r gets the reduction of block r (recvcounts[r]
+ * elements at the sum of the counts before it). In place: sendbuf == recvbuf, result at the
+ * start. Every rank passes the same recvcounts. */
+GMPI_API gmpi_status_t gmpi_reduce_scatterv(const void *sendbuf, void *recvbuf,
+                                            const size_t *recvcounts, gmpi_dtype_t dtype,
+                                            gmpi_op_t op, gmpi_comm_t comm);
+
+/* ---- nonblocking collectives: the blocking call's arguments, then the request ------------
+ * They start in call order per comm (every rank must start a comm's collectives, blocking or
+ * not, in the same order, as MPI requires), may overlap point to point and compute, and
+ * complete through any wait or test call, in arrays mixed with point-to-point requests. The
+ * buffers belong to gmpi until the request completes. */
+GMPI_API gmpi_status_t gmpi_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                       gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm,
+                                       gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_ibcast(void *buf, size_t count, gmpi_dtype_t dtype, int root,
+                                   gmpi_comm_t comm, gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                                    gmpi_dtype_t dtype, gmpi_op_t op, int root, gmpi_comm_t comm,
+                                    gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                       gmpi_dtype_t dtype, gmpi_comm_t comm,
+                                       gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                            gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm,
+                                            gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_ialltoall(const void *sendbuf, void *recvbuf, size_t count_per_peer,
+                                      gmpi_dtype_t dtype, gmpi_comm_t comm,
+                                      gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_ibarrier(gmpi_comm_t comm, gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_igather(const void *sendbuf, void *recvbuf, size_t count,
+                                    gmpi_dtype_t dtype, int root, gmpi_comm_t comm,
+                                    gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_iscatter(const void *sendbuf, void *recvbuf, size_t count,
+                                     gmpi_dtype_t dtype, int root, gmpi_comm_t comm,
+                                     gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                        const size_t *recvcounts, const size_t *displs,
+                                        gmpi_dtype_t dtype, gmpi_comm_t comm,
+                                        gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                     const size_t *recvcounts, const size_t *displs,
+                                     gmpi_dtype_t dtype, int root, gmpi_comm_t comm,
+                                     gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_iscatterv(const void *sendbuf, const size_t *sendcounts,
+                                      const size_t *displs, void *recvbuf, size_t recvcount,
+                                      gmpi_dtype_t dtype, int root, gmpi_comm_t comm,
+                                      gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_ialltoallv(const void *sendbuf, const size_t *sendcounts,
+                                       const size_t *sdispls, void *recvbuf,
+                                       const size_t *recvcounts, const size_t *rdispls,
+                                       gmpi_dtype_t dtype, gmpi_comm_t comm,
+                                       gmpi_request_t *request);
 
 /* ---- point to point, with MPI matching ---------------------------------------------- */
 GMPI_API gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int dest,
@@ -189,11 +277,32 @@ GMPI_API gmpi_status_t gmpi_isend(const void *buf, size_t count, gmpi_dtype_t dt
                                   int tag, gmpi_comm_t comm, gmpi_request_t *request);
 GMPI_API gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
                                   gmpi_comm_t comm, gmpi_request_t *request);
-/* Completed requests are freed and set to NULL; a NULL request completes at once. */
+/* Completed requests are freed and set to NULL; a NULL request completes at once. Requests of
+ * point to point and of nonblocking collectives mix freely (a collective's status is
+ * {GMPI_ANY_SOURCE, GMPI_ANY_TAG, 0}). */
 GMPI_API gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *status);
 GMPI_API gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests,
                                     gmpi_msg_status_t *statuses);
 GMPI_API gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *status);
+/* Wait until one non-NULL request completes: *index is its position (freed, set to NULL).
+ * *index is GMPI_UNDEFINED when every request is NULL (or count is 0). */
+GMPI_API gmpi_status_t gmpi_waitany(int count, gmpi_request_t *requests, int *index,
+                                    gmpi_msg_status_t *status);
+/* As waitany without waiting: *flag 0 and *index GMPI_UNDEFINED when none has completed;
+ * *flag 1 and *index GMPI_UNDEFINED when every request is NULL. */
+GMPI_API gmpi_status_t gmpi_testany(int count, gmpi_request_t *requests, int *index, int *flag,
+                                    gmpi_msg_status_t *status);
+/* *flag 1 when every request has completed (all are then freed and NULL, statuses filled);
+ * else *flag 0 and no request is touched (MPI's rule). */
+GMPI_API gmpi_status_t gmpi_testall(int count, gmpi_request_t *requests, int *flag,
+                                    gmpi_msg_status_t *statuses);
+/* Wait (bounded by GMPI_TIMEOUT) until a message from source with tag could be received, and
+ * describe it without receiving it: status->count is in elements of the sender's dtype. The
+ * next matching receive gets that message. Host and device messages are both probed. */
+GMPI_API gmpi_status_t gmpi_probe(int source, int tag, gmpi_comm_t comm,
+                                  gmpi_msg_status_t *status);
+GMPI_API gmpi_status_t gmpi_iprobe(int source, int tag, gmpi_comm_t comm, int *flag,
+                                   gmpi_msg_status_t *status);
 GMPI_API gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t sendtype,
                                      int dest, int sendtag, void *recvbuf, size_t recvcount,
                                      gmpi_dtype_t recvtype, int source, int recvtag,
