@@ -67,7 +67,7 @@ gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *out) {
   gmpi_plan_rec_free(rec);
   return GMPI_SUCCESS;
 free_plan:
-  free(plan->steps);
+  gmpi_plan_steps_free(plan->steps, plan->n_steps);
   free(plan);
 free_rec:
   gmpi_plan_rec_free(rec);
@@ -145,7 +145,7 @@ gmpi_status_t gmpi_plan_free(gmpi_plan_t *pplan) {
                     "the plan's communicator was finalized before the plan; "
                     "its memory is released now, its backend resources were at finalize");
   }
-  free(plan->steps);
+  gmpi_plan_steps_free(plan->steps, plan->n_steps);
   free(plan);
   *pplan = NULL;
   return st;

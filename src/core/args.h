@@ -14,20 +14,33 @@ typedef enum {
   GMPI_COLL_REDUCE_SCATTER,
   GMPI_COLL_ALLTOALL,
   GMPI_COLL_BARRIER,
+  GMPI_COLL_GATHER,
+  GMPI_COLL_SCATTER,
+  GMPI_COLL_ALLGATHERV,
+  GMPI_COLL_GATHERV,
+  GMPI_COLL_SCATTERV,
+  GMPI_COLL_ALLTOALLV,
+  GMPI_COLL_REDUCE_SCATTERV,
   GMPI_COLL_KIND_COUNT
 } gmpi_coll_kind_t;
 
 /* One collective, as the user called it. count means what the public call says:
- * elements per rank for allgather (sendcount), reduce_scatter (recvcount) and alltoall
- * (count_per_peer). For bcast, sendbuf == recvbuf == buf. */
+ * elements per rank for allgather (sendcount), reduce_scatter (recvcount), alltoall
+ * (count_per_peer), gather and scatter; this rank's sendcount for allgatherv and gatherv, its
+ * recvcount for scatterv; unused (0) for alltoallv and reduce_scatterv. For bcast, sendbuf ==
+ * recvbuf == buf. The per-rank arrays of the v-variants are in elements, NULL where the call
+ * has none or this rank does not read them (root-only arrays elsewhere). */
 typedef struct {
   gmpi_coll_kind_t kind;
   const void *sendbuf;
   void *recvbuf;
   size_t count;
   gmpi_dtype_t dtype;
-  gmpi_op_t op; /* reductions only */
-  int root;     /* bcast and reduce only */
+  gmpi_op_t op;                       /* reductions only */
+  int root;                           /* rooted collectives only */
+  const size_t *sendcounts, *sdispls; /* scatterv (root), alltoallv */
+  const size_t *recvcounts, *rdispls; /* allgatherv, gatherv (root), alltoallv, reduce_scatterv
+                                         (recvcounts only: blocks are contiguous) */
 } gmpi_coll_args_t;
 
 typedef enum { GMPI_P2P_SEND = 0, GMPI_P2P_RECV = 1 } gmpi_p2p_dir_t;

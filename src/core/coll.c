@@ -6,22 +6,31 @@
 #include "error.h"
 #include "ops.h"
 #include "plan.h"
+#include "request.h"
 #include "route.h"
 #include "wait.h"
 
 typedef struct {
   const char *name;
   int has_root, has_op;
+  int varies; /* counts differ between ranks (the v-variants): count is not compared */
 } coll_info_t;
 
 static const coll_info_t coll_info[GMPI_COLL_KIND_COUNT] = {
-    [GMPI_COLL_ALLREDUCE] = {"allreduce", 0, 1},
-    [GMPI_COLL_BCAST] = {"bcast", 1, 0},
-    [GMPI_COLL_REDUCE] = {"reduce", 1, 1},
-    [GMPI_COLL_ALLGATHER] = {"allgather", 0, 0},
-    [GMPI_COLL_REDUCE_SCATTER] = {"reduce_scatter", 0, 1},
-    [GMPI_COLL_ALLTOALL] = {"alltoall", 0, 0},
-    [GMPI_COLL_BARRIER] = {"barrier", 0, 0},
+    [GMPI_COLL_ALLREDUCE] = {"allreduce", 0, 1, 0},
+    [GMPI_COLL_BCAST] = {"bcast", 1, 0, 0},
+    [GMPI_COLL_REDUCE] = {"reduce", 1, 1, 0},
+    [GMPI_COLL_ALLGATHER] = {"allgather", 0, 0, 0},
+    [GMPI_COLL_REDUCE_SCATTER] = {"reduce_scatter", 0, 1, 0},
+    [GMPI_COLL_ALLTOALL] = {"alltoall", 0, 0, 0},
+    [GMPI_COLL_BARRIER] = {"barrier", 0, 0, 0},
+    [GMPI_COLL_GATHER] = {"gather", 1, 0, 0},
+    [GMPI_COLL_SCATTER] = {"scatter", 1, 0, 0},
+    [GMPI_COLL_ALLGATHERV] = {"allgatherv", 0, 0, 1},
+    [GMPI_COLL_GATHERV] = {"gatherv", 1, 0, 1},
+    [GMPI_COLL_SCATTERV] = {"scatterv", 1, 0, 1},
+    [GMPI_COLL_ALLTOALLV] = {"alltoallv", 0, 0, 1},
+    [GMPI_COLL_REDUCE_SCATTERV] = {"reduce_scatterv", 0, 1, 1},
 };
 
 const char *gmpi_coll_name(gmpi_coll_kind_t kind) {
@@ -29,6 +38,7 @@ const char *gmpi_coll_name(gmpi_coll_kind_t kind) {
 }
 int gmpi_coll_has_root(gmpi_coll_kind_t kind) { return coll_info[kind].has_root; }
 int gmpi_coll_has_op(gmpi_coll_kind_t kind) { return coll_info[kind].has_op; }
+int gmpi_coll_varies(gmpi_coll_kind_t kind) { return coll_info[kind].varies; }
 
 gmpi_status_t gmpi_count_bytes(size_t count, gmpi_dtype_t dtype, size_t multiple, const char *arg,
                                size_t *bytes) {
@@ -55,35 +65,140 @@ static gmpi_status_t check_dtype_op(const gmpi_coll_args_t *a) {
   return GMPI_SUCCESS;
 }
 
-/* Extents per kind; rank-dependent because reduce's recvbuf matters at the root only. */
+/* The elements a per-rank block layout spans: max over ranks of displs[r] + counts[r] (displs
+ * NULL: blocks back to back, the sum). arg names the counts in errors. */
+static gmpi_status_t layout_span(const gmpi_coll_args_t *a, int nranks, const size_t *counts,
+                                 const size_t *displs, const char *arg, size_t *bytes) {
+  size_t span = 0, sum = 0;
+  for (int r = 0; r < nranks; r++) {
+    size_t start = displs ? displs[r] : sum;
+    if (counts[r] > SIZE_MAX - start || (!displs && counts[r] > SIZE_MAX - sum))
+      return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s[%d]' = %zu overflows size_t", arg, r,
+                        counts[r]);
+    sum += displs ? 0 : counts[r];
+    if (counts[r] && start + counts[r] > span) span = start + counts[r];
+  }
+  return gmpi_count_bytes(span, a->dtype, 1, arg, bytes);
+}
+
+/* The arrays this rank reads, present. */
+static gmpi_status_t need_array(const size_t *array, const char *arg) {
+  if (!array) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL", arg);
+  return GMPI_SUCCESS;
+}
+
+int gmpi_coll_in_place(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  const char *s = a->sendbuf, *r = a->recvbuf;
+  size_t es = gmpi_dtype_size(a->dtype), n = a->count * es;
+  int me = comm->rank, root = comm->rank == a->root;
+  if (!s || !r) return s == r && s;
+  switch (a->kind) {
+  case GMPI_COLL_ALLREDUCE:
+  case GMPI_COLL_ALLTOALL:
+  case GMPI_COLL_ALLTOALLV:
+  case GMPI_COLL_REDUCE_SCATTERV: return s == r;
+  case GMPI_COLL_REDUCE: return root && s == r;
+  case GMPI_COLL_BCAST: return 1;
+  /* This rank's block already sits at its slot of recvbuf: sendbuf == recvbuf (MPI_IN_PLACE)
+   * or sendbuf pointing at the slot (NCCL's form). */
+  case GMPI_COLL_ALLGATHER: return s == r || s == r + (size_t)me * n;
+  case GMPI_COLL_GATHER: return root && (s == r || s == r + (size_t)me * n);
+  case GMPI_COLL_ALLGATHERV: return s == r || s == r + a->rdispls[me] * es;
+  case GMPI_COLL_GATHERV: return root && (s == r || s == r + a->rdispls[me] * es);
+  /* The root's block stays in sendbuf: recvbuf == sendbuf or recvbuf at the block. */
+  case GMPI_COLL_SCATTER: return root && (r == s || r == s + (size_t)me * n);
+  case GMPI_COLL_SCATTERV: return root && (r == s || r == s + a->sdispls[me] * es);
+  /* The result at recvbuf == sendbuf (MPI) or at this rank's block of sendbuf (NCCL). */
+  case GMPI_COLL_REDUCE_SCATTER: return s == r || r == s + (size_t)me * n;
+  default: return 0;
+  }
+}
+
+/* Extents of the v-variants; the arrays this rank reads are checked present first. */
+static gmpi_status_t v_extent(gmpi_comm_t comm, const gmpi_coll_args_t *a, size_t n,
+                              gmpi_coll_extent_t *e) {
+  int p = comm->size, root = comm->rank == a->root;
+  switch (a->kind) {
+  case GMPI_COLL_ALLGATHERV:
+  case GMPI_COLL_GATHERV:
+    e->send_bytes = n;
+    if (a->kind == GMPI_COLL_GATHERV && !root) break;
+    GMPI_CHECK(need_array(a->recvcounts, "recvcounts"));
+    GMPI_CHECK(need_array(a->rdispls, "displs"));
+    GMPI_CHECK(layout_span(a, p, a->recvcounts, a->rdispls, "recvcounts", &e->recv_bytes));
+    break;
+  case GMPI_COLL_SCATTERV:
+    e->recv_bytes = n;
+    if (!root) break;
+    GMPI_CHECK(need_array(a->sendcounts, "sendcounts"));
+    GMPI_CHECK(need_array(a->sdispls, "displs"));
+    GMPI_CHECK(layout_span(a, p, a->sendcounts, a->sdispls, "sendcounts", &e->send_bytes));
+    break;
+  case GMPI_COLL_ALLTOALLV:
+    GMPI_CHECK(need_array(a->recvcounts, "recvcounts"));
+    GMPI_CHECK(need_array(a->rdispls, "rdispls"));
+    GMPI_CHECK(layout_span(a, p, a->recvcounts, a->rdispls, "recvcounts", &e->recv_bytes));
+    if (a->sendbuf == a->recvbuf) break; /* in place: sendcounts are not read */
+    GMPI_CHECK(need_array(a->sendcounts, "sendcounts"));
+    GMPI_CHECK(need_array(a->sdispls, "sdispls"));
+    GMPI_CHECK(layout_span(a, p, a->sendcounts, a->sdispls, "sendcounts", &e->send_bytes));
+    break;
+  case GMPI_COLL_REDUCE_SCATTERV:
+    GMPI_CHECK(need_array(a->recvcounts, "recvcounts"));
+    GMPI_CHECK(layout_span(a, p, a->recvcounts, NULL, "recvcounts", &e->send_bytes));
+    GMPI_CHECK(gmpi_count_bytes(a->recvcounts[comm->rank], a->dtype, 1, "recvcounts",
+                                &e->recv_bytes));
+    break;
+  default: break;
+  }
+  return GMPI_SUCCESS;
+}
+
+/* A rank's own block must say the same size on both sides, as MPI requires. */
+static gmpi_status_t check_own_block(gmpi_comm_t comm, const gmpi_coll_args_t *a, int in_place) {
+  int me = comm->rank;
+  if (in_place) return GMPI_SUCCESS;
+  const size_t *counts = NULL;
+  const char *arg = "recvcounts";
+  if (a->kind == GMPI_COLL_ALLGATHERV || (a->kind == GMPI_COLL_GATHERV && me == a->root))
+    counts = a->recvcounts;
+  if (a->kind == GMPI_COLL_SCATTERV && me == a->root) {
+    counts = a->sendcounts;
+    arg = "sendcounts";
+  }
+  if (!counts || counts[me] == a->count) return GMPI_SUCCESS;
+  return gmpi_error(GMPI_ERR_INVALID_ARG,
+                    "argument '%s[%d]' = %zu differs from this rank's own count %zu (rank %d's "
+                    "block must have the same size on both sides)",
+                    arg, me, counts[me], a->count, me);
+}
+
+/* Extents per kind; rank-dependent because rooted collectives' root-only buffers matter at the
+ * root only. */
 static gmpi_status_t coll_extent(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                  gmpi_coll_extent_t *e) {
   size_t n = 0, all = 0;
   size_t p = (size_t)comm->size;
+  int root = comm->rank == a->root;
   GMPI_CHECK(gmpi_count_bytes(a->count, a->dtype, 1, "count", &n));
   GMPI_CHECK(gmpi_count_bytes(a->count, a->dtype, p, "count", &all));
-  const char *s = a->sendbuf, *r = a->recvbuf;
   *e = (gmpi_coll_extent_t){0};
   switch (a->kind) {
-  case GMPI_COLL_ALLREDUCE: *e = (gmpi_coll_extent_t){n, n, s == r}; break;
-  case GMPI_COLL_BCAST: *e = (gmpi_coll_extent_t){0, n, 1}; break;
-  case GMPI_COLL_REDUCE:
-    *e = comm->rank == a->root ? (gmpi_coll_extent_t){n, n, s == r} : (gmpi_coll_extent_t){n, 0, 0};
-    break;
-  case GMPI_COLL_ALLGATHER:
-    /* In place: this rank's block already sits at recvbuf + rank*count (sendbuf may point
-     * there, as NCCL has it, or equal recvbuf, as MPI_IN_PLACE has it). */
-    *e = (gmpi_coll_extent_t){n, all, s == r || (r && s == r + (size_t)comm->rank * n)};
-    break;
-  case GMPI_COLL_REDUCE_SCATTER:
-    /* In place: recvbuf == sendbuf (MPI: result at the start) or sendbuf + rank*count (NCCL). */
-    *e = (gmpi_coll_extent_t){all, n, s == r || (s && r == s + (size_t)comm->rank * n)};
-    break;
-  case GMPI_COLL_ALLTOALL: *e = (gmpi_coll_extent_t){all, all, s == r}; break;
+  case GMPI_COLL_ALLREDUCE: *e = (gmpi_coll_extent_t){n, n, 0}; break;
+  case GMPI_COLL_BCAST: *e = (gmpi_coll_extent_t){0, n, 0}; break;
+  case GMPI_COLL_REDUCE: *e = (gmpi_coll_extent_t){n, root ? n : 0, 0}; break;
+  case GMPI_COLL_ALLGATHER: *e = (gmpi_coll_extent_t){n, all, 0}; break;
+  case GMPI_COLL_REDUCE_SCATTER: *e = (gmpi_coll_extent_t){all, n, 0}; break;
+  case GMPI_COLL_ALLTOALL: *e = (gmpi_coll_extent_t){all, all, 0}; break;
+  case GMPI_COLL_GATHER: *e = (gmpi_coll_extent_t){n, root ? all : 0, 0}; break;
+  case GMPI_COLL_SCATTER: *e = (gmpi_coll_extent_t){root ? all : 0, n, 0}; break;
   case GMPI_COLL_BARRIER:
   case GMPI_COLL_KIND_COUNT: break;
+  default: GMPI_CHECK(v_extent(comm, a, n, e)); break;
   }
-  return GMPI_SUCCESS;
+  e->in_place = gmpi_coll_in_place(comm, a);
+  if (a->kind == GMPI_COLL_BCAST) e->in_place = 1;
+  return check_own_block(comm, a, e->in_place);
 }
 
 static int ranges_overlap(const void *a, size_t alen, const void *b, size_t blen) {
@@ -100,11 +215,12 @@ gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
   GMPI_CHECK(coll_extent(comm, a, ext));
   const char *send_name = a->kind == GMPI_COLL_BCAST ? "buf" : "sendbuf";
   if (ext->send_bytes && !a->sendbuf && !ext->in_place)
-    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL with count %zu > 0", send_name,
-                      a->count);
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL but %zu bytes are sent from it",
+                      send_name, ext->send_bytes);
   if (ext->recv_bytes && !a->recvbuf)
-    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL with count %zu > 0",
-                      a->kind == GMPI_COLL_BCAST ? "buf" : "recvbuf", a->count);
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "argument '%s' is NULL but %zu bytes are received into it",
+                      a->kind == GMPI_COLL_BCAST ? "buf" : "recvbuf", ext->recv_bytes);
   if (!ext->in_place && ranges_overlap(a->sendbuf, ext->send_bytes, a->recvbuf, ext->recv_bytes))
     return gmpi_error(GMPI_ERR_INVALID_ARG,
                       "sendbuf %p and recvbuf %p overlap but are not an in-place call", a->sendbuf,
@@ -128,4 +244,74 @@ gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   if (st == GMPI_ERR_TIMEOUT || st == GMPI_ERR_MISMATCH)
     gmpi_flight_dump(&comm->flight, gmpi_strerror(st));
   return st;
+}
+
+gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_request_t *out) {
+  gmpi_coll_extent_t ext;
+  GMPI_CHECK(gmpi_coll_validate(comm, a, &ext));
+  if (comm->rec) return gmpi_plan_record_coll_request(comm, a, out);
+  gmpi_request_t req;
+  GMPI_CHECK(gmpi_request_new_coll(comm, a, &req));
+  comm->coll_seq++;
+  gmpi_status_t st = gmpi_route_coll(comm, a, &ext, &req->engine);
+  /* GMPI_CHECK compares signatures now, which waits for every rank to start the collective:
+   * the price of checking it before any data moves (docs/reliability.md). */
+  if (st == GMPI_SUCCESS && comm->cfg.check) st = gmpi_check_coll(comm, a);
+  if (st == GMPI_SUCCESS) st = gmpi_route_fence(comm, req->engine);
+  if (st == GMPI_SUCCESS) st = req->engine->ops->coll_start(comm, req->engine->state, a, req);
+  if (st != GMPI_SUCCESS) {
+    gmpi_request_discard(req, st);
+    if (st == GMPI_ERR_TIMEOUT || st == GMPI_ERR_MISMATCH)
+      gmpi_flight_dump(&comm->flight, gmpi_strerror(st));
+    return st;
+  }
+  *out = req;
+  return GMPI_SUCCESS;
+}
+
+gmpi_coll_pair_t gmpi_coll_pair(gmpi_comm_t comm, const gmpi_coll_args_t *a, int peer) {
+  int me = comm->rank, root = a->root, self = peer == me;
+  int in_place = gmpi_coll_in_place(comm, a);
+  size_t n = a->count;
+  gmpi_coll_pair_t p = {0, 0, 0, 0};
+  if (self && in_place) return p;
+  switch (a->kind) {
+  case GMPI_COLL_GATHER:
+    if (peer == root) p.send_count = n;
+    if (me == root) p = (gmpi_coll_pair_t){p.send_count, 0, n, (size_t)peer * n};
+    break;
+  case GMPI_COLL_SCATTER:
+    if (me == root) p = (gmpi_coll_pair_t){n, (size_t)peer * n, 0, 0};
+    if (peer == root) p.recv_count = n;
+    break;
+  case GMPI_COLL_ALLGATHERV:
+    p = (gmpi_coll_pair_t){n, 0, a->recvcounts[peer], a->rdispls[peer]};
+    break;
+  case GMPI_COLL_GATHERV:
+    if (peer == root) p.send_count = n;
+    if (me == root) p = (gmpi_coll_pair_t){p.send_count, 0, a->recvcounts[peer], a->rdispls[peer]};
+    break;
+  case GMPI_COLL_SCATTERV:
+    if (me == root) p = (gmpi_coll_pair_t){a->sendcounts[peer], a->sdispls[peer], 0, 0};
+    if (peer == root) p.recv_count = n;
+    break;
+  case GMPI_COLL_ALLTOALLV:
+    p.recv_count = a->recvcounts[peer];
+    p.recv_displ = a->rdispls[peer];
+    p.send_count = in_place ? p.recv_count : a->sendcounts[peer];
+    p.send_displ = in_place ? p.recv_displ : a->sdispls[peer];
+    break;
+  default: break;
+  }
+  int gathers = a->kind == GMPI_COLL_GATHER || a->kind == GMPI_COLL_ALLGATHERV ||
+                a->kind == GMPI_COLL_GATHERV;
+  if (in_place && p.send_count && gathers) {
+    /* An in-place gatherer sends its block from where it sits in recvbuf (MPI ignores
+     * sendcount then: the block is recvcounts[me] long). */
+    int v = a->kind == GMPI_COLL_ALLGATHERV || a->kind == GMPI_COLL_GATHERV;
+    p.send_count = v ? a->recvcounts[me] : n;
+    size_t own = v ? a->rdispls[me] : (size_t)me * n;
+    p.send_displ = a->sendbuf == a->recvbuf ? own : 0;
+  }
+  return p;
 }

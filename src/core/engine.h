@@ -30,6 +30,17 @@ typedef struct gmpi_engine_ops {
   gmpi_status_t (*p2p_test)(void *state, gmpi_request_t req, int *done);
   /* Give up on a request that will not be waited (timeout, finalize): release what it holds. */
   void (*p2p_abandon)(void *state, gmpi_request_t req);
+  /* Start a validated collective whose buffers are this engine's memory without waiting for it
+   * (the nonblocking collectives): whatever tracks it goes in req->be. Collectives start in
+   * call order on the comm, interleaved with blocking ones, as every rank calls them. */
+  gmpi_status_t (*coll_start)(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *args,
+                              gmpi_request_t req);
+  /* Progress a started collective; on done its results are in place and req->be released.
+   * Never blocks. */
+  gmpi_status_t (*coll_test)(void *state, gmpi_request_t req, int *done);
+  /* Give up on a started collective (timeout, finalize): what it holds may still be in use by
+   * the transfer, so it is left, not freed, when the transfer cannot be stopped. */
+  void (*coll_abandon)(void *state, gmpi_request_t req);
   /* Plans whose buffers are all this engine's memory: lower once (*lowered is the engine's),
    * replay, free. */
   gmpi_status_t (*plan_lower)(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,

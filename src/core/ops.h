@@ -16,11 +16,26 @@ const char *gmpi_coll_name(gmpi_coll_kind_t kind);
 /* Is the root/op field meaningful for this kind? */
 int gmpi_coll_has_root(gmpi_coll_kind_t kind);
 int gmpi_coll_has_op(gmpi_coll_kind_t kind);
+/* Do counts differ between ranks (the v-variants)? */
+int gmpi_coll_varies(gmpi_coll_kind_t kind);
+/* Is this rank's part of a validated collective in place (the forms in gmpi.h)? */
+int gmpi_coll_in_place(gmpi_comm_t comm, const gmpi_coll_args_t *a);
+/* What this rank sends to and receives from peer in a validated data-moving collective
+ * (gather, scatter, and the v-variants but reduce_scatterv), in elements at sendbuf and at
+ * recvbuf. An in-place rank's block to itself is {0}: it is already where it belongs; an
+ * in-place alltoallv sends from a copy of recvbuf laid out as recvcounts/rdispls say. */
+typedef struct {
+  size_t send_count, send_displ, recv_count, recv_displ;
+} gmpi_coll_pair_t;
+gmpi_coll_pair_t gmpi_coll_pair(gmpi_comm_t comm, const gmpi_coll_args_t *a, int peer);
 /* Validate a collective's arguments on this rank; fills the extents. */
 gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                  gmpi_coll_extent_t *ext);
 /* Validate, then record (plan), check (GMPI_CHECK) and run a collective. */
 gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a);
+/* The same as a request (the nonblocking collectives): started now, completed by any wait or
+ * test. While a plan records, it is recorded like the blocking call and *req waits nothing. */
+gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_request_t *req);
 
 /* Validate a point-to-point operation's arguments. */
 gmpi_status_t gmpi_p2p_validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a);

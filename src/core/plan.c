@@ -26,13 +26,64 @@ static gmpi_status_t push_step(struct gmpi_plan_rec *rec, gmpi_plan_step_t step)
   return GMPI_SUCCESS;
 }
 
+/* A v-variant's per-rank arrays are the caller's and may be gone by replay: the step keeps a
+ * copy (one block, step->owned), pointed to by its args. */
+static gmpi_status_t keep_arrays(gmpi_comm_t comm, gmpi_plan_step_t *step) {
+  gmpi_coll_args_t *c = &step->coll;
+  const size_t **arrays[4] = {&c->sendcounts, &c->sdispls, &c->recvcounts, &c->rdispls};
+  size_t p = (size_t)comm->size, used = 0;
+  for (int i = 0; i < 4; i++)
+    used += *arrays[i] != NULL;
+  if (!used) return GMPI_SUCCESS;
+  if (!(step->owned = malloc(used * p * sizeof(size_t))))
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to record a %s's counts",
+                      gmpi_coll_name(c->kind));
+  size_t *next = step->owned;
+  for (int i = 0; i < 4; i++) {
+    if (!*arrays[i]) continue;
+    memcpy(next, *arrays[i], p * sizeof(size_t));
+    *arrays[i] = next;
+    next += p;
+  }
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_plan_record_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   gmpi_plan_step_t step;
   memset(&step, 0, sizeof(step));
   step.kind = PLAN_COLL;
   step.coll = *a;
   step.request = -1;
-  return push_step(comm->rec, step);
+  GMPI_CHECK(keep_arrays(comm, &step));
+  gmpi_status_t st = push_step(comm->rec, step);
+  if (st != GMPI_SUCCESS) free(step.owned);
+  return st;
+}
+
+gmpi_status_t gmpi_plan_record_coll_request(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                                            gmpi_request_t *out) {
+  gmpi_request_t req = calloc(1, sizeof(*req));
+  if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
+  gmpi_status_t st = gmpi_plan_record_coll(comm, a);
+  if (st != GMPI_SUCCESS) {
+    free(req);
+    return st;
+  }
+  /* The plan runs its collectives in order and each replay completes them all: waiting this
+   * request records nothing. */
+  req->comm = comm;
+  req->is_coll = 1;
+  req->coll = *a;
+  req->rec = comm->rec;
+  req->rec_index = -1;
+  *out = req;
+  return GMPI_SUCCESS;
+}
+
+void gmpi_plan_steps_free(gmpi_plan_step_t *steps, int n) {
+  for (int i = 0; steps && i < n; i++)
+    free(steps[i].owned);
+  free(steps);
 }
 
 gmpi_status_t gmpi_plan_record_p2p(gmpi_comm_t comm, gmpi_request_t req) {
@@ -63,6 +114,10 @@ gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req) {
   if (req->comm->rec != rec)
     return gmpi_error(GMPI_ERR_STATE, "the request was recorded in a plan whose recording has "
                                       "ended; it can only be waited inside that plan");
+  if (req->rec_index < 0) { /* a recorded nonblocking collective */
+    free(req);
+    return GMPI_SUCCESS;
+  }
   gmpi_plan_step_t step;
   memset(&step, 0, sizeof(step));
   step.kind = PLAN_WAIT;
@@ -78,7 +133,7 @@ void gmpi_plan_rec_free(struct gmpi_plan_rec *rec) {
   for (int i = 0; i < rec->n_reqs; i++)
     free(rec->reqs[i]);
   free(rec->reqs);
-  free(rec->steps);
+  gmpi_plan_steps_free(rec->steps, rec->n);
   free(rec);
 }
 

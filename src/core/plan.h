@@ -26,6 +26,7 @@ typedef struct {
   int group;             /* lowering: steps with one group number run together */
   int fuse_next;         /* COLL: on every rank the next collective follows with no p2p between */
   char lowered[48];      /* backend call this step became, for gmpi_plan_dump */
+  size_t *owned;         /* COLL: the step's copy of a v-variant's arrays (coll points here) */
 } gmpi_plan_step_t;
 
 struct gmpi_plan {
@@ -41,6 +42,11 @@ struct gmpi_plan {
 /* Called by the operation paths while comm->rec is set: record instead of running. */
 gmpi_status_t gmpi_plan_record_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a);
 gmpi_status_t gmpi_plan_record_p2p(gmpi_comm_t comm, gmpi_request_t req);
+/* A nonblocking collective while recording: recorded as the blocking one; *req waits nothing. */
+gmpi_status_t gmpi_plan_record_coll_request(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                                            gmpi_request_t *req);
+/* Free recorded steps and what they own. */
+void gmpi_plan_steps_free(gmpi_plan_step_t *steps, int n);
 /* A recorded request is waited inside the plan; returns 1 when req belongs to a recording. */
 int gmpi_plan_request_is_recorded(gmpi_request_t req);
 gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req);

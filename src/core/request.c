@@ -1,5 +1,6 @@
 #include "request.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "comm.h"
@@ -10,15 +11,48 @@
 #include "wait.h"
 
 gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done) {
-  return req->engine->ops->p2p_test(req->engine->state, req, done);
+  const gmpi_engine_ops_t *ops = req->engine->ops;
+  if (req->is_coll) return ops->coll_test(req->engine->state, req, done);
+  return ops->p2p_test(req->engine->state, req, done);
 }
 
 static void engine_let_go(gmpi_request_t req) {
-  req->engine->ops->p2p_abandon(req->engine->state, req);
+  const gmpi_engine_ops_t *ops = req->engine->ops;
+  if (req->is_coll)
+    ops->coll_abandon(req->engine->state, req);
+  else
+    ops->p2p_abandon(req->engine->state, req);
 }
 
 static const char *p2p_name(const gmpi_p2p_args_t *a) {
   return a->dir == GMPI_P2P_SEND ? "isend" : "irecv";
+}
+
+/* "iallreduce": the nonblocking collective's name as the user called it. */
+static const char *coll_request_name(const gmpi_coll_args_t *a, char *buf, size_t len) {
+  snprintf(buf, len, "i%s", gmpi_coll_name(a->kind));
+  return buf;
+}
+
+gmpi_status_t gmpi_request_new_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                                    gmpi_request_t *out) {
+  gmpi_request_t req = calloc(1, sizeof(*req));
+  if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
+  req->comm = comm;
+  req->is_coll = 1;
+  req->coll = *a;
+  req->status = (gmpi_msg_status_t){GMPI_ANY_SOURCE, GMPI_ANY_TAG, 0};
+  char name[32];
+  req->flight_seq =
+      gmpi_flight_start(&comm->flight, coll_request_name(a, name, sizeof(name)), a->count,
+                        gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
+  *out = req;
+  return GMPI_SUCCESS;
+}
+
+void gmpi_request_discard(gmpi_request_t req, gmpi_status_t why) {
+  gmpi_flight_end(&req->comm->flight, req->flight_seq, why);
+  free(req);
 }
 
 gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
@@ -73,9 +107,17 @@ void gmpi_request_abandon(gmpi_request_t req) {
 gmpi_status_t gmpi_request_wait_expired(gmpi_request_t req) {
   gmpi_comm_t comm = req->comm;
   gmpi_p2p_args_t a = req->args;
+  gmpi_coll_args_t c = req->coll;
+  int is_coll = req->is_coll;
   gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
   gmpi_request_give_up(req, GMPI_ERR_TIMEOUT);
   gmpi_flight_dump(&comm->flight, "timeout");
+  char name[32];
+  if (is_coll)
+    return gmpi_error(GMPI_ERR_TIMEOUT,
+                      "%s (%zu elements) did not complete within GMPI_TIMEOUT = %g s: a rank "
+                      "has not started it; the communicator is now failed",
+                      coll_request_name(&c, name, sizeof(name)), c.count, comm->cfg.timeout_s);
   return gmpi_error(GMPI_ERR_TIMEOUT,
                     "%s %s rank %d (tag %d, %zu elements) did not complete within GMPI_TIMEOUT "
                     "= %g s; the communicator is now failed",

@@ -9,7 +9,9 @@
 
 struct gmpi_request {
   gmpi_comm_t comm;
+  int is_coll;             /* a nonblocking collective (coll), else point to point (args) */
   gmpi_p2p_args_t args;
+  gmpi_coll_args_t coll;
   uint64_t flight_seq;         /* its entry in the comm's flight record */
   int done;                    /* set by the backend in p2p_test */
   gmpi_status_t result;        /* final status once done */
@@ -23,6 +25,12 @@ struct gmpi_request {
 /* Allocate and post a request (the p2p entry points use this). */
 gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
                                  gmpi_request_t *out);
+/* A request for a nonblocking collective, its flight record started; the caller routes it and
+ * has its engine start it (gmpi_coll_start). */
+gmpi_status_t gmpi_request_new_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                                    gmpi_request_t *out);
+/* Free a request that never started (its engine holds nothing), ending its flight entry. */
+void gmpi_request_discard(gmpi_request_t req, gmpi_status_t why);
 /* Wait for one request with the comm's deadline; frees it. */
 gmpi_status_t gmpi_request_wait(gmpi_request_t req, gmpi_msg_status_t *status);
 /* Finish a done request: copy status out, record the end, free it. Returns its result. */

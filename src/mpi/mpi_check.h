@@ -9,6 +9,10 @@
 
 /* Describe an MPI error code as GMPI_ERR_MPI (or GMPI_ERR_TRUNCATE for MPI_ERR_TRUNCATE). */
 gmpi_status_t gmpi_mpi_error(int rc, const char *call);
+/* GMPI_SUCCESS for MPI_SUCCESS, else gmpi_mpi_error(rc, call). */
+static inline gmpi_status_t gmpi_mpi_check(int rc, const char *call) {
+  return rc == MPI_SUCCESS ? GMPI_SUCCESS : gmpi_mpi_error(rc, call);
+}
 
 #define GMPI_MPI_CHECK(call)                                                                       \
   do {                                                                                             \

@@ -24,6 +24,11 @@ void gmpi_cpu_close(gmpi_comm_t comm, gmpi_cpu_t *cpu);
 gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
 /* The collective without its arrival gate (plans gate once per replay). */
 gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
+/* Nonblocking collectives: start (MPI's nonblocking calls, state in req->be), test, abandon. */
+gmpi_status_t gmpi_cpu_coll_start(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
+                                  gmpi_request_t req);
+gmpi_status_t gmpi_cpu_coll_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done);
+void gmpi_cpu_coll_abandon(gmpi_cpu_t *cpu, gmpi_request_t req);
 /* Every rank has arrived, within GMPI_TIMEOUT, engines driven meanwhile (nothing when the
  * timeout is 0 and the comm has no engine). */
 gmpi_status_t gmpi_cpu_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu);

@@ -1,9 +1,18 @@
-/* Collectives on host buffers. Every rank must first pass an arrival gate -- a nonblocking
- * barrier waited under GMPI_TIMEOUT while driving gmpi's engines (or the GMPI_CHECK signature
- * exchange, which gates as well) -- then MPI's tuned blocking collective runs (see gated()).
- * Nonblocking collectives alone would bound the wait too, but OpenMPI's are up to 4x slower
- * (docs/performance.md). Reductions longer than GMPI_MAX_CHUNK elements are split into several
- * calls; data movement of any size is one call with a byte type (gmpi_mpi_bytes_type). */
+/* Collectives on host buffers, blocking and nonblocking, through MPI.
+ *
+ * Blocking: every rank first passes an arrival gate -- a nonblocking barrier waited under
+ * GMPI_TIMEOUT while driving gmpi's engines (or the GMPI_CHECK signature exchange, which gates
+ * as well) -- then MPI's tuned blocking collective runs (see gated()). Nonblocking: the same
+ * algorithm with each MPI call in its nonblocking form (MPI_COLL below), tested by gmpi's
+ * waits, so no gate is needed. Both finish with the same after-work (an average's division, a
+ * move, freeing what MPI read).
+ *
+ * Reductions longer than GMPI_MAX_CHUNK elements are split into several calls. Data movement
+ * travels as bytes: one block of any size is one MPI type (gmpi_mpi_bytes_type), and a
+ * v-variant's layout is counted in a unit of bytes that divides all of it (v_layout), so
+ * counts above INT_MAX elements need no agreement between ranks: MPI only compares bytes. */
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,10 +21,31 @@
 #include "../../core/error.h"
 #include "../../core/ops.h"
 #include "../../core/reduce.h"
+#include "../../core/request.h"
 #include "../../mpi/mpi_check.h"
 #include "../../mpi/oob.h"
 #include "../../mpi/types.h"
 #include "cpu.h"
+
+/* What is left once the MPI calls complete. */
+typedef struct {
+  void *divide_buf; /* AVG: divide divide_count elements by the comm size */
+  size_t divide_count;
+  void *move_to; /* NCCL-form in-place reduce_scatter: its result moves to recvbuf */
+  const void *move_from;
+  size_t move_bytes;
+  void *owned[6]; /* staging copies and int arrays MPI reads until completion */
+  int n_owned;
+} coll_after_t;
+
+/* A nonblocking collective on host buffers: its MPI requests and after-work (req->be). */
+typedef struct {
+  MPI_Request *reqs;
+  int n, cap;
+  coll_after_t after;
+  gmpi_dtype_t dtype;
+  int nranks;
+} icoll_t;
 
 typedef struct {
   gmpi_comm_t comm;
@@ -23,9 +53,62 @@ typedef struct {
   const gmpi_coll_args_t *a;
   size_t es;    /* element size */
   size_t chunk; /* most elements per MPI reduction call */
+  coll_after_t *after;
+  icoll_t *nb; /* nonblocking: where MPI requests go; NULL: blocking calls */
 } coll_ctx_t;
 
 #define BYTES(ptr, elems, es) ((char *)(ptr) + (elems) * (es))
+
+/* Room for one more request (nonzero when out of memory). */
+static int nb_reserve(icoll_t *nb) {
+  if (nb->n < nb->cap) return 0;
+  int cap = nb->cap ? 2 * nb->cap : 4;
+  MPI_Request *grown = realloc(nb->reqs, (size_t)cap * sizeof(*grown));
+  if (!grown) return 1;
+  nb->reqs = grown;
+  nb->cap = cap;
+  return 0;
+}
+
+/* One MPI collective: the blocking call, or its nonblocking form with the request kept in c->nb
+ * (the same arguments, then the request). */
+#define MPI_COLL(c, blocking, nonblocking, ...)                                                    \
+  ((c)->nb ? (nb_reserve((c)->nb) ? MPI_ERR_NO_MEM                                                 \
+                                  : nonblocking(__VA_ARGS__, &(c)->nb->reqs[(c)->nb->n++]))        \
+           : blocking(__VA_ARGS__))
+
+/* Memory MPI may read until the collective completes: freed by finish(). */
+static gmpi_status_t keep(coll_ctx_t *c, void *ptr, size_t bytes, const char *what) {
+  if (!ptr)
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %zu bytes of %s", bytes, what);
+  c->after->owned[c->after->n_owned++] = ptr;
+  return GMPI_SUCCESS;
+}
+
+/* A copy of bytes at src that lives until completion (in-place inputs MPI must not see change). */
+static gmpi_status_t stage_copy(coll_ctx_t *c, const void *src, size_t bytes, const void **copy) {
+  void *p = malloc(bytes ? bytes : 1);
+  GMPI_CHECK(keep(c, p, bytes, "a staging copy"));
+  if (bytes) memcpy(p, src, bytes);
+  *copy = p;
+  return GMPI_SUCCESS;
+}
+
+static void finish(coll_after_t *after, gmpi_dtype_t dtype, int nranks) {
+  if (after->divide_buf) gmpi_host_divide(dtype, after->divide_buf, after->divide_count, nranks);
+  if (after->move_bytes) memmove(after->move_to, after->move_from, after->move_bytes);
+  for (int i = 0; i < after->n_owned; i++)
+    free(after->owned[i]);
+  memset(after, 0, sizeof(*after));
+}
+
+static void divide_after(coll_ctx_t *c, void *buf, size_t count) {
+  if (c->a->op != GMPI_AVG) return;
+  c->after->divide_buf = buf;
+  c->after->divide_count = count;
+}
+
+/* ---- reductions -------------------------------------------------------------------------- */
 
 /* Allreduce (root < 0) or reduce to root, in chunks of at most c->chunk elements. */
 static gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
@@ -39,130 +122,283 @@ static gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
     const void *s = in_place ? MPI_IN_PLACE : BYTES(a->sendbuf, off, c->es);
     void *d = gets_result ? BYTES(a->recvbuf, off, c->es) : NULL;
     if (root < 0)
-      GMPI_MPI_CHECK(MPI_Allreduce(s, d, len, t, op, c->mc));
+      GMPI_MPI_CHECK(MPI_COLL(c, MPI_Allreduce, MPI_Iallreduce, s, d, len, t, op, c->mc));
     else
-      GMPI_MPI_CHECK(MPI_Reduce(s, d, len, t, op, root, c->mc));
+      GMPI_MPI_CHECK(MPI_COLL(c, MPI_Reduce, MPI_Ireduce, s, d, len, t, op, root, c->mc));
   }
-  if (gets_result && a->op == GMPI_AVG)
-    gmpi_host_divide(a->dtype, a->recvbuf, a->count, c->comm->size);
+  if (gets_result) divide_after(c, a->recvbuf, a->count);
   return GMPI_SUCCESS;
 }
 
 static gmpi_status_t run_allreduce(coll_ctx_t *c) { return reduce_chunks(c, -1); }
 static gmpi_status_t run_reduce(coll_ctx_t *c) { return reduce_chunks(c, c->a->root); }
 
-static gmpi_status_t run_bcast(coll_ctx_t *c) {
-  const gmpi_coll_args_t *a = c->a;
-  MPI_Datatype t;
-  int n;
-  GMPI_CHECK(gmpi_mpi_bytes_type(a->count * c->es, c->chunk, &t, &n));
-  gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(MPI_Bcast(a->recvbuf, n, t, a->root, c->mc), st, release_type);
-release_type:
-  gmpi_mpi_type_release(&t);
-  return st;
-}
-
-static gmpi_status_t run_allgather(coll_ctx_t *c) {
-  const gmpi_coll_args_t *a = c->a;
-  MPI_Datatype t;
-  int n;
-  GMPI_CHECK(gmpi_mpi_bytes_type(a->count * c->es, c->chunk, &t, &n));
-  size_t block = a->count * c->es;
-  int in_place =
-      a->sendbuf == a->recvbuf || a->sendbuf == BYTES(a->recvbuf, (size_t)c->comm->rank, block);
-  gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(
-      MPI_Allgather(in_place ? MPI_IN_PLACE : a->sendbuf, n, t, a->recvbuf, n, t, c->mc), st,
-      release_type);
-release_type:
-  gmpi_mpi_type_release(&t);
-  return st;
-}
-
-/* Reduce-scatter beyond one MPI count: a reduce per destination rank, chunk by chunk. The
- * input is copied first when in place, so results never overwrite blocks still being read. */
-static gmpi_status_t reduce_scatter_chunked(coll_ctx_t *c, const char *send) {
+/* Reduce-scatter as one reduce per destination rank, chunk by chunk: for blocks beyond one MPI
+ * count. counts[r] elements of block r start at the sum of the counts before it. */
+static gmpi_status_t reduce_per_root(coll_ctx_t *c, const char *send, const size_t *counts) {
   const gmpi_coll_args_t *a = c->a;
   MPI_Datatype t = gmpi_mpi_dtype(a->dtype);
   MPI_Op op = gmpi_mpi_op(a->dtype, a->op);
-  for (int root = 0; root < c->comm->size; root++) {
-    for (size_t off = 0; off < a->count; off += c->chunk) {
-      int len = (int)(a->count - off < c->chunk ? a->count - off : c->chunk);
-      const char *s = BYTES(send, (size_t)root * a->count + off, c->es);
+  size_t start = 0;
+  for (int root = 0; root < c->comm->size; start += counts[root], root++) {
+    for (size_t off = 0; off < counts[root]; off += c->chunk) {
+      int len = (int)(counts[root] - off < c->chunk ? counts[root] - off : c->chunk);
+      const char *s = BYTES(send, start + off, c->es);
       void *d = root == c->comm->rank ? BYTES(a->recvbuf, off, c->es) : NULL;
-      GMPI_MPI_CHECK(MPI_Reduce(s, d, len, t, op, root, c->mc));
+      GMPI_MPI_CHECK(MPI_COLL(c, MPI_Reduce, MPI_Ireduce, s, d, len, t, op, root, c->mc));
     }
   }
+  return GMPI_SUCCESS;
+}
+
+/* The same block size everywhere (reduce_scatter), as per-rank counts. */
+static gmpi_status_t equal_counts(coll_ctx_t *c, size_t count, const size_t **counts) {
+  size_t *v = malloc((size_t)c->comm->size * sizeof(*v));
+  GMPI_CHECK(keep(c, v, (size_t)c->comm->size * sizeof(*v), "block counts"));
+  for (int r = 0; r < c->comm->size; r++)
+    v[r] = count;
+  *counts = v;
   return GMPI_SUCCESS;
 }
 
 static gmpi_status_t run_reduce_scatter(coll_ctx_t *c) {
   const gmpi_coll_args_t *a = c->a;
   size_t block = a->count * c->es, all = block * (size_t)c->comm->size;
-  const char *send = a->sendbuf;
-  char *copy = NULL;
   int mpi_in_place = a->sendbuf == a->recvbuf;
   int nccl_in_place =
       !mpi_in_place && a->recvbuf == BYTES(a->sendbuf, (size_t)c->comm->rank, block);
-  gmpi_status_t st = GMPI_SUCCESS;
+  divide_after(c, a->recvbuf, a->count);
   if (a->count > c->chunk) {
-    if (mpi_in_place || nccl_in_place) {
-      if (!(copy = malloc(all)))
-        return gmpi_error(GMPI_ERR_NO_MEMORY,
-                          "no memory to stage %zu bytes of an in-place "
-                          "reduce_scatter",
-                          all);
-      memcpy(copy, a->sendbuf, all);
-      send = copy;
-    }
-    st = reduce_scatter_chunked(c, send);
-  } else {
-    /* NCCL-style in place: reduce in MPI's in-place form, then move the result to its slot. */
-    void *out = nccl_in_place ? (void *)a->sendbuf : a->recvbuf;
-    GMPI_MPI_CHECK_GOTO(
-        MPI_Reduce_scatter_block((mpi_in_place || nccl_in_place) ? MPI_IN_PLACE : a->sendbuf, out,
-                                 (int)a->count, gmpi_mpi_dtype(a->dtype),
-                                 gmpi_mpi_op(a->dtype, a->op), c->mc),
-        st, free_copy);
-    if (nccl_in_place) memmove(a->recvbuf, out, block);
+    const void *send = a->sendbuf;
+    const size_t *counts;
+    if (mpi_in_place || nccl_in_place) GMPI_CHECK(stage_copy(c, a->sendbuf, all, &send));
+    GMPI_CHECK(equal_counts(c, a->count, &counts));
+    return reduce_per_root(c, send, counts);
   }
-  if (st == GMPI_SUCCESS && a->op == GMPI_AVG)
-    gmpi_host_divide(a->dtype, a->recvbuf, a->count, c->comm->size);
-free_copy:
-  free(copy);
+  /* NCCL-style in place: reduce in MPI's in-place form, then move the result to its slot. */
+  void *out = nccl_in_place ? (void *)a->sendbuf : a->recvbuf;
+  GMPI_MPI_CHECK(MPI_COLL(c, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block,
+                          (mpi_in_place || nccl_in_place) ? MPI_IN_PLACE : a->sendbuf, out,
+                          (int)a->count, gmpi_mpi_dtype(a->dtype), gmpi_mpi_op(a->dtype, a->op),
+                          c->mc));
+  if (nccl_in_place) *c->after = (coll_after_t){.divide_buf = c->after->divide_buf,
+                                                .divide_count = c->after->divide_count,
+                                                .move_to = a->recvbuf,
+                                                .move_from = out,
+                                                .move_bytes = block,
+                                                .n_owned = 0};
+  return GMPI_SUCCESS;
+}
+
+/* An int copy of counts (each <= limit), kept until completion; NULL when any is larger. */
+static int *int_counts(coll_ctx_t *c, const size_t *counts, size_t limit) {
+  int p = c->comm->size;
+  for (int r = 0; r < p; r++)
+    if (counts[r] > limit) return NULL;
+  int *v = malloc((size_t)p * sizeof(*v));
+  if (keep(c, v, (size_t)p * sizeof(*v), "MPI counts") != GMPI_SUCCESS) return NULL;
+  for (int r = 0; r < p; r++)
+    v[r] = (int)counts[r];
+  return v;
+}
+
+static gmpi_status_t run_reduce_scatterv(coll_ctx_t *c) {
+  const gmpi_coll_args_t *a = c->a;
+  size_t total = 0, limit = c->chunk < INT_MAX ? c->chunk : INT_MAX;
+  for (int r = 0; r < c->comm->size; r++)
+    total += a->recvcounts[r];
+  divide_after(c, a->recvbuf, a->recvcounts[c->comm->rank]);
+  int in_place = a->sendbuf == a->recvbuf;
+  int *counts = total <= limit ? int_counts(c, a->recvcounts, limit) : NULL;
+  if (counts) /* every rank has the same recvcounts, so every rank takes this branch */
+    return gmpi_mpi_check(MPI_COLL(c, MPI_Reduce_scatter, MPI_Ireduce_scatter, in_place ? MPI_IN_PLACE : a->sendbuf,
+                                   a->recvbuf, counts, gmpi_mpi_dtype(a->dtype),
+                                   gmpi_mpi_op(a->dtype, a->op), c->mc),
+                          "MPI_Reduce_scatter");
+  const void *send = a->sendbuf;
+  if (in_place) GMPI_CHECK(stage_copy(c, a->sendbuf, total * c->es, &send));
+  return reduce_per_root(c, send, a->recvcounts);
+}
+
+/* ---- data movement ----------------------------------------------------------------------- */
+
+/* One block of `bytes` as an MPI (type, count). Types may be freed once the call is posted. */
+typedef struct {
+  MPI_Datatype type;
+  int count;
+} bytes_t;
+
+static gmpi_status_t block_of(coll_ctx_t *c, size_t bytes, bytes_t *b) {
+  return gmpi_mpi_bytes_type(bytes, c->chunk, &b->type, &b->count);
+}
+
+static gmpi_status_t run_bcast(coll_ctx_t *c) {
+  bytes_t b;
+  GMPI_CHECK(block_of(c, c->a->count * c->es, &b));
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_MPI_CHECK_GOTO(MPI_COLL(c, MPI_Bcast, MPI_Ibcast, c->a->recvbuf, b.count, b.type, c->a->root, c->mc), st,
+                      release_type);
+release_type:
+  gmpi_mpi_type_release(&b.type);
   return st;
+}
+
+/* Allgather, gather and scatter: equal blocks, MPI_IN_PLACE where this rank's call is. */
+static gmpi_status_t run_blocks(coll_ctx_t *c) {
+  const gmpi_coll_args_t *a = c->a;
+  int in_place = gmpi_coll_in_place(c->comm, a);
+  const void *s = in_place && a->kind != GMPI_COLL_SCATTER ? MPI_IN_PLACE : a->sendbuf;
+  void *r = in_place && a->kind == GMPI_COLL_SCATTER ? MPI_IN_PLACE : a->recvbuf;
+  bytes_t b;
+  GMPI_CHECK(block_of(c, a->count * c->es, &b));
+  int rc = MPI_SUCCESS;
+  if (a->kind == GMPI_COLL_ALLGATHER)
+    rc = MPI_COLL(c, MPI_Allgather, MPI_Iallgather, s, b.count, b.type, r, b.count, b.type, c->mc);
+  else if (a->kind == GMPI_COLL_GATHER)
+    rc = MPI_COLL(c, MPI_Gather, MPI_Igather, s, b.count, b.type, r, b.count, b.type, a->root, c->mc);
+  else
+    rc = MPI_COLL(c, MPI_Scatter, MPI_Iscatter, s, b.count, b.type, r, b.count, b.type, a->root, c->mc);
+  gmpi_mpi_type_release(&b.type);
+  return gmpi_mpi_check(rc, gmpi_coll_name(a->kind));
 }
 
 static gmpi_status_t run_alltoall(coll_ctx_t *c) {
   const gmpi_coll_args_t *a = c->a;
   size_t block = a->count * c->es, all = block * (size_t)c->comm->size;
   const void *send = a->sendbuf;
-  char *copy = NULL;
-  if (a->sendbuf == a->recvbuf && all) { /* in place: MPI's in-place alltoall is not everywhere */
-    if (!(copy = malloc(all)))
-      return gmpi_error(GMPI_ERR_NO_MEMORY,
-                        "no memory to stage %zu bytes of an in-place "
-                        "alltoall",
-                        all);
-    memcpy(copy, a->sendbuf, all);
-    send = copy;
+  /* in place: MPI's in-place alltoall is not everywhere; send from a copy */
+  if (a->sendbuf == a->recvbuf && all) GMPI_CHECK(stage_copy(c, a->sendbuf, all, &send));
+  bytes_t b;
+  GMPI_CHECK(block_of(c, block, &b));
+  int rc = MPI_COLL(c, MPI_Alltoall, MPI_Ialltoall, send, b.count, b.type, a->recvbuf, b.count, b.type, c->mc);
+  gmpi_mpi_type_release(&b.type);
+  return gmpi_mpi_check(rc, "MPI_Alltoall");
+}
+
+static size_t gcd(size_t x, size_t y) {
+  while (y) {
+    size_t t = x % y;
+    x = y;
+    y = t;
   }
-  MPI_Datatype t;
+  return x;
+}
+
+/* One rank's side of a v-variant in MPI's terms: a unit of bytes dividing every block's size
+ * and offset, so that both fit MPI's int counts whatever their size in elements. */
+typedef struct {
+  MPI_Datatype type; /* `unit` contiguous bytes */
+  int *counts, *displs;
+} v_layout_t;
+
+static gmpi_status_t v_layout(coll_ctx_t *c, const size_t *counts, const size_t *displs,
+                              const char *arg, v_layout_t *out) {
+  int p = c->comm->size;
+  size_t unit = 0, most = 0;
+  for (int r = 0; r < p; r++) {
+    unit = gcd(gcd(unit, counts[r] * c->es), displs[r] * c->es);
+    most = counts[r] * c->es > most ? counts[r] * c->es : most;
+    most = displs[r] * c->es > most ? displs[r] * c->es : most;
+  }
+  unit = unit ? unit : 1;
+  if (most / unit > INT_MAX)
+    return gmpi_error(GMPI_ERR_UNSUPPORTED,
+                      "%s: the blocks of '%s' and their displacements have no common size that "
+                      "brings them under MPI's int counts (largest %zu bytes, common unit %zu)",
+                      gmpi_coll_name(c->a->kind), arg, most, unit);
+  int *v = malloc(2 * (size_t)p * sizeof(*v));
+  GMPI_CHECK(keep(c, v, 2 * (size_t)p * sizeof(*v), "MPI counts"));
+  for (int r = 0; r < p; r++) {
+    v[r] = (int)(counts[r] * c->es / unit);
+    v[p + r] = (int)(displs[r] * c->es / unit);
+  }
   int n;
-  gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(block, c->chunk, &t, &n), st, free_copy);
-  GMPI_MPI_CHECK_GOTO(MPI_Alltoall(send, n, t, a->recvbuf, n, t, c->mc), st, release_type);
-release_type:
-  gmpi_mpi_type_release(&t);
-free_copy:
-  free(copy);
+  GMPI_CHECK(gmpi_mpi_bytes_type(unit, INT_MAX, &out->type, &n));
+  if (n != 1 && out->type == MPI_BYTE && unit > 1) {
+    gmpi_status_t st = gmpi_mpi_check(MPI_Type_contiguous(n, MPI_BYTE, &out->type), "unit");
+    if (st == GMPI_SUCCESS) st = gmpi_mpi_check(MPI_Type_commit(&out->type), "unit");
+    GMPI_CHECK(st);
+  }
+  out->counts = v;
+  out->displs = v + p;
+  return GMPI_SUCCESS;
+}
+
+static void v_release(v_layout_t *v) { gmpi_mpi_type_release(&v->type); }
+
+/* Allgatherv and gatherv: this rank's block as bytes, the gatherer's layout in its unit. */
+static gmpi_status_t run_gatherv(coll_ctx_t *c) {
+  const gmpi_coll_args_t *a = c->a;
+  int gathers = a->kind == GMPI_COLL_ALLGATHERV || c->comm->rank == a->root;
+  int in_place = gmpi_coll_in_place(c->comm, a);
+  v_layout_t r = {MPI_BYTE, NULL, NULL};
+  if (gathers) GMPI_CHECK(v_layout(c, a->recvcounts, a->rdispls, "recvcounts", &r));
+  bytes_t b;
+  gmpi_status_t st = block_of(c, a->count * c->es, &b);
+  if (st != GMPI_SUCCESS) goto release_layout;
+  const void *s = in_place ? MPI_IN_PLACE : a->sendbuf;
+  int rc = a->kind == GMPI_COLL_ALLGATHERV
+               ? MPI_COLL(c, MPI_Allgatherv, MPI_Iallgatherv, s, b.count, b.type, a->recvbuf, r.counts, r.displs,
+                          r.type, c->mc)
+               : MPI_COLL(c, MPI_Gatherv, MPI_Igatherv, s, b.count, b.type, a->recvbuf, r.counts, r.displs, r.type,
+                          a->root, c->mc);
+  gmpi_mpi_type_release(&b.type);
+  st = gmpi_mpi_check(rc, gmpi_coll_name(a->kind));
+release_layout:
+  v_release(&r);
+  return st;
+}
+
+static gmpi_status_t run_scatterv(coll_ctx_t *c) {
+  const gmpi_coll_args_t *a = c->a;
+  int root = c->comm->rank == a->root;
+  v_layout_t s = {MPI_BYTE, NULL, NULL};
+  if (root) GMPI_CHECK(v_layout(c, a->sendcounts, a->sdispls, "sendcounts", &s));
+  bytes_t b;
+  gmpi_status_t st = block_of(c, a->count * c->es, &b);
+  if (st != GMPI_SUCCESS) goto release_layout;
+  void *r = gmpi_coll_in_place(c->comm, a) ? MPI_IN_PLACE : a->recvbuf;
+  st = gmpi_mpi_check(MPI_COLL(c, MPI_Scatterv, MPI_Iscatterv, a->sendbuf, s.counts, s.displs, s.type, r, b.count,
+                               b.type, a->root, c->mc),
+                      "MPI_Scatterv");
+  gmpi_mpi_type_release(&b.type);
+release_layout:
+  v_release(&s);
+  return st;
+}
+
+/* The elements a layout spans (validated: no overflow). */
+static size_t layout_span(int p, const size_t *counts, const size_t *displs) {
+  size_t span = 0;
+  for (int r = 0; r < p; r++)
+    if (counts[r] && displs[r] + counts[r] > span) span = displs[r] + counts[r];
+  return span;
+}
+
+static gmpi_status_t run_alltoallv(coll_ctx_t *c) {
+  const gmpi_coll_args_t *a = c->a;
+  const void *send = a->sendbuf;
+  const size_t *sc = a->sendcounts, *sd = a->sdispls;
+  if (a->sendbuf == a->recvbuf) { /* in place: send from a copy, laid out as the receive */
+    sc = a->recvcounts;
+    sd = a->rdispls;
+    GMPI_CHECK(stage_copy(c, a->recvbuf, layout_span(c->comm->size, sc, sd) * c->es, &send));
+  }
+  v_layout_t s = {MPI_BYTE, NULL, NULL}, r = {MPI_BYTE, NULL, NULL};
+  gmpi_status_t st = v_layout(c, sc, sd, "sendcounts", &s);
+  if (st == GMPI_SUCCESS) st = v_layout(c, a->recvcounts, a->rdispls, "recvcounts", &r);
+  if (st == GMPI_SUCCESS)
+    st = gmpi_mpi_check(MPI_COLL(c, MPI_Alltoallv, MPI_Ialltoallv, send, s.counts, s.displs, s.type, a->recvbuf,
+                                 r.counts, r.displs, r.type, c->mc),
+                        "MPI_Alltoallv");
+  v_release(&s);
+  v_release(&r);
   return st;
 }
 
 static gmpi_status_t run_barrier(coll_ctx_t *c) {
-  (void)c;
-  return GMPI_SUCCESS; /* the arrival gate was the barrier */
+  if (!c->nb) return GMPI_SUCCESS; /* the arrival gate was the barrier */
+  return gmpi_mpi_check(MPI_COLL(c, MPI_Barrier, MPI_Ibarrier, c->mc), "MPI_Ibarrier");
 }
 
 typedef gmpi_status_t (*coll_fn_t)(coll_ctx_t *c);
@@ -170,10 +406,17 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
     [GMPI_COLL_ALLREDUCE] = run_allreduce,
     [GMPI_COLL_BCAST] = run_bcast,
     [GMPI_COLL_REDUCE] = run_reduce,
-    [GMPI_COLL_ALLGATHER] = run_allgather,
+    [GMPI_COLL_ALLGATHER] = run_blocks,
     [GMPI_COLL_REDUCE_SCATTER] = run_reduce_scatter,
     [GMPI_COLL_ALLTOALL] = run_alltoall,
     [GMPI_COLL_BARRIER] = run_barrier,
+    [GMPI_COLL_GATHER] = run_blocks,
+    [GMPI_COLL_SCATTER] = run_blocks,
+    [GMPI_COLL_ALLGATHERV] = run_gatherv,
+    [GMPI_COLL_GATHERV] = run_gatherv,
+    [GMPI_COLL_SCATTERV] = run_scatterv,
+    [GMPI_COLL_ALLTOALLV] = run_alltoallv,
+    [GMPI_COLL_REDUCE_SCATTERV] = run_reduce_scatterv,
 };
 
 /* Progress during collectives. A rank blocked inside an MPI collective cannot drive gmpi's
@@ -225,10 +468,67 @@ gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_a
 }
 
 gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
+  coll_after_t after = {0};
   coll_ctx_t c = {.comm = comm,
                   .mc = cpu->data,
                   .a = a,
                   .es = gmpi_dtype_size(a->dtype),
-                  .chunk = comm->cfg.max_chunk};
-  return coll_table[a->kind](&c);
+                  .chunk = comm->cfg.max_chunk,
+                  .after = &after};
+  gmpi_status_t st = coll_table[a->kind](&c);
+  if (st != GMPI_SUCCESS) after.divide_buf = NULL, after.move_bytes = 0;
+  finish(&after, a->dtype, comm->size);
+  return st;
+}
+
+/* ---- nonblocking ------------------------------------------------------------------------- */
+
+gmpi_status_t gmpi_cpu_coll_start(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
+                                  gmpi_request_t req) {
+  icoll_t *nb = calloc(1, sizeof(*nb));
+  if (!nb) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a nonblocking collective");
+  nb->dtype = a->dtype;
+  nb->nranks = comm->size;
+  coll_ctx_t c = {.comm = comm,
+                  .mc = cpu->data,
+                  .a = a,
+                  .es = gmpi_dtype_size(a->dtype),
+                  .chunk = comm->cfg.max_chunk,
+                  .after = &nb->after,
+                  .nb = nb};
+  gmpi_status_t st = coll_table[a->kind](&c);
+  if (st != GMPI_SUCCESS && nb->n == 0) { /* nothing started: nothing in flight reads it */
+    nb->after.divide_buf = NULL;
+    nb->after.move_bytes = 0;
+    finish(&nb->after, a->dtype, comm->size);
+    free(nb->reqs);
+    free(nb);
+    return st;
+  }
+  /* Started in part: the started calls still read their buffers, so nb stays with req (an
+   * error from a later test or wait ends the comm). */
+  req->be = nb;
+  return st;
+}
+
+gmpi_status_t gmpi_cpu_coll_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) {
+  (void)cpu;
+  icoll_t *nb = req->be;
+  int flag = 0;
+  GMPI_MPI_CHECK(MPI_Testall(nb->n, nb->reqs, &flag, MPI_STATUSES_IGNORE));
+  *done = flag;
+  if (!flag) return GMPI_SUCCESS;
+  finish(&nb->after, nb->dtype, nb->nranks);
+  free(nb->reqs);
+  free(nb);
+  req->be = NULL;
+  return GMPI_SUCCESS;
+}
+
+void gmpi_cpu_coll_abandon(gmpi_cpu_t *cpu, gmpi_request_t req) {
+  (void)cpu;
+  /* MPI forbids freeing or cancelling a nonblocking collective's requests, and the transfer
+   * may still read or write its buffers and staging: what it holds is left behind (the comm
+   * has failed; docs/reliability.md). */
+  req->be = NULL;
 }

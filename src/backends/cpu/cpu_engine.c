@@ -70,6 +70,16 @@ static gmpi_status_t engine_p2p_test(void *state, gmpi_request_t req, int *done)
 static void engine_p2p_abandon(void *state, gmpi_request_t req) {
   gmpi_cpu_p2p_abandon(state, req);
 }
+static gmpi_status_t engine_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a,
+                                       gmpi_request_t req) {
+  return gmpi_cpu_coll_start(comm, state, a, req);
+}
+static gmpi_status_t engine_coll_test(void *state, gmpi_request_t req, int *done) {
+  return gmpi_cpu_coll_test(state, req, done);
+}
+static void engine_coll_abandon(void *state, gmpi_request_t req) {
+  gmpi_cpu_coll_abandon(state, req);
+}
 static gmpi_status_t engine_plan_lower(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,
                                        void **lowered) {
   return gmpi_cpu_plan_lower(comm, state, plan, lowered);
@@ -87,6 +97,9 @@ const gmpi_engine_ops_t gmpi_engine_mpi = {
     .p2p_post = engine_p2p_post,
     .p2p_test = engine_p2p_test,
     .p2p_abandon = engine_p2p_abandon,
+    .coll_start = engine_coll_start,
+    .coll_test = engine_coll_test,
+    .coll_abandon = engine_coll_abandon,
     .plan_lower = engine_plan_lower,
     .plan_replay = engine_plan_replay,
     .plan_free = gmpi_cpu_plan_free,
