@@ -299,8 +299,7 @@ GMPI_API gmpi_status_t gmpi_testall(int count, gmpi_request_t *requests, int *fl
 /* Wait (bounded by GMPI_TIMEOUT) until a message from source with tag could be received, and
  * describe it without receiving it: status->count is in elements of the sender's dtype. The
  * next matching receive gets that message. Host and device messages are both probed. */
-GMPI_API gmpi_status_t gmpi_probe(int source, int tag, gmpi_comm_t comm,
-                                  gmpi_msg_status_t *status);
+GMPI_API gmpi_status_t gmpi_probe(int source, int tag, gmpi_comm_t comm, gmpi_msg_status_t *status);
 GMPI_API gmpi_status_t gmpi_iprobe(int source, int tag, gmpi_comm_t comm, int *flag,
                                    gmpi_msg_status_t *status);
 GMPI_API gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t sendtype,

@@ -16,39 +16,91 @@ static gmpi_status_t start(gmpi_comm_t comm, gmpi_coll_args_t a, gmpi_request_t 
 /* The arguments of each collective, shared by its blocking and nonblocking calls. */
 static gmpi_coll_args_t allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
                                        gmpi_dtype_t dtype, gmpi_op_t op) {
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op, .root = 0};
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_ALLREDUCE,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = count,
+                            .dtype = dtype,
+                            .op = op,
+                            .root = 0};
 }
 static gmpi_coll_args_t bcast_args(void *buf, size_t count, gmpi_dtype_t dtype, int root) {
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_BCAST, .sendbuf = buf, .recvbuf = buf, .count = count, .dtype = dtype, .op = GMPI_SUM, .root = root};
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_BCAST,
+                            .sendbuf = buf,
+                            .recvbuf = buf,
+                            .count = count,
+                            .dtype = dtype,
+                            .op = GMPI_SUM,
+                            .root = root};
 }
 static gmpi_coll_args_t reduce_args(const void *sendbuf, void *recvbuf, size_t count,
                                     gmpi_dtype_t dtype, gmpi_op_t op, int root) {
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op, .root = root};
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_REDUCE,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = count,
+                            .dtype = dtype,
+                            .op = op,
+                            .root = root};
 }
 static gmpi_coll_args_t allgather_args(const void *sendbuf, void *recvbuf, size_t sendcount,
                                        gmpi_dtype_t dtype) {
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = sendcount, .dtype = dtype, .op = 0, .root = 0};
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_ALLGATHER,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = sendcount,
+                            .dtype = dtype,
+                            .op = 0,
+                            .root = 0};
 }
 static gmpi_coll_args_t reduce_scatter_args(const void *sendbuf, void *recvbuf, size_t recvcount,
                                             gmpi_dtype_t dtype, gmpi_op_t op) {
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_REDUCE_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = recvcount, .dtype = dtype, .op = op, .root = 0};
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_REDUCE_SCATTER,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = recvcount,
+                            .dtype = dtype,
+                            .op = op,
+                            .root = 0};
 }
 static gmpi_coll_args_t alltoall_args(const void *sendbuf, void *recvbuf, size_t count_per_peer,
                                       gmpi_dtype_t dtype) {
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count_per_peer, .dtype = dtype, .op = 0, .root = 0};
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_ALLTOALL,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = count_per_peer,
+                            .dtype = dtype,
+                            .op = 0,
+                            .root = 0};
 }
 static gmpi_coll_args_t barrier_args(void) {
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_BARRIER, .sendbuf = NULL, .recvbuf = NULL, .count = 0, .dtype = GMPI_BYTE, .op = 0, .root = 0};
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_BARRIER,
+                            .sendbuf = NULL,
+                            .recvbuf = NULL,
+                            .count = 0,
+                            .dtype = GMPI_BYTE,
+                            .op = 0,
+                            .root = 0};
 }
 static gmpi_coll_args_t gather_args(gmpi_coll_kind_t kind, const void *sendbuf, void *recvbuf,
                                     size_t count, gmpi_dtype_t dtype, int root) {
-  return (gmpi_coll_args_t){.kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = 0, .root = root};
+  return (gmpi_coll_args_t){.kind = kind,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = count,
+                            .dtype = dtype,
+                            .op = 0,
+                            .root = root};
 }
 static gmpi_coll_args_t allgatherv_args(const void *sendbuf, size_t sendcount, void *recvbuf,
                                         const size_t *recvcounts, const size_t *displs,
                                         gmpi_dtype_t dtype) {
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_ALLGATHERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                            .count = sendcount, .dtype = dtype, .recvcounts = recvcounts,
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_ALLGATHERV,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = sendcount,
+                            .dtype = dtype,
+                            .recvcounts = recvcounts,
                             .rdispls = displs};
 }
 /* Root-only arrays are kept at the root only, so that other ranks never read them. */
@@ -56,9 +108,12 @@ static gmpi_coll_args_t gatherv_args(const void *sendbuf, size_t sendcount, void
                                      const size_t *recvcounts, const size_t *displs,
                                      gmpi_dtype_t dtype, int root, gmpi_comm_t comm) {
   int at_root = comm->rank == root;
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_GATHERV, .sendbuf = sendbuf,
-                            .recvbuf = at_root ? recvbuf : NULL, .count = sendcount,
-                            .dtype = dtype, .root = root,
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_GATHERV,
+                            .sendbuf = sendbuf,
+                            .recvbuf = at_root ? recvbuf : NULL,
+                            .count = sendcount,
+                            .dtype = dtype,
+                            .root = root,
                             .recvcounts = at_root ? recvcounts : NULL,
                             .rdispls = at_root ? displs : NULL};
 }
@@ -66,24 +121,36 @@ static gmpi_coll_args_t scatterv_args(const void *sendbuf, const size_t *sendcou
                                       const size_t *displs, void *recvbuf, size_t recvcount,
                                       gmpi_dtype_t dtype, int root, gmpi_comm_t comm) {
   int at_root = comm->rank == root;
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_SCATTERV, .sendbuf = at_root ? sendbuf : NULL,
-                            .recvbuf = recvbuf, .count = recvcount, .dtype = dtype,
-                            .root = root, .sendcounts = at_root ? sendcounts : NULL,
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_SCATTERV,
+                            .sendbuf = at_root ? sendbuf : NULL,
+                            .recvbuf = recvbuf,
+                            .count = recvcount,
+                            .dtype = dtype,
+                            .root = root,
+                            .sendcounts = at_root ? sendcounts : NULL,
                             .sdispls = at_root ? displs : NULL};
 }
 static gmpi_coll_args_t alltoallv_args(const void *sendbuf, const size_t *sendcounts,
                                        const size_t *sdispls, void *recvbuf,
                                        const size_t *recvcounts, const size_t *rdispls,
                                        gmpi_dtype_t dtype) {
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_ALLTOALLV, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                            .dtype = dtype, .sendcounts = sendcounts, .sdispls = sdispls,
-                            .recvcounts = recvcounts, .rdispls = rdispls};
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_ALLTOALLV,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .dtype = dtype,
+                            .sendcounts = sendcounts,
+                            .sdispls = sdispls,
+                            .recvcounts = recvcounts,
+                            .rdispls = rdispls};
 }
 static gmpi_coll_args_t reduce_scatterv_args(const void *sendbuf, void *recvbuf,
                                              const size_t *recvcounts, gmpi_dtype_t dtype,
                                              gmpi_op_t op) {
-  return (gmpi_coll_args_t){.kind = GMPI_COLL_REDUCE_SCATTERV, .sendbuf = sendbuf,
-                            .recvbuf = recvbuf, .dtype = dtype, .op = op,
+  return (gmpi_coll_args_t){.kind = GMPI_COLL_REDUCE_SCATTERV,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .dtype = dtype,
+                            .op = op,
                             .recvcounts = recvcounts};
 }
 /* Root-only buffers are ignored elsewhere (gather's recvbuf, scatter's sendbuf). */
@@ -176,8 +243,8 @@ gmpi_status_t gmpi_alltoallv(const void *sendbuf, const size_t *sendcounts, cons
                              void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
                              gmpi_dtype_t dtype, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls,
-                                   dtype));
+  return run(comm,
+             alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype));
 }
 
 gmpi_status_t gmpi_reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
@@ -188,9 +255,8 @@ gmpi_status_t gmpi_reduce_scatterv(const void *sendbuf, void *recvbuf, const siz
 
 /* ---- nonblocking ------------------------------------------------------------------------- */
 
-gmpi_status_t gmpi_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
-                              gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm,
-                              gmpi_request_t *request) {
+gmpi_status_t gmpi_iallreduce(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
+                              gmpi_op_t op, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
   return start(comm, allreduce_args(sendbuf, recvbuf, count, dtype, op), request);
 }
@@ -217,8 +283,7 @@ gmpi_status_t gmpi_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t re
                                    gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm,
                                    gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, reduce_scatter_args(sendbuf, recvbuf, recvcount, dtype, op),
-               request);
+  return start(comm, reduce_scatter_args(sendbuf, recvbuf, recvcount, dtype, op), request);
 }
 
 gmpi_status_t gmpi_ialltoall(const void *sendbuf, void *recvbuf, size_t count_per_peer,
@@ -235,16 +300,14 @@ gmpi_status_t gmpi_ibarrier(gmpi_comm_t comm, gmpi_request_t *request) {
 gmpi_status_t gmpi_igather(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
                            int root, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm,
-               rooted_args(GMPI_COLL_GATHER, sendbuf, recvbuf, count, dtype, root, comm),
+  return start(comm, rooted_args(GMPI_COLL_GATHER, sendbuf, recvbuf, count, dtype, root, comm),
                request);
 }
 
 gmpi_status_t gmpi_iscatter(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
                             int root, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm,
-               rooted_args(GMPI_COLL_SCATTER, sendbuf, recvbuf, count, dtype, root, comm),
+  return start(comm, rooted_args(GMPI_COLL_SCATTER, sendbuf, recvbuf, count, dtype, root, comm),
                request);
 }
 
@@ -252,8 +315,8 @@ gmpi_status_t gmpi_iallgatherv(const void *sendbuf, size_t sendcount, void *recv
                                const size_t *recvcounts, const size_t *displs, gmpi_dtype_t dtype,
                                gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm,
-               allgatherv_args(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype), request);
+  return start(comm, allgatherv_args(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype),
+               request);
 }
 
 gmpi_status_t gmpi_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
@@ -274,10 +337,9 @@ gmpi_status_t gmpi_iscatterv(const void *sendbuf, const size_t *sendcounts, cons
                request);
 }
 
-gmpi_status_t gmpi_ialltoallv(const void *sendbuf, const size_t *sendcounts,
-                              const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
-                              const size_t *rdispls, gmpi_dtype_t dtype, gmpi_comm_t comm,
-                              gmpi_request_t *request) {
+gmpi_status_t gmpi_ialltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                              void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                              gmpi_dtype_t dtype, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
   return start(comm,
                alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype),

@@ -146,8 +146,8 @@ static gmpi_status_t v_extent(gmpi_comm_t comm, const gmpi_coll_args_t *a, size_
   case GMPI_COLL_REDUCE_SCATTERV:
     GMPI_CHECK(need_array(a->recvcounts, "recvcounts"));
     GMPI_CHECK(layout_span(a, p, a->recvcounts, NULL, "recvcounts", &e->send_bytes));
-    GMPI_CHECK(gmpi_count_bytes(a->recvcounts[comm->rank], a->dtype, 1, "recvcounts",
-                                &e->recv_bytes));
+    GMPI_CHECK(
+        gmpi_count_bytes(a->recvcounts[comm->rank], a->dtype, 1, "recvcounts", &e->recv_bytes));
     break;
   default: break;
   }

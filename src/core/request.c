@@ -43,9 +43,8 @@ gmpi_status_t gmpi_request_new_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
   req->coll = *a;
   req->status = (gmpi_msg_status_t){GMPI_ANY_SOURCE, GMPI_ANY_TAG, 0};
   char name[32];
-  req->flight_seq =
-      gmpi_flight_start(&comm->flight, coll_request_name(a, name, sizeof(name)), a->count,
-                        gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
+  req->flight_seq = gmpi_flight_start(&comm->flight, coll_request_name(a, name, sizeof(name)),
+                                      a->count, gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
   *out = req;
   return GMPI_SUCCESS;
 }

@@ -9,7 +9,7 @@
 
 struct gmpi_request {
   gmpi_comm_t comm;
-  int is_coll;             /* a nonblocking collective (coll), else point to point (args) */
+  int is_coll; /* a nonblocking collective (coll), else point to point (args) */
   gmpi_p2p_args_t args;
   gmpi_coll_args_t coll;
   uint64_t flight_seq;         /* its entry in the comm's flight record */

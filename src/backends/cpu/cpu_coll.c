@@ -79,8 +79,7 @@ static int nb_reserve(icoll_t *nb) {
 
 /* Memory MPI may read until the collective completes: freed by finish(). */
 static gmpi_status_t keep(coll_ctx_t *c, void *ptr, size_t bytes, const char *what) {
-  if (!ptr)
-    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %zu bytes of %s", bytes, what);
+  if (!ptr) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %zu bytes of %s", bytes, what);
   c->after->owned[c->after->n_owned++] = ptr;
   return GMPI_SUCCESS;
 }
@@ -181,12 +180,13 @@ static gmpi_status_t run_reduce_scatter(coll_ctx_t *c) {
                           (mpi_in_place || nccl_in_place) ? MPI_IN_PLACE : a->sendbuf, out,
                           (int)a->count, gmpi_mpi_dtype(a->dtype), gmpi_mpi_op(a->dtype, a->op),
                           c->mc));
-  if (nccl_in_place) *c->after = (coll_after_t){.divide_buf = c->after->divide_buf,
-                                                .divide_count = c->after->divide_count,
-                                                .move_to = a->recvbuf,
-                                                .move_from = out,
-                                                .move_bytes = block,
-                                                .n_owned = 0};
+  if (nccl_in_place)
+    *c->after = (coll_after_t){.divide_buf = c->after->divide_buf,
+                               .divide_count = c->after->divide_count,
+                               .move_to = a->recvbuf,
+                               .move_from = out,
+                               .move_bytes = block,
+                               .n_owned = 0};
   return GMPI_SUCCESS;
 }
 
@@ -211,9 +211,9 @@ static gmpi_status_t run_reduce_scatterv(coll_ctx_t *c) {
   int in_place = a->sendbuf == a->recvbuf;
   int *counts = total <= limit ? int_counts(c, a->recvcounts, limit) : NULL;
   if (counts) /* every rank has the same recvcounts, so every rank takes this branch */
-    return gmpi_mpi_check(MPI_COLL(c, MPI_Reduce_scatter, MPI_Ireduce_scatter, in_place ? MPI_IN_PLACE : a->sendbuf,
-                                   a->recvbuf, counts, gmpi_mpi_dtype(a->dtype),
-                                   gmpi_mpi_op(a->dtype, a->op), c->mc),
+    return gmpi_mpi_check(MPI_COLL(c, MPI_Reduce_scatter, MPI_Ireduce_scatter,
+                                   in_place ? MPI_IN_PLACE : a->sendbuf, a->recvbuf, counts,
+                                   gmpi_mpi_dtype(a->dtype), gmpi_mpi_op(a->dtype, a->op), c->mc),
                           "MPI_Reduce_scatter");
   const void *send = a->sendbuf;
   if (in_place) GMPI_CHECK(stage_copy(c, a->sendbuf, total * c->es, &send));
@@ -236,8 +236,9 @@ static gmpi_status_t run_bcast(coll_ctx_t *c) {
   bytes_t b;
   GMPI_CHECK(block_of(c, c->a->count * c->es, &b));
   gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(MPI_COLL(c, MPI_Bcast, MPI_Ibcast, c->a->recvbuf, b.count, b.type, c->a->root, c->mc), st,
-                      release_type);
+  GMPI_MPI_CHECK_GOTO(
+      MPI_COLL(c, MPI_Bcast, MPI_Ibcast, c->a->recvbuf, b.count, b.type, c->a->root, c->mc), st,
+      release_type);
 release_type:
   gmpi_mpi_type_release(&b.type);
   return st;
@@ -255,9 +256,11 @@ static gmpi_status_t run_blocks(coll_ctx_t *c) {
   if (a->kind == GMPI_COLL_ALLGATHER)
     rc = MPI_COLL(c, MPI_Allgather, MPI_Iallgather, s, b.count, b.type, r, b.count, b.type, c->mc);
   else if (a->kind == GMPI_COLL_GATHER)
-    rc = MPI_COLL(c, MPI_Gather, MPI_Igather, s, b.count, b.type, r, b.count, b.type, a->root, c->mc);
+    rc = MPI_COLL(c, MPI_Gather, MPI_Igather, s, b.count, b.type, r, b.count, b.type, a->root,
+                  c->mc);
   else
-    rc = MPI_COLL(c, MPI_Scatter, MPI_Iscatter, s, b.count, b.type, r, b.count, b.type, a->root, c->mc);
+    rc = MPI_COLL(c, MPI_Scatter, MPI_Iscatter, s, b.count, b.type, r, b.count, b.type, a->root,
+                  c->mc);
   gmpi_mpi_type_release(&b.type);
   return gmpi_mpi_check(rc, gmpi_coll_name(a->kind));
 }
@@ -270,7 +273,8 @@ static gmpi_status_t run_alltoall(coll_ctx_t *c) {
   if (a->sendbuf == a->recvbuf && all) GMPI_CHECK(stage_copy(c, a->sendbuf, all, &send));
   bytes_t b;
   GMPI_CHECK(block_of(c, block, &b));
-  int rc = MPI_COLL(c, MPI_Alltoall, MPI_Ialltoall, send, b.count, b.type, a->recvbuf, b.count, b.type, c->mc);
+  int rc = MPI_COLL(c, MPI_Alltoall, MPI_Ialltoall, send, b.count, b.type, a->recvbuf, b.count,
+                    b.type, c->mc);
   gmpi_mpi_type_release(&b.type);
   return gmpi_mpi_check(rc, "MPI_Alltoall");
 }
@@ -338,10 +342,10 @@ static gmpi_status_t run_gatherv(coll_ctx_t *c) {
   if (st != GMPI_SUCCESS) goto release_layout;
   const void *s = in_place ? MPI_IN_PLACE : a->sendbuf;
   int rc = a->kind == GMPI_COLL_ALLGATHERV
-               ? MPI_COLL(c, MPI_Allgatherv, MPI_Iallgatherv, s, b.count, b.type, a->recvbuf, r.counts, r.displs,
-                          r.type, c->mc)
-               : MPI_COLL(c, MPI_Gatherv, MPI_Igatherv, s, b.count, b.type, a->recvbuf, r.counts, r.displs, r.type,
-                          a->root, c->mc);
+               ? MPI_COLL(c, MPI_Allgatherv, MPI_Iallgatherv, s, b.count, b.type, a->recvbuf,
+                          r.counts, r.displs, r.type, c->mc)
+               : MPI_COLL(c, MPI_Gatherv, MPI_Igatherv, s, b.count, b.type, a->recvbuf, r.counts,
+                          r.displs, r.type, a->root, c->mc);
   gmpi_mpi_type_release(&b.type);
   st = gmpi_mpi_check(rc, gmpi_coll_name(a->kind));
 release_layout:
@@ -358,8 +362,8 @@ static gmpi_status_t run_scatterv(coll_ctx_t *c) {
   gmpi_status_t st = block_of(c, a->count * c->es, &b);
   if (st != GMPI_SUCCESS) goto release_layout;
   void *r = gmpi_coll_in_place(c->comm, a) ? MPI_IN_PLACE : a->recvbuf;
-  st = gmpi_mpi_check(MPI_COLL(c, MPI_Scatterv, MPI_Iscatterv, a->sendbuf, s.counts, s.displs, s.type, r, b.count,
-                               b.type, a->root, c->mc),
+  st = gmpi_mpi_check(MPI_COLL(c, MPI_Scatterv, MPI_Iscatterv, a->sendbuf, s.counts, s.displs,
+                               s.type, r, b.count, b.type, a->root, c->mc),
                       "MPI_Scatterv");
   gmpi_mpi_type_release(&b.type);
 release_layout:
@@ -388,8 +392,8 @@ static gmpi_status_t run_alltoallv(coll_ctx_t *c) {
   gmpi_status_t st = v_layout(c, sc, sd, "sendcounts", &s);
   if (st == GMPI_SUCCESS) st = v_layout(c, a->recvcounts, a->rdispls, "recvcounts", &r);
   if (st == GMPI_SUCCESS)
-    st = gmpi_mpi_check(MPI_COLL(c, MPI_Alltoallv, MPI_Ialltoallv, send, s.counts, s.displs, s.type, a->recvbuf,
-                                 r.counts, r.displs, r.type, c->mc),
+    st = gmpi_mpi_check(MPI_COLL(c, MPI_Alltoallv, MPI_Ialltoallv, send, s.counts, s.displs, s.type,
+                                 a->recvbuf, r.counts, r.displs, r.type, c->mc),
                         "MPI_Alltoallv");
   v_release(&s);
   v_release(&r);
