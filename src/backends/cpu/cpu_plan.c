@@ -59,7 +59,15 @@ static void name_step(gmpi_plan_step_t *s) {
       [GMPI_COLL_ALLGATHER] = "MPI_Allgather",
       [GMPI_COLL_REDUCE_SCATTER] = "MPI_Reduce_scatter_block",
       [GMPI_COLL_ALLTOALL] = "MPI_Alltoall",
-      [GMPI_COLL_BARRIER] = "MPI_Barrier"};
+      [GMPI_COLL_BARRIER] = "MPI_Barrier",
+      [GMPI_COLL_GATHER] = "MPI_Gather",
+      [GMPI_COLL_SCATTER] = "MPI_Scatter",
+      [GMPI_COLL_ALLGATHERV] = "MPI_Allgatherv",
+      [GMPI_COLL_GATHERV] = "MPI_Gatherv",
+      [GMPI_COLL_SCATTERV] = "MPI_Scatterv",
+      [GMPI_COLL_ALLTOALLV] = "MPI_Alltoallv",
+      [GMPI_COLL_REDUCE_SCATTERV] = "MPI_Reduce_scatter",
+  };
   if (s->kind == PLAN_COLL) snprintf(s->lowered, sizeof(s->lowered), "%s", mpi_name[s->coll.kind]);
   if (s->kind == PLAN_WAIT) snprintf(s->lowered, sizeof(s->lowered), "(group end: MPI_Waitall)");
 }

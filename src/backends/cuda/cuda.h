@@ -58,12 +58,21 @@ void cuda_comm_release_scratch(cuda_comm_t *cc);
 /* Wait until everything enqueued on stream is done, polling NCCL errors, keeping MPI and the
  * envelope engine progressing, bounded by GMPI_TIMEOUT (then the NCCL comm is aborted). */
 gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char *what);
+/* NCCL's asynchronous error, if any (then the NCCL comm is aborted and the comm failed). */
+gmpi_status_t cuda_poll_errors(gmpi_comm_t comm, cuda_comm_t *cc);
+/* Abort the comm's NCCL communicator (work that can never complete), failing comm with why. */
+void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */
 /* A collective on device buffers (or none, in stream-ordered mode): run, or enqueue. */
 gmpi_status_t cuda_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a);
 /* Enqueue a device collective on stream s, nothing else (plans capture this). */
 gmpi_status_t cuda_coll_enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaStream_t s);
+/* Nonblocking collectives: enqueued on the comm's stream, completed by an event after them. */
+gmpi_status_t cuda_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a,
+                              gmpi_request_t req);
+gmpi_status_t cuda_coll_test(void *state, gmpi_request_t req, int *done);
+void cuda_coll_abandon(void *state, gmpi_request_t req);
 /* 1 when it is one NCCL call whatever the buffers, so it may share an NCCL group. */
 int cuda_coll_single_call(const gmpi_coll_args_t *a);
 /* Scratch bytes the collective needs (sized before a graph capture, which cannot allocate). */

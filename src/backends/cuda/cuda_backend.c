@@ -98,6 +98,15 @@ static gmpi_status_t nccl_async(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t nc
   return st;
 }
 
+gmpi_status_t cuda_poll_errors(gmpi_comm_t comm, cuda_comm_t *cc) {
+  int ready;
+  return cc->nccl ? nccl_async(comm, cc, cc->nccl, &ready) : GMPI_SUCCESS;
+}
+
+void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why) {
+  if (cc->nccl) abort_nccl(comm, cc, why);
+}
+
 static gmpi_status_t timed_out(gmpi_comm_t comm, cuda_comm_t *cc, const char *what) {
   abort_nccl(comm, cc, GMPI_ERR_TIMEOUT);
   return gmpi_error(GMPI_ERR_TIMEOUT,
@@ -331,6 +340,9 @@ static const gmpi_engine_ops_t gmpi_engine_nccl = {
     .p2p_post = cuda_p2p_post,
     .p2p_test = cuda_p2p_test,
     .p2p_abandon = cuda_p2p_abandon,
+    .coll_start = cuda_coll_start,
+    .coll_test = cuda_coll_test,
+    .coll_abandon = cuda_coll_abandon,
     .plan_lower = cuda_plan_lower,
     .plan_replay = cuda_plan_replay,
     .plan_free = cuda_plan_free,

@@ -11,6 +11,7 @@
 #include "../../core/dtype.h"
 #include "../../core/error.h"
 #include "../../core/ops.h"
+#include "../../core/request.h"
 #include "cuda.h"
 #include "cuda_check.h"
 
@@ -24,6 +25,9 @@ static const ncclDataType_t nccl_type[GMPI_DTYPE_COUNT] = {
 static const ncclRedOp_t nccl_op[GMPI_OP_COUNT] = {
     [GMPI_SUM] = ncclSum, [GMPI_PROD] = ncclProd, [GMPI_MIN] = ncclMin, [GMPI_MAX] = ncclMax};
 
+/* Temporaries one collective holds (staging copies, gather space when nonblocking). */
+#define DEV_TEMPS 2
+
 typedef struct {
   gmpi_comm_t comm;
   cuda_comm_t *cc;
@@ -31,6 +35,10 @@ typedef struct {
   cudaStream_t s;
   size_t es;    /* element size */
   size_t bytes; /* count * es */
+  int nonblocking;
+  void *temp[DEV_TEMPS]; /* released when the collective is enqueued (dev_release_temps) */
+  size_t temp_bytes[DEV_TEMPS];
+  int n_temps;
 } dev_ctx_t;
 
 #define AT(ptr, off) ((char *)(ptr) + (off))
@@ -49,6 +57,58 @@ void cuda_comm_release_scratch(cuda_comm_t *cc) {
   cuda_lib_free(cc->scratch, cc->scratch_bytes);
   cc->scratch = NULL;
   cc->scratch_bytes = 0;
+}
+
+/* Device memory for this collective alone. Nonblocking: stream-ordered memory
+ * (cudaMallocAsync), freed in stream order right after the collective, so nothing waits and
+ * no pending collective's scratch is touched. Blocking: library memory, freed once the stream
+ * has finished. A plan's capture cannot allocate: its steps must not need one. */
+static gmpi_status_t dev_temp(dev_ctx_t *x, size_t bytes, void **ptr) {
+  if (x->cc->capturing)
+    return gmpi_error(GMPI_ERR_UNSUPPORTED,
+                      "%s in a plan would need %zu bytes of temporary device memory, which a "
+                      "CUDA graph capture cannot allocate; use separate send and receive buffers",
+                      gmpi_coll_name(x->a->kind), bytes);
+  if (x->n_temps == DEV_TEMPS)
+    return gmpi_error(GMPI_ERR_INTERNAL, "more than %d temporaries for one collective", DEV_TEMPS);
+  if (x->nonblocking)
+    GMPI_CUDA_CHECK(cudaMallocAsync(ptr, bytes ? bytes : 1, x->s));
+  else
+    GMPI_CHECK(cuda_lib_alloc(bytes, ptr));
+  x->temp[x->n_temps] = *ptr;
+  x->temp_bytes[x->n_temps++] = bytes;
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t dev_release_temps(dev_ctx_t *x, gmpi_status_t st) {
+  if (!x->n_temps) return st;
+  if (!x->nonblocking && st == GMPI_SUCCESS)
+    st = cuda_wait_stream(x->comm, x->s, gmpi_coll_name(x->a->kind));
+  for (int i = 0; i < x->n_temps; i++) {
+    if (x->nonblocking)
+      cudaFreeAsync(x->temp[i], x->s);
+    else if (st == GMPI_SUCCESS) /* after a failure the transfer may still use it: leave it */
+      cuda_lib_free(x->temp[i], x->temp_bytes[i]);
+  }
+  x->n_temps = 0;
+  return st;
+}
+
+/* Gather space for the fallback reductions: the comm's scratch, or a temporary when
+ * nonblocking (a pending collective may still be using the scratch). */
+static gmpi_status_t dev_scratch(dev_ctx_t *x, size_t bytes, void **ptr) {
+  if (x->nonblocking) return dev_temp(x, bytes, ptr);
+  return cuda_comm_scratch(x->cc, bytes, ptr);
+}
+
+/* A copy of bytes at src on the stream: in-place inputs are sent from one. */
+static gmpi_status_t dev_stage_copy(dev_ctx_t *x, const void *src, size_t bytes, void **copy) {
+  if (!x->nonblocking && bytes <= GMPI_CUDA_SCRATCH_BYTES && !gmpi_coll_has_op(x->a->kind))
+    GMPI_CHECK(cuda_comm_scratch(x->cc, bytes, copy));
+  else
+    GMPI_CHECK(dev_temp(x, bytes, copy));
+  GMPI_CUDA_CHECK(cudaMemcpyAsync(*copy, src, bytes, cudaMemcpyDeviceToDevice, x->s));
+  return GMPI_SUCCESS;
 }
 
 /* Elements per gather round: all of them, or as many as fit the scratch for every rank. */
@@ -111,7 +171,7 @@ static gmpi_status_t gather_allreduce(dev_ctx_t *x, int root) {
   ncclComm_t nc = x->cc->nccl;
   size_t chunk = gather_chunk(x);
   void *scratch;
-  GMPI_CHECK(cuda_comm_scratch(x->cc, (size_t)x->comm->size * chunk * x->es, &scratch));
+  GMPI_CHECK(dev_scratch(x, (size_t)x->comm->size * chunk * x->es, &scratch));
   for (size_t off = 0; off < a->count; off += chunk) {
     size_t len = a->count - off < chunk ? a->count - off : chunk;
     const void *in = AT(a->sendbuf, off * x->es);
@@ -132,7 +192,7 @@ static gmpi_status_t gather_reduce_scatter(dev_ctx_t *x, void *out) {
   ncclComm_t nc = x->cc->nccl;
   size_t chunk = gather_chunk(x), n = a->count;
   void *scratch;
-  GMPI_CHECK(cuda_comm_scratch(x->cc, (size_t)x->comm->size * chunk * x->es, &scratch));
+  GMPI_CHECK(dev_scratch(x, (size_t)x->comm->size * chunk * x->es, &scratch));
   for (size_t off = 0; off < n; off += chunk) {
     size_t len = n - off < chunk ? n - off : chunk, b = len * x->es;
     if (len == n) { /* one round: exactly an alltoall of the blocks */
@@ -229,24 +289,120 @@ static gmpi_status_t dev_alltoall(dev_ctx_t *x) {
   const gmpi_coll_args_t *a = x->a;
   size_t all = x->bytes * (size_t)x->comm->size;
   const void *send = a->sendbuf;
-  void *copy = NULL;
-  gmpi_status_t st = GMPI_SUCCESS;
   if (a->sendbuf == a->recvbuf && all) { /* in place: send from a copy */
-    if (all <= GMPI_CUDA_SCRATCH_BYTES)
-      GMPI_CHECK(cuda_comm_scratch(x->cc, all, &copy));
-    else
-      GMPI_CHECK(cuda_lib_alloc(all, &copy));
-    GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(copy, a->sendbuf, all, cudaMemcpyDeviceToDevice, x->s), st,
-                         release);
+    void *copy;
+    GMPI_CHECK(dev_stage_copy(x, a->sendbuf, all, &copy));
     send = copy;
   }
-  GMPI_CHECK_GOTO(grouped_alltoall(x, send, a->recvbuf, x->bytes), st, release);
-release:
-  if (copy && all > GMPI_CUDA_SCRATCH_BYTES) { /* the temporary must outlive the transfer */
-    if (st == GMPI_SUCCESS) st = cuda_wait_stream(x->comm, x->s, "alltoall");
-    cuda_lib_free(copy, all);
+  return grouped_alltoall(x, send, a->recvbuf, x->bytes);
+}
+
+/* ---- gather, scatter and the v-variants: blocks between pairs of ranks ------------------ */
+
+static gmpi_status_t dev_gather(dev_ctx_t *x) {
+  const gmpi_coll_args_t *a = x->a;
+  const void *send = a->sendbuf;
+  /* MPI's in-place form: the root's block already sits at its slot (NCCL's in place). */
+  if (gmpi_coll_in_place(x->comm, a) && a->sendbuf == a->recvbuf)
+    send = AT(a->recvbuf, (size_t)x->comm->rank * x->bytes);
+  return grouped_gather(x, send, a->recvbuf, x->bytes, a->root);
+}
+
+static gmpi_status_t dev_scatter(dev_ctx_t *x) {
+  const gmpi_coll_args_t *a = x->a;
+  ncclComm_t nc = x->cc->nccl;
+  void *recv = a->recvbuf;
+  if (gmpi_coll_in_place(x->comm, a)) /* the root keeps its block: NCCL's in place */
+    recv = AT(a->sendbuf, (size_t)a->root * x->bytes);
+#ifdef GMPI_HAVE_NCCL_SCATTER
+  GMPI_NCCL_ENQUEUE(x->comm, nc,
+                    ncclScatter(a->sendbuf, recv, x->bytes, ncclUint8, a->root, nc, x->s));
+  return GMPI_SUCCESS;
+#endif
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
+  if (x->comm->rank == a->root)
+    for (int p = 0; p < x->comm->size; p++)
+      GMPI_NCCL_ENQUEUE(
+          x->comm, nc,
+          ncclSend(AT(a->sendbuf, (size_t)p * x->bytes), x->bytes, ncclUint8, p, nc, x->s));
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclRecv(recv, x->bytes, ncclUint8, a->root, nc, x->s));
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
+  return GMPI_SUCCESS;
+}
+
+static size_t layout_span(int p, const size_t *counts, const size_t *displs) {
+  size_t span = 0;
+  for (int r = 0; r < p; r++)
+    if (counts[r] && displs[r] + counts[r] > span) span = displs[r] + counts[r];
+  return span;
+}
+
+/* Allgatherv, gatherv, scatterv, alltoallv: what this rank sends to and receives from each
+ * peer (gmpi_coll_pair), as one NCCL group of sends and receives; its block to itself is a
+ * copy on the stream. */
+static gmpi_status_t dev_exchange(dev_ctx_t *x) {
+  const gmpi_coll_args_t *a = x->a;
+  ncclComm_t nc = x->cc->nccl;
+  int me = x->comm->rank, n = x->comm->size;
+  const char *send = a->sendbuf;
+  char *recv = a->recvbuf;
+  if (a->kind == GMPI_COLL_ALLTOALLV && a->sendbuf == a->recvbuf) {
+    void *copy;
+    size_t span = layout_span(n, a->recvcounts, a->rdispls) * x->es;
+    if (span) GMPI_CHECK(dev_stage_copy(x, a->recvbuf, span, &copy));
+    send = span ? copy : NULL;
   }
-  return st;
+  gmpi_coll_pair_t self = gmpi_coll_pair(x->comm, a, me);
+  if (self.recv_count)
+    GMPI_CUDA_CHECK(cudaMemcpyAsync(AT(recv, self.recv_displ * x->es),
+                                    AT(send, self.send_displ * x->es), self.recv_count * x->es,
+                                    cudaMemcpyDeviceToDevice, x->s));
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
+  for (int p = 0; p < n; p++) {
+    if (p == me) continue;
+    gmpi_coll_pair_t q = gmpi_coll_pair(x->comm, a, p);
+    if (q.send_count)
+      GMPI_NCCL_ENQUEUE(
+          x->comm, nc,
+          ncclSend(AT(send, q.send_displ * x->es), q.send_count * x->es, ncclUint8, p, nc, x->s));
+    if (q.recv_count)
+      GMPI_NCCL_ENQUEUE(
+          x->comm, nc,
+          ncclRecv(AT(recv, q.recv_displ * x->es), q.recv_count * x->es, ncclUint8, p, nc, x->s));
+  }
+  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
+  return GMPI_SUCCESS;
+}
+
+/* Reduce-scatter with per-rank counts: one reduce per rank (NCCL has no reduce_scatterv), each
+ * taking the path its type and op need (dev_reduce). In place, this rank's result goes to a
+ * temporary first: recvbuf's start still holds blocks the reduces read. */
+static gmpi_status_t dev_reduce(dev_ctx_t *x);
+
+static gmpi_status_t dev_reduce_scatterv(dev_ctx_t *x) {
+  const gmpi_coll_args_t *a = x->a;
+  int me = x->comm->rank;
+  size_t mine = a->recvcounts[me] * x->es, off = 0;
+  void *result = a->recvbuf;
+  if (a->sendbuf == a->recvbuf && mine) GMPI_CHECK(dev_temp(x, mine, &result));
+  for (int root = 0; root < x->comm->size; off += a->recvcounts[root], root++) {
+    if (!a->recvcounts[root]) continue;
+    gmpi_coll_args_t r = {.kind = GMPI_COLL_REDUCE,
+                          .sendbuf = AT(a->sendbuf, off * x->es),
+                          .recvbuf = root == me ? result : NULL,
+                          .count = a->recvcounts[root],
+                          .dtype = a->dtype,
+                          .op = a->op,
+                          .root = root};
+    dev_ctx_t y = *x;
+    y.a = &r;
+    y.bytes = r.count * x->es;
+    y.n_temps = 0; /* its own temporaries (nonblocking gather space), freed in stream order */
+    GMPI_CHECK(dev_release_temps(&y, dev_reduce(&y)));
+  }
+  if (result != a->recvbuf)
+    GMPI_CUDA_CHECK(cudaMemcpyAsync(a->recvbuf, result, mine, cudaMemcpyDeviceToDevice, x->s));
+  return GMPI_SUCCESS;
 }
 
 static gmpi_status_t dev_barrier(dev_ctx_t *x) {
@@ -266,20 +422,74 @@ static const dev_fn_t dev_table[GMPI_COLL_KIND_COUNT] = {
     [GMPI_COLL_REDUCE_SCATTER] = dev_reduce_scatter,
     [GMPI_COLL_ALLTOALL] = dev_alltoall,
     [GMPI_COLL_BARRIER] = dev_barrier,
+    [GMPI_COLL_GATHER] = dev_gather,
+    [GMPI_COLL_SCATTER] = dev_scatter,
+    [GMPI_COLL_ALLGATHERV] = dev_exchange,
+    [GMPI_COLL_GATHERV] = dev_exchange,
+    [GMPI_COLL_SCATTERV] = dev_exchange,
+    [GMPI_COLL_ALLTOALLV] = dev_exchange,
+    [GMPI_COLL_REDUCE_SCATTERV] = dev_reduce_scatterv,
 };
+
+/* Enqueue one collective on stream s; its temporaries are released in stream order. */
+static gmpi_status_t enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaStream_t s,
+                             int nonblocking) {
+  dev_ctx_t x = {.comm = comm, .cc = comm->be, .a = a, .s = s, .es = gmpi_dtype_size(a->dtype)};
+  x.bytes = a->count * x.es;
+  x.nonblocking = nonblocking;
+  /* count is only this rank's part of the v-variants: they run whatever it is */
+  if (a->count == 0 && !gmpi_coll_varies(a->kind) && a->kind != GMPI_COLL_BARRIER)
+    return GMPI_SUCCESS;
+  return dev_release_temps(&x, dev_table[a->kind](&x));
+}
 
 gmpi_status_t cuda_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a) {
   cuda_comm_t *cc = state;
-  GMPI_CHECK(cuda_coll_enqueue(comm, a, cuda_stream(cc)));
+  GMPI_CHECK(enqueue(comm, a, cuda_stream(cc), 0));
   if (cc->user_stream) return GMPI_SUCCESS; /* stream-ordered: enqueued is done */
   return cuda_wait_stream(comm, cuda_stream(cc), gmpi_coll_name(a->kind));
 }
 
 gmpi_status_t cuda_coll_enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaStream_t s) {
-  dev_ctx_t x = {comm, comm->be, a, s, gmpi_dtype_size(a->dtype), 0};
-  x.bytes = a->count * x.es;
-  if (a->count == 0 && a->kind != GMPI_COLL_BARRIER) return GMPI_SUCCESS;
-  return dev_table[a->kind](&x);
+  return enqueue(comm, a, s, 0);
+}
+
+/* ---- nonblocking: enqueued on the stream, done when the event after it has happened ---- */
+
+gmpi_status_t cuda_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a,
+                              gmpi_request_t req) {
+  cuda_comm_t *cc = state;
+  cudaEvent_t done;
+  GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  gmpi_status_t st = enqueue(comm, a, cuda_stream(cc), 1);
+  if (st == GMPI_SUCCESS) {
+    cudaError_t e = cudaEventRecord(done, cuda_stream(cc));
+    if (e != cudaSuccess) st = gmpi_cuda_error(e, "cudaEventRecord");
+  }
+  if (st != GMPI_SUCCESS) {
+    cudaEventDestroy(done);
+    return st;
+  }
+  req->be = done;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t cuda_coll_test(void *state, gmpi_request_t req, int *done) {
+  cuda_comm_t *cc = state;
+  cudaError_t e = cudaEventQuery((cudaEvent_t)req->be);
+  *done = e == cudaSuccess;
+  if (e == cudaErrorNotReady) return cuda_poll_errors(req->comm, cc);
+  cudaEventDestroy((cudaEvent_t)req->be);
+  req->be = NULL;
+  return e == cudaSuccess ? GMPI_SUCCESS : gmpi_cuda_error(e, "cudaEventQuery");
+}
+
+void cuda_coll_abandon(void *state, gmpi_request_t req) {
+  /* Given up (the comm failed): a collective some rank never joins would hold the stream
+   * forever, so the NCCL communicator is aborted; then the event can go. */
+  if (req->comm->failure != GMPI_SUCCESS) cuda_abort(req->comm, state, req->comm->failure);
+  if (req->be) cudaEventDestroy((cudaEvent_t)req->be);
+  req->be = NULL;
 }
 
 int cuda_coll_single_call(const gmpi_coll_args_t *a) {
@@ -298,6 +508,8 @@ size_t cuda_coll_scratch_need(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   switch (a->kind) {
   case GMPI_COLL_BARRIER: return sizeof(int);
   case GMPI_COLL_ALLTOALL: return a->sendbuf == a->recvbuf ? all : 0;
+  case GMPI_COLL_ALLTOALLV:
+    return a->sendbuf == a->recvbuf ? layout_span(comm->size, a->recvcounts, a->rdispls) * es : 0;
   case GMPI_COLL_ALLREDUCE:
   case GMPI_COLL_REDUCE:
   case GMPI_COLL_REDUCE_SCATTER:

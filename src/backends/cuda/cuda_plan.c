@@ -27,7 +27,15 @@ static const char *const nccl_name[GMPI_COLL_KIND_COUNT] = {
     [GMPI_COLL_ALLGATHER] = "ncclAllGather",
     [GMPI_COLL_REDUCE_SCATTER] = "ncclReduceScatter",
     [GMPI_COLL_ALLTOALL] = "ncclSend/Recv x N",
-    [GMPI_COLL_BARRIER] = "ncclAllReduce (1 int)"};
+    [GMPI_COLL_BARRIER] = "ncclAllReduce (1 int)",
+    [GMPI_COLL_GATHER] = "ncclGather",
+    [GMPI_COLL_SCATTER] = "ncclScatter",
+    [GMPI_COLL_ALLGATHERV] = "ncclSend/Recv x N",
+    [GMPI_COLL_GATHERV] = "ncclSend/Recv x N",
+    [GMPI_COLL_SCATTERV] = "ncclSend/Recv x N",
+    [GMPI_COLL_ALLTOALLV] = "ncclSend/Recv x N",
+    [GMPI_COLL_REDUCE_SCATTERV] = "ncclReduce x N",
+};
 
 /* Size the comm's scratch for every step now: a capture cannot allocate. */
 static gmpi_status_t presize_scratch(gmpi_comm_t comm, struct gmpi_plan *plan) {
