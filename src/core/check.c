@@ -21,9 +21,14 @@ gmpi_coll_sig_t gmpi_coll_sig(gmpi_coll_kind_t kind, uint64_t count, gmpi_dtype_
 }
 
 void gmpi_coll_sig_describe(char *buf, size_t len, const gmpi_coll_sig_t *s) {
-  snprintf(buf, len, "%s count %llu dtype %s op %s root %d",
-           gmpi_coll_name((gmpi_coll_kind_t)s->kind), (unsigned long long)s->count,
-           gmpi_dtype_name((gmpi_dtype_t)s->dtype),
+  char count[48];
+  /* The v-variants carry a digest of the counts every rank must pass alike, or nothing. */
+  if (gmpi_coll_varies((gmpi_coll_kind_t)s->kind))
+    snprintf(count, sizeof(count), "recvcounts digest %016llx", (unsigned long long)s->count);
+  else
+    snprintf(count, sizeof(count), "count %llu", (unsigned long long)s->count);
+  snprintf(buf, len, "%s %s dtype %s op %s root %d", gmpi_coll_name((gmpi_coll_kind_t)s->kind),
+           count, gmpi_dtype_name((gmpi_dtype_t)s->dtype),
            s->op < 0 ? "-" : gmpi_op_name((gmpi_op_t)s->op), s->root);
 }
 
@@ -53,9 +58,54 @@ static void describe_call(char *buf, size_t len, int rank, const checked_call_t 
   snprintf(buf, len, "rank %d: #%llu %s", rank, (unsigned long long)c->seq, sig);
 }
 
+/* FNV-1a of an array every rank must pass alike (allgatherv's and reduce_scatterv's
+ * recvcounts): carried in the signature's count, so a difference shows as "count". */
+static uint64_t counts_hash(const size_t *counts, int n) {
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < n; i++)
+    h = (h ^ (uint64_t)counts[i]) * 1099511628211ull;
+  return h;
+}
+
+/* The v-variants: what each rank sends to each other must be what that rank receives from it
+ * (MPI's rule). Every rank's per-peer counts are gathered, so every rank reaches the same
+ * verdict; O(ranks^2) memory, which GMPI_CHECK accepts as a debugging aid. */
+static gmpi_status_t check_pairs(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  size_t n = (size_t)comm->size;
+  uint64_t *mine = malloc(2 * n * sizeof(*mine)), *all = malloc(2 * n * n * sizeof(*all));
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (!mine || !all) {
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %zu pair counts", 2 * n * n);
+    goto free_counts;
+  }
+  for (size_t p = 0; p < n; p++) {
+    gmpi_coll_pair_t q = gmpi_coll_pair(comm, a, (int)p);
+    mine[2 * p] = q.send_count;
+    mine[2 * p + 1] = q.recv_count;
+  }
+  st = gmpi_oob_allgather(comm, mine, all, 2 * n * sizeof(*mine));
+  for (size_t from = 0; st == GMPI_SUCCESS && from < n; from++)
+    for (size_t to = 0; to < n; to++) {
+      uint64_t sent = all[from * 2 * n + 2 * to], expected = all[to * 2 * n + 2 * from + 1];
+      if (sent == expected || from == to) continue;
+      st = gmpi_error(GMPI_ERR_MISMATCH,
+                      "GMPI_CHECK: %s: rank %zu sends %llu elements to rank %zu, which expects "
+                      "%llu from it (counts must match pairwise). Nothing was moved.",
+                      gmpi_coll_name(a->kind), from, (unsigned long long)sent, to,
+                      (unsigned long long)expected);
+      break;
+    }
+free_counts:
+  free(mine);
+  free(all);
+  return st;
+}
+
 gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   checked_call_t mine = {comm->coll_seq,
                          gmpi_coll_sig(a->kind, a->count, a->dtype, a->op, a->root)};
+  if (a->kind == GMPI_COLL_ALLGATHERV || a->kind == GMPI_COLL_REDUCE_SCATTERV)
+    mine.sig.count = counts_hash(a->recvcounts, comm->size);
   checked_call_t *all = calloc((size_t)comm->size, sizeof(*all));
   if (!all)
     return gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %d signatures", comm->size);
@@ -76,5 +126,6 @@ gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   }
 free_all:
   free(all);
-  return st;
+  int pairs = gmpi_coll_varies(a->kind) && a->kind != GMPI_COLL_REDUCE_SCATTERV;
+  return st == GMPI_SUCCESS && pairs ? check_pairs(comm, a) : st;
 }
