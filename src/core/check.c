@@ -101,31 +101,85 @@ free_counts:
   return st;
 }
 
-gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+static checked_call_t checked_call(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   checked_call_t mine = {comm->coll_seq,
                          gmpi_coll_sig(a->kind, a->count, a->dtype, a->op, a->root)};
   if (a->kind == GMPI_COLL_ALLGATHERV || a->kind == GMPI_COLL_REDUCE_SCATTERV)
     mine.sig.count = counts_hash(a->recvcounts, comm->size);
-  checked_call_t *all = calloc((size_t)comm->size, sizeof(*all));
-  if (!all)
-    return gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %d signatures", comm->size);
-  gmpi_status_t st = gmpi_oob_allgather(comm, &mine, all, sizeof(mine));
-  if (st != GMPI_SUCCESS) goto free_all;
+  return mine;
+}
+
+/* Every rank's call the same as rank 0's, or GMPI_ERR_MISMATCH describing the first that is
+ * not. started: the collective is already moving data (a nonblocking one). */
+static gmpi_status_t compare_calls(gmpi_comm_t comm, const checked_call_t *all, int started) {
   for (int r = 1; r < comm->size; r++) {
-    if (!memcmp(&all[0], &all[r], sizeof(mine))) continue;
+    if (!memcmp(&all[0], &all[r], sizeof(all[0]))) continue;
     char first[160], other[160], fields[96] = "";
     describe_call(first, sizeof(first), 0, &all[0]);
     describe_call(other, sizeof(other), r, &all[r]);
     if (all[0].seq != all[r].seq) snprintf(fields, sizeof(fields), "sequence");
     gmpi_coll_sig_diff(&all[0].sig, &all[r].sig, fields, sizeof(fields));
-    st = gmpi_error(GMPI_ERR_MISMATCH,
-                    "GMPI_CHECK: ranks 0 and %d called different collectives (%s differ): %s; "
-                    "%s. Nothing was moved.",
-                    r, fields, first, other);
-    break;
+    return gmpi_error(GMPI_ERR_MISMATCH,
+                      "GMPI_CHECK: ranks 0 and %d called different collectives (%s differ): %s; "
+                      "%s. %s",
+                      r, fields, first, other,
+                      started ? "The nonblocking collective had started, so its buffers may have "
+                                "been written; the communicator is now failed."
+                              : "Nothing was moved.");
   }
-free_all:
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  checked_call_t mine = checked_call(comm, a);
+  checked_call_t *all = calloc((size_t)comm->size, sizeof(*all));
+  if (!all)
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %d signatures", comm->size);
+  gmpi_status_t st = gmpi_oob_allgather(comm, &mine, all, sizeof(mine));
+  if (st == GMPI_SUCCESS) st = compare_calls(comm, all, 0);
   free(all);
   int pairs = gmpi_coll_varies(a->kind) && a->kind != GMPI_COLL_REDUCE_SCATTERV;
   return st == GMPI_SUCCESS && pairs ? check_pairs(comm, a) : st;
+}
+
+/* A nonblocking collective's check: its signature exchange, in flight beside the data. */
+struct gmpi_coll_check {
+  checked_call_t mine;
+  checked_call_t *all;
+  gmpi_oob_op_t *op;
+};
+
+gmpi_status_t gmpi_check_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                                    gmpi_coll_check_t **out) {
+  gmpi_coll_check_t *c = calloc(1, sizeof(*c));
+  if (c) c->all = calloc((size_t)comm->size, sizeof(*c->all));
+  if (!c || !c->all) {
+    free(c);
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %d signatures", comm->size);
+  }
+  c->mine = checked_call(comm, a);
+  gmpi_status_t st = gmpi_oob_iallgather(comm, &c->mine, c->all, sizeof(c->mine), &c->op);
+  if (st != GMPI_SUCCESS) {
+    free(c->all);
+    free(c);
+    return st;
+  }
+  *out = c;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_check_coll_test(gmpi_comm_t comm, gmpi_coll_check_t **check, int *done) {
+  gmpi_coll_check_t *c = *check;
+  GMPI_CHECK(gmpi_oob_test(&c->op, done));
+  if (!*done) return GMPI_SUCCESS;
+  gmpi_status_t st = compare_calls(comm, c->all, 1);
+  free(c->all);
+  free(c);
+  *check = NULL;
+  return st;
+}
+
+void gmpi_check_coll_abandon(gmpi_coll_check_t *check) {
+  if (!check) return;
+  gmpi_oob_abandon(check->op); /* MPI may still write check->all: left allocated */
 }

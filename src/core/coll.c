@@ -254,12 +254,13 @@ gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_
   GMPI_CHECK(gmpi_request_new_coll(comm, a, &req));
   comm->coll_seq++;
   gmpi_status_t st = gmpi_route_coll(comm, a, &ext, &req->engine);
-  /* GMPI_CHECK compares signatures now, which waits for every rank to start the collective:
-   * the price of checking it before any data moves (docs/reliability.md). */
-  if (st == GMPI_SUCCESS && comm->cfg.check) st = gmpi_check_coll(comm, a);
+  /* GMPI_CHECK's exchange runs beside the data: waiting here for every rank to start would
+   * deadlock programs MPI allows (docs/reliability.md). */
+  if (st == GMPI_SUCCESS && comm->cfg.check) st = gmpi_check_coll_start(comm, a, &req->check);
   if (st == GMPI_SUCCESS) st = gmpi_route_fence(comm, req->engine);
   if (st == GMPI_SUCCESS) st = req->engine->ops->coll_start(comm, req->engine->state, a, req);
   if (st != GMPI_SUCCESS) {
+    gmpi_check_coll_abandon(req->check);
     gmpi_request_discard(req, st);
     if (st == GMPI_ERR_TIMEOUT || st == GMPI_ERR_MISMATCH)
       gmpi_flight_dump(&comm->flight, gmpi_strerror(st));

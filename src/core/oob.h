@@ -11,6 +11,14 @@
 
 gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes);
 gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root);
+/* The allgather without waiting: exchanges of a comm, blocking or not, match in the order they
+ * start. gmpi_oob_test says when it is done (then *op is released and NULL); an op that will
+ * not be tested is abandoned -- MPI cannot stop it, so mine and all must then stay allocated. */
+typedef struct gmpi_oob_op gmpi_oob_op_t;
+gmpi_status_t gmpi_oob_iallgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes,
+                                  gmpi_oob_op_t **op);
+gmpi_status_t gmpi_oob_test(gmpi_oob_op_t **op, int *done);
+void gmpi_oob_abandon(gmpi_oob_op_t *op);
 /* Variable-size allgather: each rank gives `bytes`, gets everyone's sizes and data in one
  * malloc'd block (*all, free it), with offsets[size+1]. */
 gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t bytes, void **all,

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "comm.h"
 #include "error.h"
 #include "ops.h"
@@ -10,14 +11,34 @@
 #include "route.h"
 #include "wait.h"
 
+/* A collective is done when its engine part and its GMPI_CHECK exchange both are. A mismatch
+ * fails the comm: the data part may never complete, or may have moved wrong data. */
+static gmpi_status_t coll_request_test(gmpi_request_t req, int *done) {
+  *done = 0;
+  if (req->check) {
+    int checked = 0;
+    gmpi_status_t st = gmpi_check_coll_test(req->comm, &req->check, &checked);
+    if (st != GMPI_SUCCESS) {
+      gmpi_comm_fail(req->comm, st);
+      gmpi_flight_dump(&req->comm->flight, gmpi_strerror(st));
+      return st;
+    }
+  }
+  if (!req->engine_done)
+    GMPI_CHECK(req->engine->ops->coll_test(req->engine->state, req, &req->engine_done));
+  *done = req->engine_done && !req->check;
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done) {
-  const gmpi_engine_ops_t *ops = req->engine->ops;
-  if (req->is_coll) return ops->coll_test(req->engine->state, req, done);
-  return ops->p2p_test(req->engine->state, req, done);
+  if (req->is_coll) return coll_request_test(req, done);
+  return req->engine->ops->p2p_test(req->engine->state, req, done);
 }
 
 static void engine_let_go(gmpi_request_t req) {
   const gmpi_engine_ops_t *ops = req->engine->ops;
+  gmpi_check_coll_abandon(req->check);
+  req->check = NULL;
   if (req->is_coll)
     ops->coll_abandon(req->engine->state, req);
   else

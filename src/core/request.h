@@ -12,14 +12,16 @@ struct gmpi_request {
   int is_coll; /* a nonblocking collective (coll), else point to point (args) */
   gmpi_p2p_args_t args;
   gmpi_coll_args_t coll;
-  uint64_t flight_seq;         /* its entry in the comm's flight record */
-  int done;                    /* set by the backend in p2p_test */
-  gmpi_status_t result;        /* final status once done */
-  gmpi_msg_status_t status;    /* final envelope once done */
-  const gmpi_engine_t *engine; /* where core routed it by its buffer's memory kind */
-  void *be;                    /* the engine's state for this request */
-  struct gmpi_plan_rec *rec;   /* the recording this request belongs to, or NULL */
-  int rec_index;               /* its number in that recording */
+  struct gmpi_coll_check *check; /* a collective's GMPI_CHECK exchange still in flight */
+  int engine_done;               /* a collective's engine part has completed */
+  uint64_t flight_seq;           /* its entry in the comm's flight record */
+  int done;                      /* set by the backend in p2p_test */
+  gmpi_status_t result;          /* final status once done */
+  gmpi_msg_status_t status;      /* final envelope once done */
+  const gmpi_engine_t *engine;   /* where core routed it by its buffer's memory kind */
+  void *be;                      /* the engine's state for this request */
+  struct gmpi_plan_rec *rec;     /* the recording this request belongs to, or NULL */
+  int rec_index;                 /* its number in that recording */
 };
 
 /* Allocate and post a request (the p2p entry points use this). */

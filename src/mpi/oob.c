@@ -119,6 +119,42 @@ gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, 
   return gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgather");
 }
 
+/* A started out-of-band exchange: MPI's request. */
+struct gmpi_oob_op {
+  MPI_Request req;
+};
+
+gmpi_status_t gmpi_oob_iallgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes,
+                                  gmpi_oob_op_t **op) {
+  if (bytes > INT_MAX)
+    return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band allgather of %zu bytes", bytes);
+  gmpi_oob_op_t *o = malloc(sizeof(*o));
+  if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an out-of-band exchange");
+  int rc = MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->oob->comm,
+                          &o->req);
+  if (rc != MPI_SUCCESS) {
+    free(o);
+    return gmpi_mpi_error(rc, "MPI_Iallgather");
+  }
+  *op = o;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_oob_test(gmpi_oob_op_t **op, int *done) {
+  int flag = 0;
+  GMPI_MPI_CHECK(MPI_Test(&(*op)->req, &flag, MPI_STATUS_IGNORE));
+  *done = flag;
+  if (flag) {
+    free(*op);
+    *op = NULL;
+  }
+  return GMPI_SUCCESS;
+}
+
+void gmpi_oob_abandon(gmpi_oob_op_t *op) {
+  (void)op; /* a started collective cannot be cancelled or freed in MPI: left, with its buffers */
+}
+
 gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root) {
   if (bytes > INT_MAX)
     return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band bcast of %zu bytes", bytes);
