@@ -6,6 +6,7 @@
 
 #include "comm.h"
 #include "error.h"
+#include "ops.h"
 #include "plan.h"
 #include "request.h"
 
@@ -30,18 +31,26 @@ static const char *kind_name(gmpi_mem_kind_t kind) {
   return kind == GMPI_MEM_DEVICE ? "device" : "host";
 }
 
-/* The one kind of memory a collective uses on this rank (NONE when it uses none). */
+/* The one kind of memory a collective uses on this rank (NONE when it uses none).
+ *
+ * Every rank must route a collective to the same engine. With equal counts they do: a count of
+ * 0 is 0 everywhere. A v-variant may move nothing on this rank and data on others, so there
+ * its buffer pointers are classified even when they span no bytes, and a rank that passes no
+ * pointer at all takes the device engine on a comm that has one (README: on cuda, a rank with
+ * nothing to move passes its usual buffers, or NULL for device memory). */
 static gmpi_status_t coll_kind(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                const gmpi_coll_extent_t *ext, gmpi_mem_kind_t *kind) {
   gmpi_mem_kind_t s = GMPI_MEM_NONE, r = GMPI_MEM_NONE;
-  if (ext->send_bytes) GMPI_CHECK(classify(comm, a->sendbuf, "sendbuf", &s));
-  if (ext->recv_bytes) GMPI_CHECK(classify(comm, a->recvbuf, "recvbuf", &r));
+  int varies = gmpi_coll_varies(a->kind);
+  if (ext->send_bytes || varies) GMPI_CHECK(classify(comm, a->sendbuf, "sendbuf", &s));
+  if (ext->recv_bytes || varies) GMPI_CHECK(classify(comm, a->recvbuf, "recvbuf", &r));
   if (s != GMPI_MEM_NONE && r != GMPI_MEM_NONE && s != r)
     return gmpi_error(GMPI_ERR_INVALID_ARG,
                       "%s: sendbuf %p is %s memory but recvbuf %p is %s memory; both must be "
                       "this rank's device memory or both host memory",
                       gmpi_coll_name(a->kind), a->sendbuf, kind_name(s), a->recvbuf, kind_name(r));
   *kind = s != GMPI_MEM_NONE ? s : r;
+  if (*kind == GMPI_MEM_NONE && varies && comm->device_engine.ops) *kind = GMPI_MEM_DEVICE;
   return GMPI_SUCCESS;
 }
 
