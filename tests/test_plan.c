@@ -34,6 +34,7 @@ static void fill(bufs_t *b, int it) {
   for (size_t i = 0; i < (size_t)N * (size_t)size; i++)
     h[i] = (float)((rank * 7 + (int)i + it * 3) % 13);
   t_put(b->in, h, N * sizeof(float) * (size_t)size);
+  t_put(b->out, h, N * sizeof(float) * (size_t)size); /* what the v-variants' gaps keep */
   t_put(b->b, h + N, N * sizeof(float));
   free(h);
 }
@@ -103,6 +104,43 @@ static void op_reduce_scatter(bufs_t *b) {
   T_OK(gmpi_reduce_scatter(b->in, b->out, N, GMPI_FLOAT32, GMPI_SUM, comm));
 }
 static void op_alltoall(bufs_t *b) { T_OK(gmpi_alltoall(b->in, b->out, N, GMPI_FLOAT32, comm)); }
+/* Uneven blocks for the v-variants: rank r's block has vcount(r) elements at r*N. */
+static size_t vcounts[64], vdispls[64];
+static void v_layout(void) {
+  for (int r = 0; r < size && r < 64; r++) {
+    vcounts[r] = (size_t)(N / 2 + r * 37) % N;
+    vdispls[r] = (size_t)r * N;
+  }
+}
+static void op_gather(bufs_t *b) {
+  T_OK(gmpi_gather(b->in, b->out, N, GMPI_FLOAT32, size - 1, comm));
+}
+static void op_scatter(bufs_t *b) { T_OK(gmpi_scatter(b->in, b->out, N, GMPI_FLOAT32, 0, comm)); }
+static void op_gatherv(bufs_t *b) {
+  T_OK(gmpi_gatherv(b->in, vcounts[rank], b->out, vcounts, vdispls, GMPI_FLOAT32, size - 1, comm));
+}
+static void op_allgatherv(bufs_t *b) {
+  T_OK(gmpi_allgatherv(b->in, vcounts[rank], b->out, vcounts, vdispls, GMPI_FLOAT32, comm));
+}
+static void op_alltoallv(bufs_t *b) { /* rank r sends vcount(r) to everyone */
+  size_t sc[64], rc[64];
+  for (int p = 0; p < size; p++) {
+    sc[p] = vcounts[rank];
+    rc[p] = vcounts[p];
+  }
+  T_OK(gmpi_alltoallv(b->in, sc, vdispls, b->out, rc, vdispls, GMPI_FLOAT32, comm));
+  for (int p = 0; p < size; p++) /* the plan copied the counts: changing them must not matter */
+    sc[p] = rc[p] = 0;
+}
+static void op_reduce_scatterv(bufs_t *b) {
+  T_OK(gmpi_reduce_scatterv(b->in, b->out, vcounts, GMPI_FLOAT32, GMPI_SUM, comm));
+}
+static void op_nonblocking(bufs_t *b) { /* recorded requests: waited inside the plan */
+  gmpi_request_t r[2];
+  T_OK(gmpi_iallreduce(b->in, b->out, N, GMPI_FLOAT32, GMPI_MAX, comm, &r[0]));
+  T_OK(gmpi_ibcast(b->b, N, GMPI_FLOAT32, 0, comm, &r[1]));
+  T_OK(gmpi_waitall(2, r, NULL));
+}
 static void op_barrier_bcast(bufs_t *b) {
   T_OK(gmpi_barrier(comm));
   T_OK(gmpi_bcast(b->in, N, GMPI_FLOAT32, 0, comm));
@@ -167,7 +205,8 @@ static void one_kind(const char *name, op_fn op, size_t check_elems) {
     float *got = t_host(room), *want = t_host(room);
     t_get(got, p.out, bytes);
     t_get(want, e.out, bytes);
-    if (op != op_reduce || rank == size - 1) check_same(name, got, want, check_elems);
+    int at_root_only = op == op_reduce || op == op_gather || op == op_gatherv;
+    if (!at_root_only || rank == size - 1) check_same(name, got, want, check_elems);
     t_get(got, p.in, N * sizeof(float)); /* bcast writes in */
     t_get(want, e.in, N * sizeof(float));
     check_same(name, got, want, N);
@@ -293,6 +332,16 @@ int main(int argc, char **argv) {
   one_kind("reduce_scatter", op_reduce_scatter, N);
   one_kind("alltoall", op_alltoall, N * (size_t)size);
   one_kind("barrier + bcast", op_barrier_bcast, 0);
+  if (size <= 64) {
+    v_layout();
+    one_kind("gather", op_gather, N * (size_t)size);
+    one_kind("scatter", op_scatter, N);
+    one_kind("gatherv", op_gatherv, N * (size_t)size);
+    one_kind("allgatherv", op_allgatherv, N * (size_t)size);
+    one_kind("alltoallv", op_alltoallv, N * (size_t)size);
+    one_kind("reduce_scatterv", op_reduce_scatterv, vcounts[rank]);
+    one_kind("iallreduce + ibcast", op_nonblocking, N);
+  }
   one_kind("sendrecv ring", op_blocking_ring, N);
   wildcards();
   mismatches();
