@@ -56,6 +56,36 @@ static void collectives(void) {
   CASE(INV, "dtype", gmpi_alltoall(buf, out, 1, GMPI_DTYPE_COUNT, comm));
 }
 
+/* The newer collectives. Only arguments every rank finds wrong: a root-only argument wrong at
+ * the root alone would leave the other ranks inside the collective. */
+static void rooted_v_and_nonblocking(void) {
+  size_t counts[64] = {0}, displs[64] = {0}, huge[64];
+  for (int r = 0; r < 64; r++)
+    huge[r] = SIZE_MAX / 2;
+  CASE(INV, "root", gmpi_gather(buf, out, 1, GMPI_INT8, size, comm));
+  CASE(INV, "root", gmpi_scatter(buf, out, 1, GMPI_INT8, -1, comm));
+  CASE(INV, "dtype", gmpi_gather(buf, out, 1, (gmpi_dtype_t)99, 0, comm));
+  CASE(INV, "recvcounts", gmpi_allgatherv(buf, 0, out, NULL, displs, GMPI_INT8, comm));
+  CASE(INV, "displs", gmpi_allgatherv(buf, 0, out, counts, NULL, GMPI_INT8, comm));
+  CASE(INV, "recvcounts[", gmpi_allgatherv(buf, 1, out, counts, displs, GMPI_INT8, comm));
+  CASE(INV, "recvcounts", gmpi_allgatherv(buf, 0, out, huge, displs, GMPI_INT64, comm));
+  CASE(INV, "root", gmpi_gatherv(buf, 0, out, counts, displs, GMPI_INT8, size, comm));
+  CASE(INV, "root", gmpi_scatterv(buf, counts, displs, out, 0, GMPI_INT8, -3, comm));
+  CASE(INV, "sendcounts", gmpi_alltoallv(buf, NULL, displs, out, counts, displs, GMPI_INT8, comm));
+  CASE(INV, "rdispls", gmpi_alltoallv(buf, counts, displs, out, counts, NULL, GMPI_INT8, comm));
+  CASE(INV, "recvcounts", gmpi_reduce_scatterv(buf, out, NULL, GMPI_INT32, GMPI_SUM, comm));
+  CASE(INV, "op", gmpi_reduce_scatterv(buf, out, counts, GMPI_INT32, (gmpi_op_t)77, comm));
+  CASE(INV, "band", gmpi_reduce_scatterv(buf, out, counts, GMPI_FLOAT64, GMPI_BAND, comm));
+  CASE(INV, "request", gmpi_iallreduce(buf, out, 1, GMPI_INT32, GMPI_SUM, comm, NULL));
+  CASE(INV, "request", gmpi_ibarrier(comm, NULL));
+  CASE(INV, "dtype", gmpi_iallreduce(buf, out, 1, (gmpi_dtype_t)99, GMPI_SUM, comm, &req));
+  CASE(INV, "root", gmpi_ibcast(buf, 1, GMPI_INT8, size, comm, &req));
+  CASE(INV, "recvcounts", gmpi_iallgatherv(buf, 0, out, NULL, displs, GMPI_INT8, comm, &req));
+  CASE(INV, "overlap", gmpi_ialltoall(buf, buf + 1, 1, GMPI_INT8, comm, &req));
+  /* Errors name the nonblocking call the user made. */
+  CASE(INV, "gmpi_igather (rank", gmpi_igather(buf, out, 1, GMPI_INT8, size, comm, &req));
+}
+
 static void point_to_point(void) {
   CASE(INV, "dest", gmpi_send(buf, 1, GMPI_INT8, -1, 0, comm));
   CASE(INV, "dest", gmpi_send(buf, 1, GMPI_INT8, size, 0, comm));
@@ -182,6 +212,7 @@ int main(int argc, char **argv) {
   T_OK(gmpi_finalize(&copy));
 
   collectives();
+  rooted_v_and_nonblocking();
   point_to_point();
   comms_and_outputs();
   environment(backend);
