@@ -34,41 +34,50 @@ static const MPI_Op op_map[GMPI_OP_COUNT] = {
 
 MPI_Datatype gmpi_mpi_dtype(gmpi_dtype_t dtype) { return dtype_map[dtype]; }
 
-/* ---- gmpi's own ops for the 16-bit floats: one MPI user function per (dtype, op) ----- */
-#define HALF_OP_FN(tn, dtype, on, op)                                                              \
+/* ---- gmpi's own ops: one MPI user function per (dtype, op) where MPI's will not do ------
+ * The 16-bit floats: MPI has no such types. The 8- and 16-bit integers' sum and product: Open
+ * MPI's AVX kernels saturate them (100 + 100 = 127 in int8 from about 1000 elements on,
+ * open-mpi/ompi#8045) while shorter vectors wrap; gmpi wraps at every count, as C's unsigned
+ * arithmetic does and the cuda backend does. */
+#define OWN_OP_FN(tn, dtype, on, op)                                                               \
   static void mpi_##tn##_##on(void *in, void *inout, int *len, MPI_Datatype *type) {               \
     (void)type;                                                                                    \
     gmpi_host_reduce(dtype, op, inout, in, (size_t)*len);                                          \
   }
+#define ARITH_OP_FNS(tn, dtype)                                                                    \
+  OWN_OP_FN(tn, dtype, sum, GMPI_SUM) OWN_OP_FN(tn, dtype, prod, GMPI_PROD)
 #define HALF_OP_FNS(tn, dtype)                                                                     \
-  HALF_OP_FN(tn, dtype, sum, GMPI_SUM)                                                             \
-  HALF_OP_FN(tn, dtype, prod, GMPI_PROD)                                                           \
-  HALF_OP_FN(tn, dtype, min, GMPI_MIN) HALF_OP_FN(tn, dtype, max, GMPI_MAX)
+  ARITH_OP_FNS(tn, dtype) OWN_OP_FN(tn, dtype, min, GMPI_MIN) OWN_OP_FN(tn, dtype, max, GMPI_MAX)
 HALF_OP_FNS(f16, GMPI_FLOAT16)
 HALF_OP_FNS(bf16, GMPI_BFLOAT16)
+ARITH_OP_FNS(i8, GMPI_INT8)
+ARITH_OP_FNS(u8, GMPI_UINT8)
+ARITH_OP_FNS(i16, GMPI_INT16)
+ARITH_OP_FNS(u16, GMPI_UINT16)
 
-enum { HALF_F16 = 0, HALF_BF16, HALF_KINDS };
+/* AVG is a sum (the caller divides). */
+#define ARITH_ROW(tn)                                                                              \
+  [GMPI_SUM] = mpi_##tn##_sum, [GMPI_PROD] = mpi_##tn##_prod, [GMPI_AVG] = mpi_##tn##_sum
 #define HALF_ROW(tn)                                                                               \
-  {                                                                                                \
-    [GMPI_SUM] = mpi_##tn##_sum, [GMPI_PROD] = mpi_##tn##_prod, [GMPI_MIN] = mpi_##tn##_min,       \
-    [GMPI_MAX] = mpi_##tn##_max, [GMPI_AVG] = mpi_##tn##_sum                                       \
-  }
-static MPI_User_function *const half_fns[HALF_KINDS][GMPI_OP_COUNT] = {
-    [HALF_F16] = HALF_ROW(f16), [HALF_BF16] = HALF_ROW(bf16)};
+  { ARITH_ROW(tn), [GMPI_MIN] = mpi_##tn##_min, [GMPI_MAX] = mpi_##tn##_max }
+static MPI_User_function *const own_fns[GMPI_DTYPE_COUNT][GMPI_OP_COUNT] = {
+    [GMPI_FLOAT16] = HALF_ROW(f16),  [GMPI_BFLOAT16] = HALF_ROW(bf16),
+    [GMPI_INT8] = {ARITH_ROW(i8)},   [GMPI_UINT8] = {ARITH_ROW(u8)},
+    [GMPI_INT16] = {ARITH_ROW(i16)}, [GMPI_UINT16] = {ARITH_ROW(u16)}};
 
 static pthread_mutex_t ops_lock = PTHREAD_MUTEX_INITIALIZER;
-static MPI_Op half_ops[HALF_KINDS][GMPI_OP_COUNT];
+static MPI_Op own_ops[GMPI_DTYPE_COUNT][GMPI_OP_COUNT];
 static int ops_users;
 
 gmpi_status_t gmpi_mpi_ops_acquire(void) {
   gmpi_status_t st = GMPI_SUCCESS;
   pthread_mutex_lock(&ops_lock);
   if (ops_users++ == 0) {
-    for (int k = 0; k < HALF_KINDS; k++)
+    for (int d = 0; d < GMPI_DTYPE_COUNT; d++)
       for (int o = 0; o < GMPI_OP_COUNT; o++) {
-        half_ops[k][o] = MPI_OP_NULL;
-        if (half_fns[k][o] && st == GMPI_SUCCESS)
-          GMPI_MPI_CHECK_GOTO(MPI_Op_create(half_fns[k][o], 1, &half_ops[k][o]), st, unlock);
+        own_ops[d][o] = MPI_OP_NULL;
+        if (own_fns[d][o] && st == GMPI_SUCCESS)
+          GMPI_MPI_CHECK_GOTO(MPI_Op_create(own_fns[d][o], 1, &own_ops[d][o]), st, unlock);
       }
   }
 unlock:
@@ -79,17 +88,15 @@ unlock:
 void gmpi_mpi_ops_release(void) {
   pthread_mutex_lock(&ops_lock);
   if (--ops_users == 0) {
-    for (int k = 0; k < HALF_KINDS; k++)
+    for (int d = 0; d < GMPI_DTYPE_COUNT; d++)
       for (int o = 0; o < GMPI_OP_COUNT; o++)
-        if (half_ops[k][o] != MPI_OP_NULL) MPI_Op_free(&half_ops[k][o]);
+        if (own_ops[d][o] != MPI_OP_NULL) MPI_Op_free(&own_ops[d][o]);
   }
   pthread_mutex_unlock(&ops_lock);
 }
 
 MPI_Op gmpi_mpi_op(gmpi_dtype_t dtype, gmpi_op_t op) {
-  if (dtype == GMPI_FLOAT16) return half_ops[HALF_F16][op];
-  if (dtype == GMPI_BFLOAT16) return half_ops[HALF_BF16][op];
-  return op_map[op];
+  return own_fns[dtype][op] ? own_ops[dtype][op] : op_map[op];
 }
 
 /* ---- byte counts beyond one MPI count ---------------------------------------------- */

@@ -9,7 +9,8 @@
 
 /* The MPI datatype carrying dtype (16-bit floats travel as MPI_UINT16_T). */
 MPI_Datatype gmpi_mpi_dtype(gmpi_dtype_t dtype);
-/* The MPI op reducing (dtype, op): built-in where MPI has one, gmpi's own for 16-bit floats.
+/* The MPI op reducing (dtype, op): built-in where MPI has one that is right, gmpi's own for
+ * 16-bit floats and for 8/16-bit integer sums and products (which must wrap).
  * AVG maps to SUM (the caller divides). (dtype, op) must be valid. */
 MPI_Op gmpi_mpi_op(gmpi_dtype_t dtype, gmpi_op_t op);
 /* Create / free gmpi's own MPI ops (reference counted by live comms). */
