@@ -110,13 +110,30 @@ gmpi_status_t gmpi_mpi_arrive(MPI_Comm mc, double timeout_s, const char *what) {
                     what, timeout_s);
 }
 
+/* The out-of-band collectives stage their data in memory of their own: when one times out,
+ * MPI may still write it whenever a late rank arrives (a started collective cannot be
+ * cancelled), so on GMPI_ERR_TIMEOUT the staging is left allocated rather than freed under MPI,
+ * and the caller's buffers were never handed to MPI at all. */
+static int timed_out(gmpi_status_t st) { return st == GMPI_ERR_TIMEOUT; }
+
 gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes) {
-  if (bytes > INT_MAX)
+  size_t p = (size_t)comm->size;
+  if (bytes > INT_MAX / p)
     return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band allgather of %zu bytes", bytes);
+  char *stage = malloc(bytes * (p + 1));
+  if (!stage) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an out-of-band allgather");
+  memcpy(stage, mine, bytes);
   MPI_Request req;
-  GMPI_MPI_CHECK(
-      MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->oob->comm, &req));
-  return gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgather");
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_MPI_CHECK_GOTO(MPI_Iallgather(stage, (int)bytes, MPI_BYTE, stage + bytes, (int)bytes,
+                                     MPI_BYTE, comm->oob->comm, &req),
+                      st, free_stage);
+  st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgather");
+  if (timed_out(st)) return st; /* stage stays MPI's */
+  if (st == GMPI_SUCCESS) memcpy(all, stage + bytes, bytes * p);
+free_stage:
+  free(stage);
+  return st;
 }
 
 /* A started out-of-band exchange: MPI's request. */
@@ -158,9 +175,19 @@ void gmpi_oob_abandon(gmpi_oob_op_t *op) {
 gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root) {
   if (bytes > INT_MAX)
     return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band bcast of %zu bytes", bytes);
+  char *stage = malloc(bytes ? bytes : 1);
+  if (!stage) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an out-of-band bcast");
+  if (comm->rank == root) memcpy(stage, buf, bytes);
   MPI_Request req;
-  GMPI_MPI_CHECK(MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, comm->oob->comm, &req));
-  return gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band bcast");
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_MPI_CHECK_GOTO(MPI_Ibcast(stage, (int)bytes, MPI_BYTE, root, comm->oob->comm, &req), st,
+                      free_stage);
+  st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band bcast");
+  if (timed_out(st)) return st; /* stage stays MPI's */
+  if (st == GMPI_SUCCESS) memcpy(buf, stage, bytes);
+free_stage:
+  free(stage);
+  return st;
 }
 
 gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t bytes, void **all,
@@ -169,7 +196,7 @@ gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t byt
   unsigned long long my_len = bytes, *lens = calloc((size_t)p, sizeof(*lens));
   int *counts = calloc((size_t)p, sizeof(int)), *displs = calloc((size_t)p, sizeof(int));
   size_t *offs = calloc((size_t)p + 1, sizeof(size_t));
-  void *data = NULL;
+  void *data = NULL, *staged_mine = NULL;
   gmpi_status_t st = GMPI_SUCCESS;
   if (!lens || !counts || !displs || !offs) {
     st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an out-of-band allgatherv");
@@ -191,17 +218,24 @@ gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t byt
     st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %zu gathered bytes", offs[p]);
     goto free_all;
   }
+  if (!(staged_mine = malloc(bytes ? bytes : 1))) {
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %zu bytes to gather", bytes);
+    goto free_all;
+  }
+  memcpy(staged_mine, mine, bytes);
   MPI_Request req;
-  GMPI_MPI_CHECK_GOTO(MPI_Iallgatherv(mine, (int)bytes, MPI_BYTE, data, counts, displs, MPI_BYTE,
-                                      comm->oob->comm, &req),
+  GMPI_MPI_CHECK_GOTO(MPI_Iallgatherv(staged_mine, (int)bytes, MPI_BYTE, data, counts, displs,
+                                      MPI_BYTE, comm->oob->comm, &req),
                       st, free_all);
-  GMPI_CHECK_GOTO(gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgatherv"),
-                  st, free_all);
+  st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgatherv");
+  if (timed_out(st)) return st; /* staged_mine, data, counts, displs stay MPI's */
+  if (st != GMPI_SUCCESS) goto free_all;
   *all = data;
   *offsets = offs;
   data = NULL;
   offs = NULL;
 free_all:
+  free(staged_mine);
   free(data);
   free(offs);
   free(displs);
