@@ -104,7 +104,7 @@ static void point_to_point(void) {
   CASE(INV, "request", gmpi_test(NULL, &flag, &st));
   req = NULL;
   CASE(INV, "done", gmpi_test(&req, NULL, &st));
-  CASE(INV, "dest", gmpi_sendrecv(buf, 1, GMPI_INT8, -2, 0, out, 1, GMPI_INT8, 0, 0, comm, &st));
+  CASE(INV, "dest", gmpi_sendrecv(buf, 1, GMPI_INT8, -3, 0, out, 1, GMPI_INT8, 0, 0, comm, &st));
   /* Errors name the function the user called, not the one it is built on. */
   CASE(INV, "gmpi_send (rank", gmpi_send(buf, 1, GMPI_INT8, 0, -5, comm));
   CASE(INV, "gmpi_recv (rank", gmpi_recv(buf, 1, GMPI_INT8, 0, -7, comm, &st));

@@ -129,6 +129,7 @@ static gmpi_status_t init_on(MPI_Comm mpi_comm, gmpi_comm_t *out) {
   GMPI_CHECK_GOTO(start_backend(comm, comm->ops, comm, NULL, 0, 0), st, free_flight);
   gmpi_log(GMPI_LOG_INFO, "gmpi_init: rank %d/%d on %s (local %d/%d), backend %s", comm->rank,
            comm->size, comm->host, comm->local_rank, comm->local_size, comm->ops->name);
+  comm->from_init = 1;
   gmpi_comm_register(comm);
   *out = comm;
   return GMPI_SUCCESS;
@@ -154,9 +155,8 @@ gmpi_status_t gmpi_init_world(gmpi_comm_t *out) {
   return init_on(MPI_COMM_WORLD, out);
 }
 
-gmpi_status_t gmpi_finalize(gmpi_comm_t *pcomm) {
-  gmpi_call_begin_nocomm(__func__);
-  if (!pcomm || !*pcomm) return GMPI_SUCCESS;
+/* End a comm: collective while it is healthy, local after a failure. */
+static gmpi_status_t release_comm(gmpi_comm_t *pcomm) {
   gmpi_comm_t comm = *pcomm;
   if (!gmpi_comm_is_live(comm))
     return gmpi_error(GMPI_ERR_INVALID_ARG,
@@ -176,6 +176,12 @@ gmpi_status_t gmpi_finalize(gmpi_comm_t *pcomm) {
   return GMPI_SUCCESS;
 }
 
+gmpi_status_t gmpi_finalize(gmpi_comm_t *pcomm) {
+  gmpi_call_begin_nocomm(__func__);
+  if (!pcomm || !*pcomm) return GMPI_SUCCESS;
+  return release_comm(pcomm);
+}
+
 /* A child comm inherits what does not depend on the group. */
 static gmpi_status_t make_child(gmpi_comm_t parent, struct gmpi_oob *oob, gmpi_comm_t *out) {
   gmpi_comm_t child = calloc(1, sizeof(*child));
@@ -192,14 +198,11 @@ static gmpi_status_t make_child(gmpi_comm_t parent, struct gmpi_oob *oob, gmpi_c
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_comm_split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *newcomm) {
-  GMPI_API_ENTER(comm);
+/* The work of gmpi_comm_split and gmpi_comm_dup (entered and checked by them). */
+static gmpi_status_t split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *newcomm) {
   if (!newcomm) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'newcomm' is NULL");
-  if (color < 0 && color != GMPI_UNDEFINED)
-    return gmpi_error(GMPI_ERR_INVALID_ARG,
-                      "argument 'color' = %d is negative and not GMPI_UNDEFINED", color);
   if (comm->rec)
-    return gmpi_error(GMPI_ERR_STATE, "cannot split a communicator while it records a plan");
+    return gmpi_error(GMPI_ERR_STATE, "cannot make a communicator from one that records a plan");
   struct gmpi_oob *oob = NULL;
   gmpi_comm_t child = NULL;
   GMPI_CHECK(gmpi_oob_split(comm, color, key, &oob));
@@ -220,4 +223,30 @@ free_child:
 destroy_oob:
   gmpi_oob_destroy(oob, 0);
   return st;
+}
+
+gmpi_status_t gmpi_comm_split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *newcomm) {
+  GMPI_API_ENTER(comm);
+  if (color < 0 && color != GMPI_UNDEFINED)
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "argument 'color' = %d is negative and not GMPI_UNDEFINED", color);
+  return split(comm, color, key, newcomm);
+}
+
+/* A split with one color, ranks in their order: the same group, a separate matching space
+ * (its own MPI duplicates and, on cuda, its own NCCL communicator). */
+gmpi_status_t gmpi_comm_dup(gmpi_comm_t comm, gmpi_comm_t *newcomm) {
+  GMPI_API_ENTER(comm);
+  return split(comm, 0, comm->rank, newcomm);
+}
+
+gmpi_status_t gmpi_comm_free(gmpi_comm_t *pcomm) {
+  gmpi_call_begin_nocomm(__func__);
+  if (!pcomm || !*pcomm) return GMPI_SUCCESS;
+  if (gmpi_comm_is_live(*pcomm) && (*pcomm)->from_init)
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "argument '*comm' = %p was made by gmpi_init: end it with gmpi_finalize "
+                      "(gmpi_comm_free is for the results of gmpi_comm_split and gmpi_comm_dup)",
+                      (void *)*pcomm);
+  return release_comm(pcomm);
 }

@@ -173,6 +173,141 @@ gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests, gmpi_msg_status_
   return waitall_checked(count, requests, statuses);
 }
 
+/* ---- waitany, testany, testall ------------------------------------------------------------ */
+
+/* Checks shared by the array calls: count, the array, and every live request (a failed comm's
+ * request is dropped with GMPI_ERR_STATE). *live counts the non-NULL requests; *timeout is the
+ * deadline of their comm. Requests recorded in a plan are waited with gmpi_wait(all) only. */
+static gmpi_status_t check_array(int count, gmpi_request_t *requests, int *live, double *timeout) {
+  *live = 0;
+  *timeout = 0;
+  if (count < 0) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'count' = %d < 0", count);
+  if (count > 0 && !requests)
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'requests' is NULL with count %d", count);
+  for (int i = 0; i < count; i++) {
+    if (!requests[i]) continue;
+    gmpi_status_t st = check_request(requests[i], i);
+    if (st == GMPI_ERR_STATE) requests[i] = NULL;
+    if (st != GMPI_SUCCESS) return st;
+    if (gmpi_plan_request_is_recorded(requests[i]))
+      return gmpi_error(GMPI_ERR_INVALID_ARG,
+                        "request %d was recorded in a plan: wait it with gmpi_wait or "
+                        "gmpi_waitall while recording",
+                        i);
+    (*live)++;
+    *timeout = requests[i]->comm->cfg.timeout_s;
+  }
+  return GMPI_SUCCESS;
+}
+
+/* One pass over the array: the first request found complete is finished (freed, NULL) and
+ * *index set; its own result is returned. *index stays GMPI_UNDEFINED when none is. */
+static gmpi_status_t complete_any(int count, gmpi_request_t *requests, int *index,
+                                  gmpi_msg_status_t *status) {
+  *index = GMPI_UNDEFINED;
+  for (int i = 0; i < count; i++) {
+    if (!requests[i]) continue;
+    int done = 0;
+    gmpi_status_t st = gmpi_request_test(requests[i], &done);
+    if (st == GMPI_SUCCESS && !done) continue;
+    if (st == GMPI_SUCCESS)
+      st = gmpi_request_finish(requests[i], status);
+    else
+      gmpi_request_give_up(requests[i], st);
+    requests[i] = NULL;
+    *index = i;
+    return st;
+  }
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_waitany(int count, gmpi_request_t *requests, int *index,
+                           gmpi_msg_status_t *status) {
+  gmpi_call_begin_nocomm(__func__);
+  if (!index) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'index' is NULL");
+  int live;
+  double timeout;
+  GMPI_CHECK(check_array(count, requests, &live, &timeout));
+  *index = GMPI_UNDEFINED;
+  if (!live) {
+    if (status) *status = empty_status;
+    return GMPI_SUCCESS;
+  }
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, timeout);
+  for (;;) {
+    gmpi_status_t st = complete_any(count, requests, index, status);
+    if (*index != GMPI_UNDEFINED) return st;
+    if (!gmpi_deadline_poll(&d)) continue;
+    /* None completed in time: all of them are given up, as gmpi_waitall does. */
+    gmpi_status_t first = GMPI_SUCCESS;
+    for (int i = 0; i < count; i++) {
+      if (!requests[i]) continue;
+      gmpi_status_t e = gmpi_request_wait_expired(requests[i]);
+      requests[i] = NULL;
+      if (first == GMPI_SUCCESS) first = e;
+    }
+    return first;
+  }
+}
+
+gmpi_status_t gmpi_testany(int count, gmpi_request_t *requests, int *index, int *flag,
+                           gmpi_msg_status_t *status) {
+  gmpi_call_begin_nocomm(__func__);
+  if (!index) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'index' is NULL");
+  if (!flag) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'flag' is NULL");
+  int live;
+  double timeout;
+  GMPI_CHECK(check_array(count, requests, &live, &timeout));
+  *index = GMPI_UNDEFINED;
+  if (!live) { /* MPI: nothing to wait for counts as complete */
+    *flag = 1;
+    if (status) *status = empty_status;
+    return GMPI_SUCCESS;
+  }
+  gmpi_status_t st = complete_any(count, requests, index, status);
+  *flag = *index != GMPI_UNDEFINED;
+  if (!*flag) gmpi_progress_all(); /* a test loop is the caller's wait */
+  return st;
+}
+
+gmpi_status_t gmpi_testall(int count, gmpi_request_t *requests, int *flag,
+                           gmpi_msg_status_t *statuses) {
+  gmpi_call_begin_nocomm(__func__);
+  if (!flag) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'flag' is NULL");
+  int live;
+  double timeout;
+  GMPI_CHECK(check_array(count, requests, &live, &timeout));
+  /* MPI's rule: only when every request is complete are they all freed (and statuses
+   * written); until then none is touched. A request that failed ends the call with its error
+   * (it is freed and NULL; the others stay). */
+  for (int i = 0; i < count; i++) {
+    if (!requests[i]) continue;
+    int done = 0;
+    gmpi_status_t st = gmpi_request_test(requests[i], &done);
+    if (st != GMPI_SUCCESS) {
+      gmpi_request_give_up(requests[i], st);
+      requests[i] = NULL;
+      return st;
+    }
+    if (!done) {
+      *flag = 0;
+      gmpi_progress_all();
+      return GMPI_SUCCESS;
+    }
+  }
+  *flag = 1;
+  gmpi_status_t first = GMPI_SUCCESS;
+  for (int i = 0; i < count; i++) {
+    if (statuses) statuses[i] = empty_status;
+    if (!requests[i]) continue;
+    gmpi_status_t st = gmpi_request_finish(requests[i], statuses ? &statuses[i] : NULL);
+    requests[i] = NULL;
+    if (first == GMPI_SUCCESS) first = st;
+  }
+  return first;
+}
+
 gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
                         gmpi_comm_t comm) {
   gmpi_request_t req = NULL;

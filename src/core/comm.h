@@ -28,6 +28,7 @@ struct gmpi_comm {
   gmpi_config_t cfg;
   int tag_ub;                /* largest valid tag */
   int owns_mpi;              /* gmpi_init called MPI_Init_thread: finalize calls MPI_Finalize */
+  int from_init;             /* made by gmpi_init (ended by gmpi_finalize, not gmpi_comm_free) */
   gmpi_status_t failure;     /* GMPI_SUCCESS while healthy; else why only finalize is allowed */
   uint64_t coll_seq;         /* collectives issued, for GMPI_CHECK and the flight record */
   struct gmpi_plan_rec *rec; /* the plan being recorded, or NULL */

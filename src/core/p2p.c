@@ -6,10 +6,12 @@
 static gmpi_status_t check_peer(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
   int is_recv = a->dir == GMPI_P2P_RECV;
   const char *name = is_recv ? "source" : "dest";
-  if (is_recv && a->peer == GMPI_ANY_SOURCE) return GMPI_SUCCESS;
+  if ((is_recv && a->peer == GMPI_ANY_SOURCE) || a->peer == GMPI_PROC_NULL) return GMPI_SUCCESS;
   if (a->peer < 0 || a->peer >= comm->size)
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' = %d is out of range [0, %d)%s", name,
-                      a->peer, comm->size, is_recv ? " and not GMPI_ANY_SOURCE" : "");
+                      a->peer, comm->size,
+                      is_recv ? ", not GMPI_ANY_SOURCE and not GMPI_PROC_NULL"
+                              : " and not GMPI_PROC_NULL");
   return GMPI_SUCCESS;
 }
 

@@ -114,7 +114,7 @@ gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req) {
   if (req->comm->rec != rec)
     return gmpi_error(GMPI_ERR_STATE, "the request was recorded in a plan whose recording has "
                                       "ended; it can only be waited inside that plan");
-  if (req->rec_index < 0) { /* a recorded nonblocking collective */
+  if (req->rec_index < 0) { /* a recorded nonblocking collective, or GMPI_PROC_NULL p2p */
     free(req);
     return GMPI_SUCCESS;
   }

@@ -30,15 +30,33 @@ static gmpi_status_t coll_request_test(gmpi_request_t req, int *done) {
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done) {
+static gmpi_status_t engine_test(gmpi_request_t req, int *done) {
+  if (!req->engine) { /* GMPI_PROC_NULL: complete from the start */
+    *done = 1;
+    return GMPI_SUCCESS;
+  }
   if (req->is_coll) return coll_request_test(req, done);
   return req->engine->ops->p2p_test(req->engine->state, req, done);
 }
 
+/* Idempotent: once done, the engine has let go of req, so it is not asked again (testall tests
+ * requests that stay unfinished while others are pending). */
+gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done) {
+  if (req->completed) {
+    *done = 1;
+    return GMPI_SUCCESS;
+  }
+  GMPI_CHECK(engine_test(req, done));
+  req->completed = *done;
+  return GMPI_SUCCESS;
+}
+
 static void engine_let_go(gmpi_request_t req) {
-  const gmpi_engine_ops_t *ops = req->engine->ops;
   gmpi_check_coll_abandon(req->check);
   req->check = NULL;
+  /* GMPI_PROC_NULL, or done: no engine holds anything */
+  if (!req->engine || req->completed) return;
+  const gmpi_engine_ops_t *ops = req->engine->ops;
   if (req->is_coll)
     ops->coll_abandon(req->engine->state, req);
   else
@@ -75,6 +93,21 @@ void gmpi_request_discard(gmpi_request_t req, gmpi_status_t why) {
   free(req);
 }
 
+/* A send to or receive from GMPI_PROC_NULL: done at once, no engine, an empty status (MPI's
+ * rule). While a plan records, it records nothing, and waiting it records nothing either. */
+static gmpi_status_t proc_null_request(gmpi_comm_t comm, gmpi_request_t req, gmpi_request_t *out) {
+  req->status = (gmpi_msg_status_t){GMPI_PROC_NULL, GMPI_ANY_TAG, 0};
+  if (comm->rec) {
+    req->rec = comm->rec;
+    req->rec_index = -1;
+  } else {
+    req->flight_seq =
+        gmpi_flight_start(&comm->flight, p2p_name(&req->args), 0, GMPI_PROC_NULL, req->args.tag);
+  }
+  *out = req;
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
                                  gmpi_request_t *out) {
   GMPI_CHECK(gmpi_p2p_validate(comm, args));
@@ -82,6 +115,7 @@ gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
   if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
   req->comm = comm;
   req->args = *args;
+  if (args->peer == GMPI_PROC_NULL) return proc_null_request(comm, req, out);
   if (comm->rec) {
     gmpi_status_t st = gmpi_plan_record_p2p(comm, req);
     if (st != GMPI_SUCCESS)

@@ -16,6 +16,7 @@ struct gmpi_request {
   int engine_done;               /* a collective's engine part has completed */
   uint64_t flight_seq;           /* its entry in the comm's flight record */
   int done;                      /* set by the backend in p2p_test */
+  int completed;                 /* gmpi_request_test said done: the engine is finished with it */
   gmpi_status_t result;          /* final status once done */
   gmpi_msg_status_t status;      /* final envelope once done */
   const gmpi_engine_t *engine;   /* where core routed it by its buffer's memory kind */
