@@ -4,6 +4,7 @@
 
 #include "../core/comm.h"
 #include "../core/error.h"
+#include "../core/ops.h"
 #include "../core/plan.h"
 #include "../core/progress.h"
 #include "../core/request.h"
@@ -171,6 +172,20 @@ static gmpi_status_t waitall_checked(int count, gmpi_request_t *requests,
 gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests, gmpi_msg_status_t *statuses) {
   gmpi_call_begin_nocomm(__func__);
   return waitall_checked(count, requests, statuses);
+}
+
+/* ---- probe ------------------------------------------------------------------------------- */
+
+gmpi_status_t gmpi_probe(int source, int tag, gmpi_comm_t comm, gmpi_msg_status_t *status) {
+  GMPI_API_ENTER(comm);
+  return gmpi_p2p_probe(comm, source, tag, 1, NULL, status);
+}
+
+gmpi_status_t gmpi_iprobe(int source, int tag, gmpi_comm_t comm, int *flag,
+                          gmpi_msg_status_t *status) {
+  GMPI_API_ENTER(comm);
+  if (!flag) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'flag' is NULL");
+  return gmpi_p2p_probe(comm, source, tag, 0, flag, status);
 }
 
 /* ---- waitany, testany, testall ------------------------------------------------------------ */

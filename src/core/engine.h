@@ -30,6 +30,11 @@ typedef struct gmpi_engine_ops {
   gmpi_status_t (*p2p_test)(void *state, gmpi_request_t req, int *done);
   /* Give up on a request that will not be waited (timeout, finalize): release what it holds. */
   void (*p2p_abandon)(void *state, gmpi_request_t req);
+  /* Is a message from source with tag (wildcards allowed) waiting to be received on this
+   * engine? *flag 1 and *status (count in the sender's elements) for the one the next matching
+   * receive would get; nothing is received. Never blocks. */
+  gmpi_status_t (*p2p_probe)(void *state, gmpi_comm_t comm, int source, int tag, int *flag,
+                             gmpi_msg_status_t *status);
   /* Start a validated collective whose buffers are this engine's memory without waiting for it
    * (the nonblocking collectives): whatever tracks it goes in req->be. Collectives start in
    * call order on the comm, interleaved with blocking ones, as every rank calls them. */

@@ -609,6 +609,20 @@ static gmpi_status_t test_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   return GMPI_SUCCESS;
 }
 
+gmpi_status_t gmpi_env_probe(struct gmpi_envelope_engine *env, int source, int tag, int *flag,
+                             gmpi_msg_status_t *status) {
+  GMPI_CHECK(progress(env));
+  *flag = 0;
+  for (gmpi_match_msg_t *m = env->match.unexpected_head; m; m = m->next) {
+    if (!gmpi_match_accepts(source, tag, m->source, m->tag)) continue;
+    *status =
+        (gmpi_msg_status_t){m->source, m->tag, m->bytes / gmpi_dtype_size((gmpi_dtype_t)m->dtype)};
+    *flag = 1;
+    break;
+  }
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_env_test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
   GMPI_CHECK(progress(env));
   if (req->args.dir == GMPI_P2P_SEND) return test_send(env, req, done);

@@ -37,6 +37,9 @@ gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a);
  * test. While a plan records, it is recorded like the blocking call and *req waits nothing. */
 gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_request_t *req);
 
+/* Probe for a message (wait: until one arrives, bounded by GMPI_TIMEOUT; else one look). */
+gmpi_status_t gmpi_p2p_probe(gmpi_comm_t comm, int source, int tag, int wait, int *flag,
+                             gmpi_msg_status_t *status);
 /* Validate a point-to-point operation's arguments. */
 gmpi_status_t gmpi_p2p_validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a);
 

@@ -41,6 +41,9 @@ void gmpi_cpu_plan_free(void *lowered);
 gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req);
 gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done);
 void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req);
+/* Is a message from source with tag waiting to be received here (me: this rank)? */
+gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, int me, int source, int tag, int *flag,
+                                 gmpi_msg_status_t *status);
 void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu); /* before MPI_Comm_free(data) */
 /* An envelope engine (core/envelope.h) on host memory whose links are the MPI model of NCCL's
  * semantics on data_comm (mover_model.c): GMPI_P2P=envelope or GMPI_CHECK=1, CI's deadlock

@@ -70,6 +70,10 @@ static gmpi_status_t engine_p2p_test(void *state, gmpi_request_t req, int *done)
 static void engine_p2p_abandon(void *state, gmpi_request_t req) {
   gmpi_cpu_p2p_abandon(state, req);
 }
+static gmpi_status_t engine_p2p_probe(void *state, gmpi_comm_t comm, int source, int tag, int *flag,
+                                      gmpi_msg_status_t *status) {
+  return gmpi_cpu_p2p_probe(state, comm->rank, source, tag, flag, status);
+}
 static gmpi_status_t engine_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a,
                                        gmpi_request_t req) {
   return gmpi_cpu_coll_start(comm, state, a, req);
@@ -97,6 +101,7 @@ const gmpi_engine_ops_t gmpi_engine_mpi = {
     .p2p_post = engine_p2p_post,
     .p2p_test = engine_p2p_test,
     .p2p_abandon = engine_p2p_abandon,
+    .p2p_probe = engine_p2p_probe,
     .coll_start = engine_coll_start,
     .coll_test = engine_coll_test,
     .coll_abandon = engine_coll_abandon,

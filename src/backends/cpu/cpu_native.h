@@ -15,6 +15,15 @@
 
 #include "cpu.h"
 
+/* Native messages carry the sender's element size in the low bits of their MPI tag (user tag
+ * * 8 + size class), so that gmpi_probe can count a message in the sender's elements, which
+ * MPI alone cannot tell. A receive with a tag posts its own element size's class: in native
+ * mode a message matches receives whose dtype has its element size (MPI's type-matching rule,
+ * on sizes); an ANY_TAG receive takes any. gmpi_mpi_tag_ub leaves room for the bits. */
+int gmpi_cpu_mpi_tag(int tag, gmpi_dtype_t dtype); /* GMPI_ANY_TAG: MPI_ANY_TAG */
+int gmpi_cpu_user_tag(int mpi_tag);
+size_t gmpi_cpu_tag_elem_size(int mpi_tag);
+
 /* How a receive ended, kept until its test reports it: a failure is described (gmpi_error)
  * in the call that waits for the receive, not in the send that happened to deliver it. */
 typedef struct {
@@ -41,6 +50,7 @@ typedef struct {
 typedef struct cpu_self_msg {
   int tag;
   size_t bytes;
+  size_t elem_size;    /* the sender's dtype's, for gmpi_probe */
   void *copy;          /* eager: gmpi's copy of the data (NULL when bytes == 0) */
   gmpi_request_t send; /* large: the send, whose buffer holds the data; NULL when eager */
   struct cpu_self_msg *next;
@@ -78,6 +88,8 @@ void gmpi_cpu_self_pending_add(cpu_native_t *nat, gmpi_request_t req);
 void gmpi_cpu_self_pending_remove(cpu_native_t *nat, gmpi_request_t req);
 /* A large self send given up before a receive took its message: the message goes too. */
 void gmpi_cpu_self_forget_send(cpu_native_t *nat, gmpi_request_t req);
+/* The first queued self message a probe for tag sees (the one a receive would take). */
+void gmpi_cpu_self_probe(cpu_native_t *nat, int me, int tag, int *flag, gmpi_msg_status_t *status);
 /* At close: free every queued message. */
 void gmpi_cpu_self_free_all(cpu_native_t *nat);
 

@@ -31,6 +31,28 @@ static gmpi_status_t native_state(gmpi_cpu_t *cpu, cpu_native_t **out) {
 
 static size_t bytes_of(const gmpi_p2p_args_t *a) { return a->count * gmpi_dtype_size(a->dtype); }
 
+/* ---- element size in the MPI tag (cpu_native.h) ---- */
+#define TAG_CLASS_BITS 3
+static const size_t class_size[] = {1, 2, 4, 8, 16};
+#define N_CLASSES ((int)(sizeof(class_size) / sizeof(class_size[0])))
+
+static int size_class(size_t es) {
+  int c = 0;
+  while (c < N_CLASSES - 1 && class_size[c] < es)
+    c++;
+  return c;
+}
+
+int gmpi_cpu_mpi_tag(int tag, gmpi_dtype_t dtype) {
+  if (tag == GMPI_ANY_TAG) return MPI_ANY_TAG;
+  return (tag << TAG_CLASS_BITS) | size_class(gmpi_dtype_size(dtype));
+}
+int gmpi_cpu_user_tag(int mpi_tag) { return mpi_tag >> TAG_CLASS_BITS; }
+size_t gmpi_cpu_tag_elem_size(int mpi_tag) {
+  int c = mpi_tag & ((1 << TAG_CLASS_BITS) - 1);
+  return c < N_CLASSES ? class_size[c] : 1;
+}
+
 /* MPI_Isend or MPI_Irecv of the request's bytes (a receive may be from ANY_SOURCE). */
 static gmpi_status_t post_to_mpi(gmpi_cpu_t *cpu, gmpi_request_t req) {
   const gmpi_p2p_args_t *a = &req->args;
@@ -39,11 +61,12 @@ static gmpi_status_t post_to_mpi(gmpi_cpu_t *cpu, gmpi_request_t req) {
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CHECK(gmpi_mpi_bytes_type(bytes_of(a), req->comm->cfg.max_chunk, &cr->type, &n));
   if (a->dir == GMPI_P2P_SEND) {
-    GMPI_MPI_CHECK_GOTO(MPI_Isend(a->buf, n, cr->type, a->peer, a->tag, cpu->data, &cr->mpi), st,
-                        release_type);
+    GMPI_MPI_CHECK_GOTO(MPI_Isend(a->buf, n, cr->type, a->peer, gmpi_cpu_mpi_tag(a->tag, a->dtype),
+                                  cpu->data, &cr->mpi),
+                        st, release_type);
   } else {
     int src = a->peer == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE : a->peer;
-    int tag = a->tag == GMPI_ANY_TAG ? MPI_ANY_TAG : a->tag;
+    int tag = gmpi_cpu_mpi_tag(a->tag, a->dtype);
     GMPI_MPI_CHECK_GOTO(MPI_Irecv(a->buf, n, cr->type, src, tag, cpu->data, &cr->mpi), st,
                         release_type);
   }
@@ -104,7 +127,7 @@ void gmpi_cpu_recv_end_mpi(cpu_req_t *cr, const MPI_Status *s, int rc) {
   MPI_Count bytes = 0;
   if (rc == MPI_SUCCESS) MPI_Get_elements_x(s, MPI_BYTE, &bytes);
   cr->end = (cpu_recv_end_t){.source = s->MPI_SOURCE,
-                             .tag = s->MPI_TAG,
+                             .tag = gmpi_cpu_user_tag(s->MPI_TAG),
                              .bytes = (size_t)bytes,
                              .truncated = cls == MPI_ERR_TRUNCATE,
                              .mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc};
@@ -197,4 +220,38 @@ void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
   gmpi_cpu_self_free_all(nat);
   free(nat);
   cpu->native = NULL;
+}
+
+/* ---- probe ------------------------------------------------------------------------------- */
+
+/* A message MPI holds for (source, tag): with a tag, each element-size class is probed. */
+static gmpi_status_t mpi_probe(gmpi_cpu_t *cpu, int source, int tag, int *flag, MPI_Status *s) {
+  int src = source == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE : source;
+  if (tag == GMPI_ANY_TAG) {
+    GMPI_MPI_CHECK(MPI_Iprobe(src, MPI_ANY_TAG, cpu->data, flag, s));
+    return GMPI_SUCCESS;
+  }
+  for (int c = 0; c < N_CLASSES && !*flag; c++)
+    GMPI_MPI_CHECK(MPI_Iprobe(src, (tag << TAG_CLASS_BITS) | c, cpu->data, flag, s));
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, int me, int source, int tag, int *flag,
+                                 gmpi_msg_status_t *status) {
+  *flag = 0;
+  if (cpu->env) return gmpi_env_probe(cpu->env, source, tag, flag, status);
+  cpu_native_t *nat = NULL;
+  GMPI_CHECK(native_state(cpu, &nat));
+  if (source == me || source == GMPI_ANY_SOURCE) {
+    gmpi_cpu_self_probe(nat, me, tag, flag, status);
+    if (*flag) return GMPI_SUCCESS;
+  }
+  MPI_Status s;
+  GMPI_CHECK(mpi_probe(cpu, source, tag, flag, &s));
+  if (!*flag) return GMPI_SUCCESS;
+  MPI_Count bytes = 0;
+  MPI_Get_elements_x(&s, MPI_BYTE, &bytes);
+  *status = (gmpi_msg_status_t){s.MPI_SOURCE, gmpi_cpu_user_tag(s.MPI_TAG),
+                                (size_t)bytes / gmpi_cpu_tag_elem_size(s.MPI_TAG)};
+  return GMPI_SUCCESS;
 }

@@ -120,6 +120,7 @@ static gmpi_status_t enqueue(cpu_native_t *nat, gmpi_request_t send) {
   if (!m) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a message to self");
   m->tag = send->args.tag;
   m->bytes = bytes;
+  m->elem_size = gmpi_dtype_size(send->args.dtype);
   if (bytes > GMPI_ENV_EAGER_BYTES) {
     m->send = send; /* the data stays in the sender's buffer until a receive takes it */
     ((cpu_req_t *)send->be)->queued = m;
@@ -186,4 +187,14 @@ void gmpi_cpu_self_free_all(cpu_native_t *nat) {
   }
   while (nat->pending_head)
     unlink_pending(nat, &nat->pending_head);
+}
+
+void gmpi_cpu_self_probe(cpu_native_t *nat, int me, int tag, int *flag, gmpi_msg_status_t *status) {
+  *flag = 0;
+  for (cpu_self_msg_t *m = nat->self_head; m; m = m->next) {
+    if (!tag_matches(tag, m->tag)) continue;
+    *status = (gmpi_msg_status_t){me, m->tag, m->bytes / m->elem_size};
+    *flag = 1;
+    return;
+  }
 }

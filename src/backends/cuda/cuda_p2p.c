@@ -162,6 +162,12 @@ gmpi_status_t cuda_p2p_test(void *state, gmpi_request_t req, int *done) {
   return gmpi_env_test(((cuda_comm_t *)state)->env, req, done);
 }
 
+gmpi_status_t cuda_p2p_probe(void *state, gmpi_comm_t comm, int source, int tag, int *flag,
+                             gmpi_msg_status_t *status) {
+  (void)comm;
+  return gmpi_env_probe(((cuda_comm_t *)state)->env, source, tag, flag, status);
+}
+
 void cuda_p2p_abandon(void *state, gmpi_request_t req) {
   gmpi_env_abandon(((cuda_comm_t *)state)->env, req);
 }
