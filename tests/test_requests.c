@@ -1,0 +1,212 @@
+/* Request arrays and communicators: gmpi_waitany over completed, NULL and pending requests;
+ * gmpi_testany and gmpi_testall with MPI's rules; all-NULL arrays; a non-periodic halo exchange
+ * whose end ranks use GMPI_PROC_NULL instead of an if; gmpi_comm_dup isolating its messages and
+ * collectives from its parent; gmpi_comm_free. Values are checked on every rank; buffers live
+ * where the backend moves data. */
+#include "test_util.h"
+
+static int rank, size;
+static gmpi_comm_t comm;
+
+static int32_t *dev_int(int32_t v) {
+  int32_t *d = t_alloc(sizeof(v));
+  t_put(d, &v, sizeof(v));
+  return d;
+}
+static int32_t host_int(const int32_t *d) {
+  int32_t v;
+  t_get(&v, d, sizeof(v));
+  return v;
+}
+
+/* A request that is complete (a PROC_NULL receive), a NULL, and a pending receive that only
+ * completes after the barrier: waitany returns the complete one first, then the pending one,
+ * then GMPI_UNDEFINED. */
+static void waitany_mix(void) {
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  int32_t *r = dev_int(-1), *s = dev_int(500 + rank), *nothing = dev_int(-1);
+  gmpi_request_t reqs[3] = {NULL, NULL, NULL};
+  T_OK(gmpi_irecv(r, 1, GMPI_INT32, left, 3, comm, &reqs[2]));
+  T_OK(gmpi_irecv(nothing, 1, GMPI_INT32, GMPI_PROC_NULL, 3, comm, &reqs[0]));
+  int index = -5;
+  gmpi_msg_status_t st = {-9, -9, 9};
+  T_OK(gmpi_waitany(3, reqs, &index, &st));
+  T_EQ_INT(index, 0);
+  T_EQ_PTR(reqs[0], NULL);
+  T_EQ_INT(st.source, GMPI_PROC_NULL);
+  T_EQ_INT(st.tag, GMPI_ANY_TAG);
+  T_EQ_SIZE(st.count, 0);
+  int flag = -1;
+  T_OK(gmpi_testany(3, reqs, &index, &flag, &st)); /* nothing was sent yet */
+  T_EQ_INT(flag, 0);
+  T_EQ_INT(index, GMPI_UNDEFINED);
+  T_TRUE(reqs[2] != NULL);
+  T_OK(gmpi_barrier(comm));
+  T_OK(gmpi_send(s, 1, GMPI_INT32, right, 3, comm));
+  T_OK(gmpi_waitany(3, reqs, &index, &st));
+  T_EQ_INT(index, 2);
+  T_EQ_INT(st.source, left);
+  T_EQ_INT(st.tag, 3);
+  T_EQ_INT(host_int(r), 500 + left);
+  T_EQ_INT(host_int(nothing), -1);          /* a PROC_NULL receive writes nothing */
+  T_OK(gmpi_waitany(3, reqs, &index, &st)); /* all NULL now */
+  T_EQ_INT(index, GMPI_UNDEFINED);
+  T_OK(gmpi_testany(3, reqs, &index, &flag, &st));
+  T_EQ_INT(flag, 1);
+  T_EQ_INT(index, GMPI_UNDEFINED);
+  T_OK(gmpi_waitany(0, NULL, &index, NULL));
+  T_EQ_INT(index, GMPI_UNDEFINED);
+  t_free(r);
+  t_free(s);
+  t_free(nothing);
+}
+
+/* testall: while one request is pending, none is freed or NULLed; once all are done, all are. */
+static void testall_rules(void) {
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  int32_t *r = dev_int(-1), *s = dev_int(700 + rank), *nothing = dev_int(0);
+  gmpi_request_t reqs[3] = {NULL, NULL, NULL};
+  T_OK(gmpi_irecv(nothing, 1, GMPI_INT32, GMPI_PROC_NULL, 0, comm, &reqs[0])); /* complete */
+  T_OK(gmpi_irecv(r, 1, GMPI_INT32, left, 4, comm, &reqs[1]));                 /* pending */
+  gmpi_msg_status_t st[3];
+  int flag = -1;
+  T_OK(gmpi_testall(3, reqs, &flag, st));
+  T_EQ_INT(flag, 0);
+  T_TRUE(reqs[0] != NULL); /* complete, but untouched until all are */
+  T_TRUE(reqs[1] != NULL);
+  T_OK(gmpi_barrier(comm));
+  T_OK(gmpi_send(s, 1, GMPI_INT32, right, 4, comm));
+  for (flag = 0; !flag;)
+    T_OK(gmpi_testall(3, reqs, &flag, st));
+  T_EQ_PTR(reqs[0], NULL);
+  T_EQ_PTR(reqs[1], NULL);
+  T_EQ_INT(st[0].source, GMPI_PROC_NULL);
+  T_EQ_INT(st[1].source, left);
+  T_EQ_INT(st[1].tag, 4);
+  T_EQ_SIZE(st[1].count, 1);
+  T_EQ_INT(st[2].source, GMPI_ANY_SOURCE); /* a NULL request's status is empty */
+  T_EQ_INT(host_int(r), 700 + left);
+  T_OK(gmpi_testall(0, NULL, &flag, NULL));
+  T_EQ_INT(flag, 1);
+  t_free(r);
+  t_free(s);
+  t_free(nothing);
+}
+
+/* A non-periodic 1-D halo: rank 0 has no left neighbour and the last rank no right one;
+ * GMPI_PROC_NULL takes their place and the code has no branch. */
+static void proc_null_halo(void) {
+  enum { H = 64 };
+  int left = rank > 0 ? rank - 1 : GMPI_PROC_NULL;
+  int right = rank < size - 1 ? rank + 1 : GMPI_PROC_NULL;
+  float mine[H], from_l[H], from_r[H];
+  for (int i = 0; i < H; i++) {
+    mine[i] = (float)(rank * 1000 + i);
+    from_l[i] = from_r[i] = -1.0f;
+  }
+  float *dm = t_alloc(sizeof(mine)), *dl = t_alloc(sizeof(from_l)), *dr = t_alloc(sizeof(from_r));
+  t_put(dm, mine, sizeof(mine));
+  t_put(dl, from_l, sizeof(from_l));
+  t_put(dr, from_r, sizeof(from_r));
+  gmpi_request_t reqs[4];
+  gmpi_msg_status_t st[4];
+  T_OK(gmpi_irecv(dl, H, GMPI_FLOAT32, left, 1, comm, &reqs[0]));
+  T_OK(gmpi_irecv(dr, H, GMPI_FLOAT32, right, 2, comm, &reqs[1]));
+  T_OK(gmpi_isend(dm, H, GMPI_FLOAT32, right, 1, comm, &reqs[2]));
+  T_OK(gmpi_isend(dm, H, GMPI_FLOAT32, left, 2, comm, &reqs[3]));
+  T_OK(gmpi_waitall(4, reqs, st));
+  t_get(from_l, dl, sizeof(from_l));
+  t_get(from_r, dr, sizeof(from_r));
+  for (int i = 0; i < H; i++) {
+    T_NEAR(from_l[i], left == GMPI_PROC_NULL ? -1.0f : (float)(left * 1000 + i), 0);
+    T_NEAR(from_r[i], right == GMPI_PROC_NULL ? -1.0f : (float)(right * 1000 + i), 0);
+  }
+  T_EQ_INT(st[0].source, left);
+  T_EQ_SIZE(st[0].count, left == GMPI_PROC_NULL ? 0 : H);
+  T_EQ_INT(st[1].source, right);
+  /* blocking forms and sendrecv too */
+  T_OK(gmpi_send(dm, H, GMPI_FLOAT32, GMPI_PROC_NULL, 0, comm));
+  gmpi_msg_status_t one;
+  T_OK(gmpi_recv(dl, H, GMPI_FLOAT32, GMPI_PROC_NULL, 0, comm, &one));
+  T_EQ_INT(one.source, GMPI_PROC_NULL);
+  T_OK(gmpi_sendrecv(dm, H, GMPI_FLOAT32, right, 9, dl, H, GMPI_FLOAT32, left, 9, comm, &one));
+  T_EQ_INT(one.source, left);
+  t_free(dm);
+  t_free(dl);
+  t_free(dr);
+}
+
+/* The same tag on the parent and on its duplicate: each receive gets its own comm's message,
+ * whatever the order they were sent in; a collective on one does not meet the other's. */
+static void dup_isolates(void) {
+  gmpi_comm_t dup = NULL;
+  T_OK(gmpi_comm_dup(comm, &dup));
+  int drank = -1, dsize = -1;
+  T_OK(gmpi_comm_rank(dup, &drank));
+  T_OK(gmpi_comm_size(dup, &dsize));
+  T_EQ_INT(drank, rank);
+  T_EQ_INT(dsize, size);
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  int32_t *on_parent = dev_int(100 + rank), *on_dup = dev_int(200 + rank);
+  int32_t *got_parent = dev_int(-1), *got_dup = dev_int(-1);
+  gmpi_request_t reqs[4];
+  T_OK(gmpi_irecv(got_dup, 1, GMPI_INT32, left, 8, dup, &reqs[0]));
+  T_OK(gmpi_irecv(got_parent, 1, GMPI_INT32, GMPI_ANY_SOURCE, GMPI_ANY_TAG, comm, &reqs[1]));
+  T_OK(gmpi_isend(on_dup, 1, GMPI_INT32, right, 8, dup, &reqs[2])); /* dup's first */
+  T_OK(gmpi_isend(on_parent, 1, GMPI_INT32, right, 8, comm, &reqs[3]));
+  T_OK(gmpi_waitall(4, reqs, NULL));
+  T_EQ_INT(host_int(got_dup), 200 + left);
+  T_EQ_INT(host_int(got_parent), 100 + left);
+  int32_t *x = dev_int(rank + 1), *y = dev_int(0);
+  T_OK(gmpi_allreduce(x, y, 1, GMPI_INT32, GMPI_SUM, dup));
+  T_EQ_INT(host_int(y), size * (size + 1) / 2);
+  T_OK(gmpi_comm_free(&dup));
+  T_EQ_PTR(dup, NULL);
+  T_OK(gmpi_comm_free(&dup));                                /* NULL-safe */
+  T_OK(gmpi_allreduce(x, y, 1, GMPI_INT32, GMPI_MAX, comm)); /* the parent goes on */
+  T_EQ_INT(host_int(y), size);
+  /* a split's result is freed the same way; the gmpi_init comm is not */
+  gmpi_comm_t half = NULL;
+  T_OK(gmpi_comm_split(comm, rank % 2, rank, &half));
+  T_OK(gmpi_comm_free(&half));
+  gmpi_comm_t keep = comm;
+  T_STATUS(gmpi_comm_free(&keep), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("gmpi_finalize");
+  T_EQ_PTR(keep, comm);
+  t_free(on_parent);
+  t_free(on_dup);
+  t_free(got_parent);
+  t_free(got_dup);
+  t_free(x);
+  t_free(y);
+}
+
+static void bad_arguments(void) {
+  gmpi_request_t r = NULL;
+  int index, flag;
+  T_STATUS(gmpi_waitany(1, &r, NULL, NULL), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("index");
+  T_STATUS(gmpi_waitany(-1, &r, &index, NULL), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("count");
+  T_STATUS(gmpi_testany(2, NULL, &index, &flag, NULL), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("requests");
+  T_STATUS(gmpi_testany(1, &r, &index, NULL, NULL), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("flag");
+  T_STATUS(gmpi_testall(1, &r, NULL, NULL), GMPI_ERR_INVALID_ARG);
+  T_STATUS(gmpi_comm_dup(comm, NULL), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("newcomm");
+  T_STATUS(gmpi_send(&r, 1, GMPI_INT8, -3, 0, comm), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("PROC_NULL");
+}
+
+int main(int argc, char **argv) {
+  comm = t_init(&argc, &argv);
+  T_OK(gmpi_comm_rank(comm, &rank));
+  T_OK(gmpi_comm_size(comm, &size));
+  waitany_mix();
+  testall_rules();
+  proc_null_halo();
+  dup_isolates();
+  bad_arguments();
+  return t_finish("requests");
+}
