@@ -7,10 +7,10 @@
  * waits, so no gate is needed. Both finish with the same after-work (an average's division, a
  * move, freeing what MPI read).
  *
- * Reductions longer than GMPI_MAX_CHUNK elements are split into several calls. Data movement
- * travels as bytes: one block of any size is one MPI type (gmpi_mpi_bytes_type), and a
- * v-variant's layout is counted in a unit of bytes that divides all of it (v_layout), so
- * counts above INT_MAX elements need no agreement between ranks: MPI only compares bytes. */
+ * Reductions longer than GMPI_MAX_CHUNK elements are split into several calls. Equal blocks
+ * travel as bytes: one block of any size is one MPI type (gmpi_mpi_bytes_type). The v-variants
+ * count in elements while MPI's int allows, and beyond that in a unit of bytes dividing the
+ * whole layout (v_layout, own_block). */
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -288,86 +288,141 @@ static size_t gcd(size_t x, size_t y) {
   return x;
 }
 
-/* One rank's side of a v-variant in MPI's terms: a unit of bytes dividing every block's size
- * and offset, so that both fit MPI's int counts whatever their size in elements. */
+/* The MPI type a v-variant counts in: the dtype's own MPI type -- elements -- while every
+ * count and displacement fits MPI's int. That is the same type on every rank, which Open MPI
+ * needs: it sizes an allgatherv by the *send* type to pick its algorithm, so ranks sending in
+ * different types pick different algorithms and hang. Beyond INT_MAX elements the unit is the
+ * largest number of bytes dividing every block and offset of the layout. */
 typedef struct {
-  MPI_Datatype type; /* `unit` contiguous bytes */
+  MPI_Datatype type;
+  size_t bytes; /* the unit's size */
+  int owned;    /* made here: freed once the call is posted (MPI keeps what it needs) */
+} unit_t;
+
+static unit_t elem_unit(const coll_ctx_t *c) {
+  return (unit_t){gmpi_mpi_dtype(c->a->dtype), c->es, 0};
+}
+
+static void unit_release(unit_t *u) {
+  if (u->owned) MPI_Type_free(&u->type);
+  u->owned = 0;
+}
+
+static gmpi_status_t bytes_unit(size_t bytes, unit_t *u) {
+  *u = (unit_t){MPI_BYTE, bytes, 0};
+  if (bytes <= 1) return GMPI_SUCCESS;
+  int n;
+  GMPI_CHECK(gmpi_mpi_bytes_type(bytes, INT_MAX, &u->type, &n));
+  u->owned = u->type != MPI_BYTE;
+  if (u->owned) return GMPI_SUCCESS; /* a struct of exactly `bytes` */
+  GMPI_CHECK(gmpi_mpi_check(MPI_Type_contiguous(n, MPI_BYTE, &u->type), "MPI_Type_contiguous"));
+  u->owned = 1;
+  return gmpi_mpi_check(MPI_Type_commit(&u->type), "MPI_Type_commit");
+}
+
+/* One side of a v-variant: its unit and its int counts and displacements in that unit. */
+typedef struct {
+  unit_t unit;
   int *counts, *displs;
 } v_layout_t;
 
 static gmpi_status_t v_layout(coll_ctx_t *c, const size_t *counts, const size_t *displs,
                               const char *arg, v_layout_t *out) {
   int p = c->comm->size;
-  size_t unit = 0, most = 0;
+  size_t most = 0, common = 0;
   for (int r = 0; r < p; r++) {
-    unit = gcd(gcd(unit, counts[r] * c->es), displs[r] * c->es);
-    most = counts[r] * c->es > most ? counts[r] * c->es : most;
-    most = displs[r] * c->es > most ? displs[r] * c->es : most;
+    most = counts[r] > most ? counts[r] : most;
+    most = displs[r] > most ? displs[r] : most;
+    common = gcd(gcd(common, counts[r] * c->es), displs[r] * c->es);
   }
-  unit = unit ? unit : 1;
-  if (most / unit > INT_MAX)
-    return gmpi_error(GMPI_ERR_UNSUPPORTED,
-                      "%s: the blocks of '%s' and their displacements have no common size that "
-                      "brings them under MPI's int counts (largest %zu bytes, common unit %zu)",
-                      gmpi_coll_name(c->a->kind), arg, most, unit);
+  out->unit = elem_unit(c);
+  if (most > INT_MAX) {
+    common = common ? common : 1;
+    if (most * c->es / common > INT_MAX)
+      return gmpi_error(GMPI_ERR_UNSUPPORTED,
+                        "%s: the blocks of '%s' and their displacements have no common size that "
+                        "brings them under MPI's int counts (largest %zu elements, common unit "
+                        "%zu bytes)",
+                        gmpi_coll_name(c->a->kind), arg, most, common);
+    GMPI_CHECK(bytes_unit(common, &out->unit));
+  }
   int *v = malloc(2 * (size_t)p * sizeof(*v));
-  GMPI_CHECK(keep(c, v, 2 * (size_t)p * sizeof(*v), "MPI counts"));
-  for (int r = 0; r < p; r++) {
-    v[r] = (int)(counts[r] * c->es / unit);
-    v[p + r] = (int)(displs[r] * c->es / unit);
+  gmpi_status_t st = keep(c, v, 2 * (size_t)p * sizeof(*v), "MPI counts");
+  if (st != GMPI_SUCCESS) {
+    unit_release(&out->unit);
+    return st;
   }
-  int n;
-  GMPI_CHECK(gmpi_mpi_bytes_type(unit, INT_MAX, &out->type, &n));
-  if (n != 1 && out->type == MPI_BYTE && unit > 1) {
-    gmpi_status_t st = gmpi_mpi_check(MPI_Type_contiguous(n, MPI_BYTE, &out->type), "unit");
-    if (st == GMPI_SUCCESS) st = gmpi_mpi_check(MPI_Type_commit(&out->type), "unit");
-    GMPI_CHECK(st);
+  for (int r = 0; r < p; r++) {
+    v[r] = (int)(counts[r] * c->es / out->unit.bytes);
+    v[p + r] = (int)(displs[r] * c->es / out->unit.bytes);
   }
   out->counts = v;
   out->displs = v + p;
   return GMPI_SUCCESS;
 }
 
-static void v_release(v_layout_t *v) { gmpi_mpi_type_release(&v->type); }
+/* This rank's own block of n elements: in elements when they fit (the type every rank uses),
+ * else in the layout's unit when it has one that divides it, else one byte struct. */
+static gmpi_status_t own_block(const coll_ctx_t *c, size_t n, const v_layout_t *layout, int *count,
+                               unit_t *u) {
+  size_t bytes = n * c->es;
+  if (n <= INT_MAX) {
+    *u = elem_unit(c);
+    *count = (int)n;
+    return GMPI_SUCCESS;
+  }
+  if (layout && bytes % layout->unit.bytes == 0 && bytes / layout->unit.bytes <= INT_MAX) {
+    *u = layout->unit;
+    u->owned = 0; /* the layout's */
+    *count = (int)(bytes / layout->unit.bytes);
+    return GMPI_SUCCESS;
+  }
+  GMPI_CHECK(gmpi_mpi_bytes_type(bytes, INT_MAX, &u->type, count));
+  u->bytes = bytes;
+  u->owned = u->type != MPI_BYTE;
+  return GMPI_SUCCESS;
+}
 
-/* Allgatherv and gatherv: this rank's block as bytes, the gatherer's layout in its unit. */
+/* Allgatherv and gatherv: this rank's block, the gatherer's layout. */
 static gmpi_status_t run_gatherv(coll_ctx_t *c) {
   const gmpi_coll_args_t *a = c->a;
   int gathers = a->kind == GMPI_COLL_ALLGATHERV || c->comm->rank == a->root;
   int in_place = gmpi_coll_in_place(c->comm, a);
-  v_layout_t r = {MPI_BYTE, NULL, NULL};
+  v_layout_t r = {{MPI_BYTE, 1, 0}, NULL, NULL};
   if (gathers) GMPI_CHECK(v_layout(c, a->recvcounts, a->rdispls, "recvcounts", &r));
-  bytes_t b;
-  gmpi_status_t st = block_of(c, a->count * c->es, &b);
+  unit_t s;
+  int n;
+  gmpi_status_t st = own_block(c, a->count, gathers ? &r : NULL, &n, &s);
   if (st != GMPI_SUCCESS) goto release_layout;
-  const void *s = in_place ? MPI_IN_PLACE : a->sendbuf;
+  const void *from = in_place ? MPI_IN_PLACE : a->sendbuf;
   int rc = a->kind == GMPI_COLL_ALLGATHERV
-               ? MPI_COLL(c, MPI_Allgatherv, MPI_Iallgatherv, s, b.count, b.type, a->recvbuf,
-                          r.counts, r.displs, r.type, c->mc)
-               : MPI_COLL(c, MPI_Gatherv, MPI_Igatherv, s, b.count, b.type, a->recvbuf, r.counts,
-                          r.displs, r.type, a->root, c->mc);
-  gmpi_mpi_type_release(&b.type);
+               ? MPI_COLL(c, MPI_Allgatherv, MPI_Iallgatherv, from, n, s.type, a->recvbuf, r.counts,
+                          r.displs, r.unit.type, c->mc)
+               : MPI_COLL(c, MPI_Gatherv, MPI_Igatherv, from, n, s.type, a->recvbuf, r.counts,
+                          r.displs, r.unit.type, a->root, c->mc);
+  unit_release(&s);
   st = gmpi_mpi_check(rc, gmpi_coll_name(a->kind));
 release_layout:
-  v_release(&r);
+  unit_release(&r.unit);
   return st;
 }
 
 static gmpi_status_t run_scatterv(coll_ctx_t *c) {
   const gmpi_coll_args_t *a = c->a;
   int root = c->comm->rank == a->root;
-  v_layout_t s = {MPI_BYTE, NULL, NULL};
+  v_layout_t s = {{MPI_BYTE, 1, 0}, NULL, NULL};
   if (root) GMPI_CHECK(v_layout(c, a->sendcounts, a->sdispls, "sendcounts", &s));
-  bytes_t b;
-  gmpi_status_t st = block_of(c, a->count * c->es, &b);
+  unit_t r;
+  int n;
+  gmpi_status_t st = own_block(c, a->count, root ? &s : NULL, &n, &r);
   if (st != GMPI_SUCCESS) goto release_layout;
-  void *r = gmpi_coll_in_place(c->comm, a) ? MPI_IN_PLACE : a->recvbuf;
+  void *to = gmpi_coll_in_place(c->comm, a) ? MPI_IN_PLACE : a->recvbuf;
   st = gmpi_mpi_check(MPI_COLL(c, MPI_Scatterv, MPI_Iscatterv, a->sendbuf, s.counts, s.displs,
-                               s.type, r, b.count, b.type, a->root, c->mc),
+                               s.unit.type, to, n, r.type, a->root, c->mc),
                       "MPI_Scatterv");
-  gmpi_mpi_type_release(&b.type);
+  unit_release(&r);
 release_layout:
-  v_release(&s);
+  unit_release(&s.unit);
   return st;
 }
 
@@ -388,15 +443,15 @@ static gmpi_status_t run_alltoallv(coll_ctx_t *c) {
     sd = a->rdispls;
     GMPI_CHECK(stage_copy(c, a->recvbuf, layout_span(c->comm->size, sc, sd) * c->es, &send));
   }
-  v_layout_t s = {MPI_BYTE, NULL, NULL}, r = {MPI_BYTE, NULL, NULL};
+  v_layout_t s = {{MPI_BYTE, 1, 0}, NULL, NULL}, r = {{MPI_BYTE, 1, 0}, NULL, NULL};
   gmpi_status_t st = v_layout(c, sc, sd, "sendcounts", &s);
   if (st == GMPI_SUCCESS) st = v_layout(c, a->recvcounts, a->rdispls, "recvcounts", &r);
   if (st == GMPI_SUCCESS)
-    st = gmpi_mpi_check(MPI_COLL(c, MPI_Alltoallv, MPI_Ialltoallv, send, s.counts, s.displs, s.type,
-                                 a->recvbuf, r.counts, r.displs, r.type, c->mc),
+    st = gmpi_mpi_check(MPI_COLL(c, MPI_Alltoallv, MPI_Ialltoallv, send, s.counts, s.displs,
+                                 s.unit.type, a->recvbuf, r.counts, r.displs, r.unit.type, c->mc),
                         "MPI_Alltoallv");
-  v_release(&s);
-  v_release(&r);
+  unit_release(&s.unit);
+  unit_release(&r.unit);
   return st;
 }
 
