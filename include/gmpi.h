@@ -199,8 +199,9 @@ GMPI_API gmpi_status_t gmpi_scatter(const void *sendbuf, void *recvbuf, size_t c
                                     gmpi_dtype_t dtype, int root, gmpi_comm_t comm);
 /* Variable counts: counts and displacements are in elements, one per rank (root-only arrays
  * are read at the root only). In place (sendbuf == recvbuf): allgatherv and gatherv (at the
- * root) take this rank's block from recvbuf + displs[rank]; scatterv's root keeps its block
- * where it is; alltoallv and reduce_scatterv are not in place when the buffers differ. */
+ * root) take this rank's block from recvbuf + displs[rank] (sendcount is then ignored);
+ * scatterv's root keeps its block where it is; alltoallv exchanges recvbuf as laid out by
+ * recvcounts/rdispls (sendcounts and sdispls are ignored). */
 GMPI_API gmpi_status_t gmpi_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
                                        const size_t *recvcounts, const size_t *displs,
                                        gmpi_dtype_t dtype, gmpi_comm_t comm);

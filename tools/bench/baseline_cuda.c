@@ -85,6 +85,34 @@ static int nccl_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_
     }
     r = ncclGroupEnd();
     break;
+  case BENCH_GATHER:
+  case BENCH_GATHERV: /* equal blocks: the rooted gather */
+    ncclGroupStart();
+    ncclSend(c->send, n * es, ncclUint8, c->root, nc, st);
+    if (c->rank == c->root)
+      for (int p = 0; p < c->size; p++)
+        ncclRecv((char *)c->recv + p * n * es, n * es, ncclUint8, p, nc, st);
+    r = ncclGroupEnd();
+    break;
+  case BENCH_SCATTER:
+  case BENCH_SCATTERV:
+    ncclGroupStart();
+    if (c->rank == c->root)
+      for (int p = 0; p < c->size; p++)
+        ncclSend((char *)c->send + p * n * es, n * es, ncclUint8, p, nc, st);
+    ncclRecv(c->recv, n * es, ncclUint8, c->root, nc, st);
+    r = ncclGroupEnd();
+    break;
+  case BENCH_ALLGATHERV: r = ncclAllGather(c->send, c->recv, n * es, ncclUint8, nc, st); break;
+  case BENCH_ALLTOALLV: /* what a raw NCCL user writes for alltoallv: one group */
+    ncclGroupStart();
+    for (int p = 0; p < c->size; p++) {
+      ncclSend((char *)c->send + p * n * es, n * es, ncclUint8, p, nc, st);
+      ncclRecv((char *)c->recv + p * n * es, n * es, ncclUint8, p, nc, st);
+    }
+    r = ncclGroupEnd();
+    break;
+  case BENCH_REDUCE_SCATTERV: r = ncclReduceScatter(c->send, c->recv, n, t, op, nc, st); break;
   case BENCH_SENDRECV:
     ncclGroupStart();
     ncclSend(c->send, n * es, ncclUint8, next, nc, st);

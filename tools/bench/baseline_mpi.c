@@ -61,6 +61,18 @@ int bench_mpi_call(bench_ctx_t *c, bench_kind_t kind, const bench_shape_t *s, co
   case BENCH_ALLGATHER: return MPI_Allgather(send, n, t, recv, n, t, c->mpi);
   case BENCH_REDUCE_SCATTER: return MPI_Reduce_scatter_block(send, recv, n, t, op, c->mpi);
   case BENCH_ALLTOALL: return MPI_Alltoall(send, n, t, recv, n, t, c->mpi);
+  case BENCH_GATHER: return MPI_Gather(send, n, t, recv, n, t, c->root, c->mpi);
+  case BENCH_SCATTER: return MPI_Scatter(send, n, t, recv, n, t, c->root, c->mpi);
+  case BENCH_ALLGATHERV:
+    return MPI_Allgatherv(send, n, t, recv, c->vcounts_int, c->vdispls_int, t, c->mpi);
+  case BENCH_GATHERV:
+    return MPI_Gatherv(send, n, t, recv, c->vcounts_int, c->vdispls_int, t, c->root, c->mpi);
+  case BENCH_SCATTERV:
+    return MPI_Scatterv(send, c->vcounts_int, c->vdispls_int, t, recv, n, t, c->root, c->mpi);
+  case BENCH_ALLTOALLV:
+    return MPI_Alltoallv(send, c->vcounts_int, c->vdispls_int, t, recv, c->vcounts_int,
+                         c->vdispls_int, t, c->mpi);
+  case BENCH_REDUCE_SCATTERV: return MPI_Reduce_scatter(send, recv, c->vcounts_int, t, op, c->mpi);
   case BENCH_SENDRECV:
     return MPI_Sendrecv(send, n, t, next, 0, recv, n, t, prev, 0, c->mpi, MPI_STATUS_IGNORE);
   case BENCH_COLL_COUNT: break;

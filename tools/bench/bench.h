@@ -12,6 +12,13 @@ typedef enum {
   BENCH_ALLGATHER,
   BENCH_REDUCE_SCATTER,
   BENCH_ALLTOALL,
+  BENCH_GATHER,
+  BENCH_SCATTER,
+  BENCH_ALLGATHERV,
+  BENCH_GATHERV,
+  BENCH_SCATTERV,
+  BENCH_ALLTOALLV,
+  BENCH_REDUCE_SCATTERV,
   BENCH_SENDRECV,
   BENCH_COLL_COUNT
 } bench_kind_t;
@@ -38,7 +45,11 @@ typedef struct {
   double factor;
   int iters, warmup, check;
   bench_mode_t mode;
-  int plan_ops; /* operations per recorded plan (plan mode) */
+  int plan_ops;    /* operations per recorded plan (plan mode) */
+  int nonblocking; /* --nonblocking: gmpi's i-form and a wait, not the blocking call */
+  /* the v-variants run with equal blocks: count per rank, block r at r*count (set by fill) */
+  size_t *vcounts, *vdispls;
+  int *vcounts_int, *vdispls_int; /* the same for the MPI baselines */
   /* buffers: where the backend moves data (device on cuda) and their host mirrors */
   void *send, *recv;
   size_t send_cap, recv_cap; /* bytes */
@@ -53,6 +64,8 @@ typedef struct bench_coll {
   void (*shape)(const bench_ctx_t *c, size_t bytes, bench_shape_t *s);
   /* the gmpi call */
   gmpi_status_t (*run)(bench_ctx_t *c, const bench_shape_t *s);
+  /* its nonblocking form, started: *req completes it (--nonblocking) */
+  gmpi_status_t (*start)(bench_ctx_t *c, const bench_shape_t *s, gmpi_request_t *req);
   /* this rank's input (host_in) and the expected output (host_want) */
   void (*fill)(bench_ctx_t *c, const bench_shape_t *s);
 } bench_coll_t;

@@ -33,8 +33,10 @@ static void usage(void) {
          "  -o, --op OP           sum prod min max avg band bor bxor land lor lxor\n"
          "  -d, --datatype T      int8 uint8 ... float16 bfloat16 float32 float64 ...\n"
          "  -r, --root R          root of bcast and reduce, default 0\n"
-         "      --coll LIST       allreduce,bcast,reduce,allgather,reduce_scatter,alltoall,"
-         "sendrecv or all\n"
+         "      --coll LIST       allreduce,bcast,reduce,allgather,reduce_scatter,alltoall,\n"
+         "                        gather,scatter,allgatherv,gatherv,scatterv,alltoallv,\n"
+         "                        reduce_scatterv,sendrecv or all (v-variants: equal blocks)\n"
+         "      --nonblocking     gmpi's nonblocking form and a wait (gmpi_iallreduce...)\n"
          "      --backend B       auto cpu cuda (sets GMPI_BACKEND)\n"
          "      --baseline LIST   mpi (cpu), nccl and staged (cuda), eager (gmpi's own eager\n"
          "                        call, for plan and stream modes), checked (gmpi with\n"
@@ -105,8 +107,9 @@ static int add_coll(const char *w) {
   int k = lookup(w, coll_name, BENCH_COLL_COUNT);
   if (k < 0)
     bad_value("--coll", w,
-              "unknown collective (allreduce, bcast, reduce, allgather, "
-              "reduce_scatter, alltoall, sendrecv, all)");
+              "unknown collective (allreduce, bcast, reduce, allgather, reduce_scatter, "
+              "alltoall, gather, scatter, allgatherv, gatherv, scatterv, alltoallv, "
+              "reduce_scatterv, sendrecv, all)");
   else
     coll_selected[k] = 1;
   return k < 0;
@@ -121,13 +124,25 @@ static int add_baseline(const char *w) {
 }
 
 static int parse_args(int argc, char **argv, bench_ctx_t *c) {
-  static const struct option opts[] = {
-      {"minbytes", 1, 0, 'b'}, {"maxbytes", 1, 0, 'e'},     {"stepfactor", 1, 0, 'f'},
-      {"iters", 1, 0, 'n'},    {"warmup_iters", 1, 0, 'w'}, {"check", 1, 0, 'c'},
-      {"op", 1, 0, 'o'},       {"datatype", 1, 0, 'd'},     {"root", 1, 0, 'r'},
-      {"json", 1, 0, 'J'},     {"coll", 1, 0, 1},           {"backend", 1, 0, 2},
-      {"baseline", 1, 0, 3},   {"plot", 1, 0, 4},           {"mode", 1, 0, 5},
-      {"plan-ops", 1, 0, 6},   {"help", 0, 0, 'h'},         {0, 0, 0, 0}};
+  static const struct option opts[] = {{"minbytes", 1, 0, 'b'},
+                                       {"maxbytes", 1, 0, 'e'},
+                                       {"stepfactor", 1, 0, 'f'},
+                                       {"iters", 1, 0, 'n'},
+                                       {"warmup_iters", 1, 0, 'w'},
+                                       {"check", 1, 0, 'c'},
+                                       {"op", 1, 0, 'o'},
+                                       {"datatype", 1, 0, 'd'},
+                                       {"root", 1, 0, 'r'},
+                                       {"json", 1, 0, 'J'},
+                                       {"coll", 1, 0, 1},
+                                       {"backend", 1, 0, 2},
+                                       {"baseline", 1, 0, 3},
+                                       {"plot", 1, 0, 4},
+                                       {"mode", 1, 0, 5},
+                                       {"plan-ops", 1, 0, 6},
+                                       {"nonblocking", 0, 0, 7},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
   int o, bad = 0;
   while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:o:d:r:J:h", opts, NULL)) != -1) {
     switch (o) {
@@ -172,6 +187,7 @@ static int parse_args(int argc, char **argv, bench_ctx_t *c) {
              bad_value("--mode", optarg, "unknown mode (eager, stream, plan)");
       break;
     case 6: bad |= parse_int("--plan-ops", optarg, 1, &c->plan_ops); break;
+    case 7: c->nonblocking = 1; break;
     case 'h':
       if (tells) usage();
       return 2;
@@ -193,8 +209,17 @@ static int parse_args(int argc, char **argv, bench_ctx_t *c) {
 
 typedef int (*impl_fn_t)(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
 
+/* Nonblocking mode: the collective's i-form and a wait, where it has one. */
+static gmpi_status_t run_gmpi_call(bench_ctx_t *c, const bench_coll_t *coll,
+                                   const bench_shape_t *s) {
+  if (!c->nonblocking || !coll->start) return coll->run(c, s);
+  gmpi_request_t req = NULL;
+  gmpi_status_t st = coll->start(c, s, &req);
+  return st == GMPI_SUCCESS ? gmpi_wait(&req, NULL) : st;
+}
+
 static int gmpi_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
-  gmpi_status_t st = coll->run(c, s);
+  gmpi_status_t st = run_gmpi_call(c, coll, s);
   if (st != GMPI_SUCCESS)
     fprintf(stderr, "[rank %d] gmpi %s failed: %s\n", c->rank, coll->name, gmpi_last_error());
   return st != GMPI_SUCCESS;
@@ -211,7 +236,9 @@ static long check_once(bench_ctx_t *c, const bench_coll_t *coll, const bench_sha
   if ((b ? b->run(c, coll, s) : run(c, coll, s)) != 0) return (long)s->recv_elems + 1;
   bench_sync(c);
   gmpi_mem_copy(c->comm, c->host_got, c->recv, s->recv_elems * e);
-  int checks = !(coll->kind == BENCH_REDUCE && c->rank != c->root);
+  int rooted_result =
+      coll->kind == BENCH_REDUCE || coll->kind == BENCH_GATHER || coll->kind == BENCH_GATHERV;
+  int checks = !(rooted_result && c->rank != c->root);
   return c->check && checks ? bench_count_wrong(c, s->recv_elems) : 0;
 }
 
@@ -259,11 +286,14 @@ static void print_header(const bench_ctx_t *c, const bench_coll_t *coll) {
   if (c->mode == MODE_PLAN)
     printf("#\n# plan mode: gmpi times are per operation of a %d-operation plan replay\n",
            c->plan_ops);
-  printf("#\n# %s  (%s backend, %d ranks, mode %s)\n", coll->name, gmpi_backend_name(c->backend),
+  printf("#\n# %s  (%s backend, %d ranks, mode %s%s)\n", coll->name, gmpi_backend_name(c->backend),
          c->size,
          c->mode == MODE_EAGER    ? "eager"
          : c->mode == MODE_STREAM ? "stream"
-                                  : "plan");
+                                  : "plan",
+         !c->nonblocking ? ""
+         : coll->start   ? ", nonblocking: i-form + wait"
+                         : ", blocking: no nonblocking form");
   printf("# %12s %12s %9s %7s %5s %10s %8s %8s %7s", "size", "count", "type", "redop", "root",
          "time(us)", "algbw", "busbw", "#wrong");
   for (int i = 0; i < n_baselines; i++)
@@ -318,6 +348,12 @@ static int alloc_buffers(bench_ctx_t *c) {
     fprintf(stderr, "gmpi-bench: cannot allocate 2 x %zu bytes: %s\n", cap, gmpi_last_error());
     return 1;
   }
+  size_t p = (size_t)c->size;
+  c->vcounts = calloc(p, sizeof(size_t));
+  c->vdispls = calloc(p, sizeof(size_t));
+  c->vcounts_int = calloc(p, sizeof(int));
+  c->vdispls_int = calloc(p, sizeof(int));
+  if (!c->vcounts || !c->vdispls || !c->vcounts_int || !c->vdispls_int) return 1;
   c->host_in = malloc(cap);
   c->host_want = malloc(cap);
   c->host_got = malloc(cap);
@@ -334,6 +370,10 @@ static void free_buffers(bench_ctx_t *c) {
   free(c->host_got);
   free(c->host_stage_send);
   free(c->host_stage_recv);
+  free(c->vcounts);
+  free(c->vdispls);
+  free(c->vcounts_int);
+  free(c->vdispls_int);
 }
 
 /* Options that parse but cannot run here (known only after gmpi_init): say why, end cleanly. */
