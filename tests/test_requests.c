@@ -136,6 +136,31 @@ static void proc_null_halo(void) {
   t_free(dr);
 }
 
+/* The halo exchange recorded in a plan: the PROC_NULL transfers add no step, the others replay
+ * with the buffers' values at run time. */
+static void proc_null_in_plan(void) {
+  int left = rank > 0 ? rank - 1 : GMPI_PROC_NULL;
+  int right = rank < size - 1 ? rank + 1 : GMPI_PROC_NULL;
+  double mine[2] = {0, 0}, halo[2] = {-1, -1};
+  gmpi_request_t reqs[4] = {NULL, NULL, NULL, NULL};
+  gmpi_plan_t plan = NULL;
+  T_OK(gmpi_plan_begin(comm));
+  T_OK(gmpi_irecv(&halo[0], 1, GMPI_FLOAT64, left, 21, comm, &reqs[0]));
+  T_OK(gmpi_irecv(&halo[1], 1, GMPI_FLOAT64, right, 22, comm, &reqs[1]));
+  T_OK(gmpi_isend(&mine[1], 1, GMPI_FLOAT64, right, 21, comm, &reqs[2]));
+  T_OK(gmpi_isend(&mine[0], 1, GMPI_FLOAT64, left, 22, comm, &reqs[3]));
+  T_OK(gmpi_waitall(4, reqs, NULL));
+  T_OK(gmpi_plan_end(comm, &plan));
+  for (int run = 1; run <= 2; run++) {
+    mine[0] = rank * 10 + run;
+    mine[1] = rank * 10 + run + 0.5;
+    T_OK(gmpi_plan_run(plan));
+    T_NEAR(halo[0], left == GMPI_PROC_NULL ? -1 : left * 10 + run + 0.5, 0);
+    T_NEAR(halo[1], right == GMPI_PROC_NULL ? -1 : right * 10 + run, 0);
+  }
+  T_OK(gmpi_plan_free(&plan));
+}
+
 /* The same tag on the parent and on its duplicate: each receive gets its own comm's message,
  * whatever the order they were sent in; a collective on one does not meet the other's. */
 static void dup_isolates(void) {
@@ -206,6 +231,7 @@ int main(int argc, char **argv) {
   waitany_mix();
   testall_rules();
   proc_null_halo();
+  proc_null_in_plan();
   dup_isolates();
   bad_arguments();
   return t_finish("requests");
