@@ -131,6 +131,7 @@ static gmpi_status_t init_on(MPI_Comm mpi_comm, gmpi_comm_t *out) {
            comm->size, comm->host, comm->local_rank, comm->local_size, comm->ops->name);
   comm->from_init = 1;
   gmpi_comm_register(comm);
+  gmpi_watchdog_add(comm);
   *out = comm;
   return GMPI_SUCCESS;
 free_flight:
@@ -163,6 +164,7 @@ static gmpi_status_t release_comm(gmpi_comm_t *pcomm) {
                       "argument '*comm' = %p is not a live communicator (finalized already?)",
                       (void *)comm);
   gmpi_call_ctx()->rank = comm->rank;
+  gmpi_watchdog_remove(comm); /* first: the watchdog reads the comm's flight record */
   int failed = comm->failure != GMPI_SUCCESS;
   gmpi_plan_abort_recording(comm);
   gmpi_plan_orphan_all(comm);
@@ -212,6 +214,7 @@ static gmpi_status_t split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *ne
   if (child) {
     GMPI_CHECK_GOTO(gmpi_mpi_start(), st, fini_child); /* counts the new live comm */
     gmpi_comm_register(child);
+    gmpi_watchdog_add(child);
   }
   *newcomm = child;
   return GMPI_SUCCESS;

@@ -9,6 +9,7 @@
 #include "engine.h"
 #include "flight.h"
 #include "gmpi.h"
+#include "watchdog.h"
 
 struct gmpi_oob; /* the out-of-band channel (src/mpi): opaque here */
 struct gmpi_plan;
@@ -34,6 +35,7 @@ struct gmpi_comm {
   struct gmpi_plan_rec *rec; /* the plan being recorded, or NULL */
   struct gmpi_plan *plans;   /* live plans made on this comm (list through plan->next) */
   gmpi_flight_t flight;      /* last operations, printed on timeout and mismatch */
+  gmpi_watch_t watch;        /* inside a blocking MPI collective? (core/watchdog.h) */
 };
 
 /* Live comms are registered so that a finalized or foreign handle is reported, not used. */

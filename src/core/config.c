@@ -29,6 +29,8 @@ static const config_word_t p2p_words[] = {{"auto", GMPI_P2P_AUTO},
 static const config_word_t device_p2p_words[] = {
     {"auto", GMPI_DEVICE_P2P_AUTO}, {"nccl", GMPI_DEVICE_P2P_NCCL}, {NULL, 0}};
 static const config_word_t bool_words[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
+static const config_word_t timeout_action_words[] = {
+    {"end", GMPI_TIMEOUT_END_JOB}, {"status", GMPI_TIMEOUT_STATUS}, {NULL, 0}};
 
 const char *gmpi_backend_want_name(gmpi_backend_want_t want) {
   for (const config_word_t *w = backend_words; w->name; w++)
@@ -96,7 +98,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
                      .gpu_preallocate = 0,
                      .flight_records = 16};
   int backend = (int)c.backend, debug = (int)c.debug, p2p = (int)c.p2p;
-  int device_p2p = (int)GMPI_DEVICE_P2P_AUTO;
+  int device_p2p = (int)GMPI_DEVICE_P2P_AUTO, timeout_action = (int)GMPI_TIMEOUT_END_JOB;
   double chunk = (double)c.max_chunk, records = c.flight_records;
   GMPI_CHECK(
       read_word("GMPI_BACKEND", backend_words, "one of auto, cpu, cuda, gpu, rocm", &backend));
@@ -104,6 +106,8 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   GMPI_CHECK(read_word("GMPI_P2P", p2p_words, "one of auto, native, envelope", &p2p));
   GMPI_CHECK(read_word("GMPI_DEVICE_P2P", device_p2p_words, "one of auto, nccl", &device_p2p));
   GMPI_CHECK(read_word("GMPI_CHECK", bool_words, "0 or 1", &c.check));
+  GMPI_CHECK(read_word("GMPI_TIMEOUT_ACTION", timeout_action_words, "one of end, status",
+                       &timeout_action));
   GMPI_CHECK(read_word("GMPI_GPU_PREALLOCATE", bool_words, "0 or 1", &c.gpu_preallocate));
   GMPI_CHECK(
       read_number("GMPI_TIMEOUT", 0.0, 1e9, "a number of seconds >= 0 (0 = never)", &c.timeout_s));
@@ -120,6 +124,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   c.debug = (gmpi_log_level_t)debug;
   c.p2p = (gmpi_p2p_mode_t)p2p;
   c.device_p2p = (gmpi_device_p2p_t)device_p2p;
+  c.timeout_action = (gmpi_timeout_action_t)timeout_action;
   c.max_chunk = (size_t)chunk;
   c.flight_records = (int)records;
   *cfg = c;

@@ -29,18 +29,25 @@ typedef enum {
   GMPI_DEVICE_P2P_NCCL /* NCCL links for every peer (tests the inter-host path on one host) */
 } gmpi_device_p2p_t;
 
+/* GMPI_TIMEOUT_ACTION: what a host collective that cannot complete within GMPI_TIMEOUT gets. */
+typedef enum {
+  GMPI_TIMEOUT_END_JOB = 0, /* MPI's blocking call, bounded by the watchdog: the job ends */
+  GMPI_TIMEOUT_STATUS       /* a polled nonblocking call: GMPI_ERR_TIMEOUT (slower) */
+} gmpi_timeout_action_t;
+
 typedef struct {
-  gmpi_backend_want_t backend;  /* GMPI_BACKEND */
-  double timeout_s;             /* GMPI_TIMEOUT: seconds, 0 = wait forever */
-  gmpi_log_level_t debug;       /* GMPI_DEBUG */
-  int check;                    /* GMPI_CHECK: 1 = agree on every collective's signature */
-  gmpi_p2p_mode_t p2p;          /* GMPI_P2P: auto, native, envelope */
-  gmpi_device_p2p_t device_p2p; /* GMPI_DEVICE_P2P: auto, nccl */
-  size_t max_chunk;             /* GMPI_MAX_CHUNK: most elements per MPI call (tests lower it) */
-  char visible_devices[256];    /* GMPI_VISIBLE_DEVICES: comma list, "" = all */
-  double gpu_mem_fraction;      /* GMPI_GPU_MEM_FRACTION: share of the device for gmpi_mem_alloc */
-  int gpu_preallocate;          /* GMPI_GPU_PREALLOCATE: reserve that budget at init */
-  int flight_records;           /* GMPI_FLIGHT_RECORDS: operations kept for the flight record */
+  gmpi_backend_want_t backend;          /* GMPI_BACKEND */
+  double timeout_s;                     /* GMPI_TIMEOUT: seconds, 0 = wait forever */
+  gmpi_timeout_action_t timeout_action; /* GMPI_TIMEOUT_ACTION: end (the job), status */
+  gmpi_log_level_t debug;               /* GMPI_DEBUG */
+  int check;                            /* GMPI_CHECK: 1 = agree on every collective's signature */
+  gmpi_p2p_mode_t p2p;                  /* GMPI_P2P: auto, native, envelope */
+  gmpi_device_p2p_t device_p2p;         /* GMPI_DEVICE_P2P: auto, nccl */
+  size_t max_chunk;          /* GMPI_MAX_CHUNK: most elements per MPI call (tests lower it) */
+  char visible_devices[256]; /* GMPI_VISIBLE_DEVICES: comma list, "" = all */
+  double gpu_mem_fraction;   /* GMPI_GPU_MEM_FRACTION: share of the device for gmpi_mem_alloc */
+  int gpu_preallocate;       /* GMPI_GPU_PREALLOCATE: reserve that budget at init */
+  int flight_records;        /* GMPI_FLIGHT_RECORDS: operations kept for the flight record */
 } gmpi_config_t;
 
 /* Fill cfg from the environment. */

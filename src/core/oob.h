@@ -9,6 +9,11 @@
 
 #include "gmpi.h"
 
+/* End the whole job now, with exit code code (the watchdog): MPI_Abort when MPI allows this
+ * thread to call it (MPI_THREAD_MULTIPLE), else the process exits and the launcher ends the
+ * job. Never returns. */
+void gmpi_oob_end_job(int code) __attribute__((noreturn));
+
 gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes);
 gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root);
 /* The allgather without waiting: exchanges of a comm, blocking or not, match in the order they

@@ -1,16 +1,26 @@
 #include "bootstrap.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../core/log.h"
+#include "../core/oob.h"
 #include "mpi_check.h"
 
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static int started_mpi; /* gmpi called MPI_Init_thread */
 static int live_comms;  /* gmpi comms alive in this process */
 static int had_failure; /* a comm failed: MPI_Finalize might never return */
+
+static int thread_level = MPI_THREAD_SINGLE; /* what MPI granted, known at gmpi's first start */
+
+void gmpi_oob_end_job(int code) {
+  fflush(stderr);
+  if (thread_level == MPI_THREAD_MULTIPLE) MPI_Abort(MPI_COMM_WORLD, code);
+  _exit(code); /* mpiexec sees a rank end without MPI_Finalize and ends the others */
+}
 
 gmpi_status_t gmpi_mpi_start(void) {
   gmpi_status_t st = GMPI_SUCCESS;
@@ -27,6 +37,7 @@ gmpi_status_t gmpi_mpi_start(void) {
     GMPI_MPI_CHECK_GOTO(MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided), st, unlock);
     started_mpi = 1;
   }
+  MPI_Query_thread(&thread_level);
   live_comms++;
 unlock:
   pthread_mutex_unlock(&mpi_lock);

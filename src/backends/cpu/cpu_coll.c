@@ -22,6 +22,7 @@
 #include "../../core/ops.h"
 #include "../../core/reduce.h"
 #include "../../core/request.h"
+#include "../../core/watchdog.h"
 #include "../../mpi/mpi_check.h"
 #include "../../mpi/oob.h"
 #include "../../mpi/types.h"
@@ -478,25 +479,27 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
     [GMPI_COLL_REDUCE_SCATTERV] = run_reduce_scatterv,
 };
 
-/* Progress during collectives. A rank blocked inside an MPI collective cannot drive gmpi's
- * envelope engines, and a peer's gmpi_send may wait on them (its receive is posted here, but
- * only the engine matches it and starts the data) before that peer can join the collective:
- * both would wait forever. So the blocking call is entered only after the arrival gate, which
- * polls and drives every engine (gmpi_mpi_wait). The gate is enough:
- *  - the gate completes on this rank only once every rank of the comm has entered it, so every
- *    peer's earlier sends to us have completed (a blocked sender would not have arrived);
- *  - past the gate, each rank runs only this collective's MPI calls (or more gates), which
- *    MPI progresses by itself and which wait on no engine; every rank is inside the same call,
- *    so the blocking call returns after its own duration, and this rank then drives its
- *    engines again. A rank of another comm waiting on us is only delayed that long.
- * Under GMPI_CHECK the signature exchange is a polled allgather: it proves arrival the same way.
- * Whether to gate must be the same on every rank (a barrier on some ranks only would itself
- * hang), so it is decided from what all ranks of the comm share -- the timeout, and whether
- * this comm's point-to-point runs on an envelope engine (GMPI_P2P=envelope, GMPI_CHECK=1, a
- * device engine) -- and not from this process's registered engines. Not covered: GMPI_TIMEOUT=0 on
- * a native-MPI comm of a process whose other comms (another backend) have engines. */
+/* How a blocking collective on host buffers runs, decided alike on every rank from what the
+ * ranks of a comm share (its configuration, and whether it has envelope engines):
+ *  - MPI's blocking call, under the watchdog (core/watchdog.h) -- the default: MPI's speed,
+ *    and a call that cannot complete ends the job with a diagnosis after GMPI_TIMEOUT;
+ *  - polled (GMPI_TIMEOUT_ACTION=status): MPI's nonblocking call waited by gmpi, which returns
+ *    GMPI_ERR_TIMEOUT, at the cost of Open MPI's slower nonblocking collectives;
+ *  - behind an arrival gate, when the comm has envelope engines (GMPI_P2P=envelope,
+ *    GMPI_CHECK=1, a device engine): a rank blocked inside MPI cannot drive them, and a peer's
+ *    gmpi_send may wait on them before it can join the collective -- both would wait forever.
+ *    The gate is a nonblocking barrier polled while driving every engine: once it completes
+ *    every rank has entered it, so every peer's earlier sends have completed, and past it each
+ *    rank runs only this collective's MPI calls, which wait on no engine. Under GMPI_CHECK the
+ *    signature exchange is a polled allgather and gates the same way.
+ * Not covered: GMPI_TIMEOUT=0 on a native-MPI comm of a process whose other comms (another
+ * backend) have engines. */
 static int gated(gmpi_comm_t comm, const gmpi_cpu_t *cpu) {
-  return comm->cfg.timeout_s > 0 || cpu->env || comm->device_engine.ops;
+  return cpu->env || comm->device_engine.ops;
+}
+
+static int polled(gmpi_comm_t comm) {
+  return comm->cfg.timeout_s > 0 && comm->cfg.timeout_action == GMPI_TIMEOUT_STATUS;
 }
 
 static gmpi_status_t barrier_wait(gmpi_comm_t comm, gmpi_cpu_t *cpu, const char *what) {
@@ -505,25 +508,37 @@ static gmpi_status_t barrier_wait(gmpi_comm_t comm, gmpi_cpu_t *cpu, const char 
   return gmpi_mpi_wait(comm, 1, &r, MPI_STATUSES_IGNORE, what);
 }
 
-/* Every rank has reached this plan replay, or GMPI_ERR_TIMEOUT. Nothing when ungated: then no
- * engine runs and waits are unbounded, and MPI's own calls are the fastest way. */
+/* Every rank has reached this plan replay, or GMPI_ERR_TIMEOUT. A replay's collectives are
+ * blocking calls: gated where engines need it, and where the caller wants a status. */
 gmpi_status_t gmpi_cpu_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
-  if (!gated(comm, cpu)) return GMPI_SUCCESS;
+  if (!gated(comm, cpu) && !polled(comm)) return GMPI_SUCCESS;
   return barrier_wait(comm, cpu, "the arrival gate");
 }
 
-static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
+/* The blocking call, watched: *passed says the gate already was the collective (a barrier). */
+static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
+                                  int *passed) {
+  *passed = 0;
+  if (!gated(comm, cpu)) return GMPI_SUCCESS;
   if (comm->cfg.check && a->kind != GMPI_COLL_BARRIER) return GMPI_SUCCESS;
-  if (!gated(comm, cpu)) {
-    if (a->kind == GMPI_COLL_BARRIER) GMPI_MPI_CHECK(MPI_Barrier(cpu->data));
-    return GMPI_SUCCESS;
-  }
+  *passed = a->kind == GMPI_COLL_BARRIER;
   return barrier_wait(comm, cpu, gmpi_coll_name(a->kind));
 }
 
+/* GMPI_TIMEOUT_ACTION=status: the nonblocking form, waited (bounded, driving every engine). */
+static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
+
 gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
-  GMPI_CHECK(arrival_gate(comm, cpu, a));
-  return gmpi_cpu_coll_run(comm, cpu, a);
+  if (polled(comm)) return run_polled(comm, cpu, a);
+  int passed = 0;
+  GMPI_CHECK(arrival_gate(comm, cpu, a, &passed));
+  if (passed) return GMPI_SUCCESS;
+  gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count);
+  gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
+                         ? gmpi_mpi_check(MPI_Barrier(cpu->data), "MPI_Barrier")
+                         : gmpi_cpu_coll_run(comm, cpu, a);
+  gmpi_watch_exit(comm);
+  return st;
 }
 
 gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
@@ -567,6 +582,27 @@ gmpi_status_t gmpi_cpu_coll_start(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_
   /* Started in part: the started calls still read their buffers, so nb stays with req (an
    * error from a later test or wait ends the comm). */
   req->be = nb;
+  return st;
+}
+
+static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
+  icoll_t *nb = calloc(1, sizeof(*nb));
+  if (!nb) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a collective's requests");
+  coll_ctx_t c = {.comm = comm,
+                  .mc = cpu->data,
+                  .a = a,
+                  .es = gmpi_dtype_size(a->dtype),
+                  .chunk = comm->cfg.max_chunk,
+                  .after = &nb->after,
+                  .nb = nb};
+  gmpi_status_t st = coll_table[a->kind](&c);
+  if (st == GMPI_SUCCESS)
+    st = gmpi_mpi_wait(comm, nb->n, nb->reqs, MPI_STATUSES_IGNORE, gmpi_coll_name(a->kind));
+  if (st != GMPI_SUCCESS && nb->n) return st; /* started calls may still use nb: left to MPI */
+  if (st != GMPI_SUCCESS) nb->after.divide_buf = NULL, nb->after.move_bytes = 0;
+  finish(&nb->after, a->dtype, comm->size);
+  free(nb->reqs);
+  free(nb);
   return st;
 }
 

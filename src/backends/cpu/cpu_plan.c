@@ -117,8 +117,11 @@ gmpi_status_t gmpi_cpu_plan_replay(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmp
   int group = -1;
   for (int i = 0; i < plan->n_steps; i++) {
     gmpi_plan_step_t *s = &plan->steps[i];
-    if (s->kind == PLAN_COLL) {
-      GMPI_CHECK(gmpi_cpu_coll_run(comm, cpu, &s->coll));
+    if (s->kind == PLAN_COLL) { /* a blocking call: watched (core/watchdog.h) */
+      gmpi_watch_enter(comm, gmpi_coll_name(s->coll.kind), s->coll.count);
+      gmpi_status_t st = gmpi_cpu_coll_run(comm, cpu, &s->coll);
+      gmpi_watch_exit(comm);
+      GMPI_CHECK(st);
       continue;
     }
     if (s->kind == PLAN_WAIT || s->group == group) continue;

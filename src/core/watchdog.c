@@ -1,0 +1,142 @@
+#include "watchdog.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "comm.h"
+#include "error.h"
+#include "log.h"
+#include "oob.h"
+#include "wait.h"
+
+/* What the thread remembers of each watched comm between looks. */
+typedef struct {
+  gmpi_comm_t comm;
+  unsigned long last_mark;
+  double inside_since; /* when last_mark (odd) was first seen */
+} watched_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static watched_t *watched;
+static int n_watched, cap_watched;
+static int running, stopping;
+static pthread_t thread;
+
+static int watches(gmpi_comm_t comm) {
+  return comm->cfg.timeout_s > 0 && comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB;
+}
+
+void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count) {
+  atomic_store_explicit(&comm->watch.what, what, memory_order_relaxed);
+  atomic_store_explicit(&comm->watch.count, count, memory_order_relaxed);
+  atomic_fetch_add_explicit(&comm->watch.mark, 1, memory_order_release);
+}
+
+void gmpi_watch_exit(gmpi_comm_t comm) {
+  atomic_fetch_add_explicit(&comm->watch.mark, 1, memory_order_release);
+}
+
+/* A comm has been inside one call for longer than its timeout: say so, end the job. The other
+ * ranks' watchdogs say the same of theirs, so every rank names the call it is stuck in. */
+static void fire(gmpi_comm_t comm, double inside) {
+  const char *what = atomic_load_explicit(&comm->watch.what, memory_order_relaxed);
+  size_t count = atomic_load_explicit(&comm->watch.count, memory_order_relaxed);
+  gmpi_log(GMPI_LOG_WARN,
+           "watchdog: rank %d of a %d-rank comm has been inside %s (count %zu) for %.1f s, over "
+           "GMPI_TIMEOUT = %g s: a rank is not taking part or called a different collective. "
+           "Ending the job (GMPI_TIMEOUT_ACTION=status returns GMPI_ERR_TIMEOUT instead, at a "
+           "cost; docs/reliability.md)",
+           comm->rank, comm->size, what ? what : "a collective", count, inside,
+           comm->cfg.timeout_s);
+  gmpi_flight_dump(&comm->flight, "watchdog");
+  gmpi_oob_end_job(70); /* EX_SOFTWARE; not 124, which timeout(1) reports for its own kill */
+}
+
+/* One look at every comm; returns the period until the next (a quarter of the shortest
+ * timeout, between 10 ms and 1 s). */
+static double look(double now) {
+  double period = 1.0;
+  for (int i = 0; i < n_watched; i++) {
+    watched_t *w = &watched[i];
+    unsigned long mark = atomic_load_explicit(&w->comm->watch.mark, memory_order_acquire);
+    double timeout = w->comm->cfg.timeout_s;
+    period = timeout / 4 < period ? timeout / 4 : period;
+    if (!(mark & 1) || mark != w->last_mark) {
+      w->last_mark = mark;
+      w->inside_since = now;
+      continue;
+    }
+    if (now - w->inside_since > timeout) fire(w->comm, now - w->inside_since);
+  }
+  return period < 0.01 ? 0.01 : period;
+}
+
+static void *run(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&lock);
+  while (!stopping) {
+    double period = look(gmpi_now());
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long ns = until.tv_nsec + (long)(period * 1e9);
+    until.tv_sec += ns / 1000000000L;
+    until.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&wake, &lock, &until);
+  }
+  pthread_mutex_unlock(&lock);
+  return NULL;
+}
+
+void gmpi_watchdog_add(gmpi_comm_t comm) {
+  if (!watches(comm)) return;
+  const char *failed = NULL;
+  pthread_mutex_lock(&lock);
+  if (n_watched == cap_watched) {
+    int cap = cap_watched ? 2 * cap_watched : 8;
+    watched_t *grown = realloc(watched, (size_t)cap * sizeof(*grown));
+    if (!grown) {
+      failed = "no memory for its list";
+      goto unlock;
+    }
+    watched = grown;
+    cap_watched = cap;
+  }
+  watched[n_watched++] = (watched_t){comm, 0, gmpi_now()};
+  if (!running) {
+    stopping = 0;
+    if (pthread_create(&thread, NULL, run, NULL) != 0) {
+      n_watched--;
+      failed = "its thread could not start";
+      goto unlock;
+    }
+    running = 1;
+  }
+unlock:
+  pthread_mutex_unlock(&lock);
+  /* Not fatal, and not a reason to change how this rank runs collectives (every rank must run
+   * them alike): the comm goes on unwatched, and says so. */
+  if (failed)
+    gmpi_log(GMPI_LOG_WARN,
+             "watchdog: %s; blocking host collectives of this comm are not bounded by "
+             "GMPI_TIMEOUT",
+             failed);
+}
+
+void gmpi_watchdog_remove(gmpi_comm_t comm) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n_watched; i++)
+    if (watched[i].comm == comm) {
+      watched[i] = watched[--n_watched];
+      break;
+    }
+  int stop = running && n_watched == 0;
+  if (stop) {
+    stopping = 1;
+    running = 0;
+    pthread_cond_signal(&wake);
+  }
+  pthread_mutex_unlock(&lock);
+  if (stop) pthread_join(thread, NULL);
+}
