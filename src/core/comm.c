@@ -1,6 +1,7 @@
 #include "comm.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "error.h"
@@ -11,6 +12,13 @@
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static gmpi_comm_t *registry;
 static size_t registry_len, registry_cap;
+/* Changes with every (un)registration: a thread that found a handle live under generation g
+ * knows it is still live while the generation is g, without the lock (the per-call path). */
+static atomic_ulong registry_gen = 1;
+static _Thread_local struct {
+  gmpi_comm_t comm;
+  unsigned long gen;
+} last_live;
 
 void gmpi_comm_register(gmpi_comm_t comm) {
   pthread_mutex_lock(&registry_lock);
@@ -22,6 +30,7 @@ void gmpi_comm_register(gmpi_comm_t comm) {
     registry_cap = cap;
   }
   registry[registry_len++] = comm;
+  atomic_fetch_add(&registry_gen, 1);
   pthread_mutex_unlock(&registry_lock);
 }
 
@@ -33,6 +42,7 @@ void gmpi_comm_unregister(gmpi_comm_t comm) {
       break;
     }
   }
+  atomic_fetch_add(&registry_gen, 1);
   if (registry_len == 0) {
     free(registry);
     registry = NULL;
@@ -42,11 +52,18 @@ void gmpi_comm_unregister(gmpi_comm_t comm) {
 }
 
 int gmpi_comm_is_live(gmpi_comm_t comm) {
+  unsigned long gen = atomic_load(&registry_gen);
+  if (comm && last_live.comm == comm && last_live.gen == gen) return 1;
   int live = 0;
   pthread_mutex_lock(&registry_lock);
   for (size_t i = 0; i < registry_len && !live; i++)
     live = registry[i] == comm;
+  gen = atomic_load(&registry_gen);
   pthread_mutex_unlock(&registry_lock);
+  if (live) {
+    last_live.comm = comm;
+    last_live.gen = gen;
+  }
   return live;
 }
 

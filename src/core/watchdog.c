@@ -28,15 +28,20 @@ static int watches(gmpi_comm_t comm) {
   return comm->cfg.timeout_s > 0 && comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB;
 }
 
+/* One thread calls a comm at a time (MPI's rule for a communicator), so the mark has one
+ * writer: a load and a release store, no read-modify-write. */
+static void step_mark(gmpi_comm_t comm) {
+  unsigned long m = atomic_load_explicit(&comm->watch.mark, memory_order_relaxed);
+  atomic_store_explicit(&comm->watch.mark, m + 1, memory_order_release);
+}
+
 void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count) {
   atomic_store_explicit(&comm->watch.what, what, memory_order_relaxed);
   atomic_store_explicit(&comm->watch.count, count, memory_order_relaxed);
-  atomic_fetch_add_explicit(&comm->watch.mark, 1, memory_order_release);
+  step_mark(comm);
 }
 
-void gmpi_watch_exit(gmpi_comm_t comm) {
-  atomic_fetch_add_explicit(&comm->watch.mark, 1, memory_order_release);
-}
+void gmpi_watch_exit(gmpi_comm_t comm) { step_mark(comm); }
 
 /* A comm has been inside one call for longer than its timeout: say so, end the job. The other
  * ranks' watchdogs say the same of theirs, so every rank names the call it is stuck in. */

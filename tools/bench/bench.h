@@ -44,6 +44,7 @@ typedef struct {
   size_t min_bytes, max_bytes;
   double factor;
   int iters, warmup, check;
+  int rounds; /* --rounds: gmpi and each baseline alternate this many timed blocks */
   bench_mode_t mode;
   int plan_ops;    /* operations per recorded plan (plan mode) */
   int nonblocking; /* --nonblocking: gmpi's i-form and a wait, not the blocking call */
@@ -90,8 +91,11 @@ const bench_baseline_t *bench_find_baseline(const char *name);
 typedef struct {
   const char *coll, *impl; /* "allreduce", "gmpi" / "mpi" / ... */
   size_t bytes, count;
-  double time_us, algbw, busbw;
+  double time_us, algbw, busbw; /* time: the median block's */
   long wrong;
+  /* baseline rows: gmpi's time over the baseline's, per round of alternated blocks (gmpi,
+   * then the baseline, on the same buffers): the median and its spread; 0 when not measured */
+  double ratio, ratio_min, ratio_max;
 } bench_row_t;
 
 /* Write the rows; non-zero (after a message) when the file cannot be written. */

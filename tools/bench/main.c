@@ -27,7 +27,10 @@ static void usage(void) {
          "  -b, --minbytes N      smallest size (bytes; K/M/G suffixes), default 8\n"
          "  -e, --maxbytes N      largest size, default 32M\n"
          "  -f, --stepfactor F    multiply size by F each step, default 2\n"
-         "  -n, --iters N         timed iterations per size, default 20\n"
+         "  -n, --iters N         timed iterations per block, default 20\n"
+         "      --rounds N        timed blocks per size (default 5); gmpi and each baseline\n"
+         "                        alternate blocks; times are the median block's, the ratio\n"
+         "                        the median of per-round ratios, with their spread\n"
          "  -w, --warmup_iters N  untimed iterations first, default 5\n"
          "  -c, --check 0|1       check results (default 1); a wrong value exits non-zero\n"
          "  -o, --op OP           sum prod min max avg band bor bxor land lor lxor\n"
@@ -124,25 +127,16 @@ static int add_baseline(const char *w) {
 }
 
 static int parse_args(int argc, char **argv, bench_ctx_t *c) {
-  static const struct option opts[] = {{"minbytes", 1, 0, 'b'},
-                                       {"maxbytes", 1, 0, 'e'},
-                                       {"stepfactor", 1, 0, 'f'},
-                                       {"iters", 1, 0, 'n'},
-                                       {"warmup_iters", 1, 0, 'w'},
-                                       {"check", 1, 0, 'c'},
-                                       {"op", 1, 0, 'o'},
-                                       {"datatype", 1, 0, 'd'},
-                                       {"root", 1, 0, 'r'},
-                                       {"json", 1, 0, 'J'},
-                                       {"coll", 1, 0, 1},
-                                       {"backend", 1, 0, 2},
-                                       {"baseline", 1, 0, 3},
-                                       {"plot", 1, 0, 4},
-                                       {"mode", 1, 0, 5},
-                                       {"plan-ops", 1, 0, 6},
-                                       {"nonblocking", 0, 0, 7},
-                                       {"help", 0, 0, 'h'},
-                                       {0, 0, 0, 0}};
+  static const struct option opts[] = {{"minbytes", 1, 0, 'b'},     {"maxbytes", 1, 0, 'e'},
+                                       {"stepfactor", 1, 0, 'f'},   {"iters", 1, 0, 'n'},
+                                       {"warmup_iters", 1, 0, 'w'}, {"check", 1, 0, 'c'},
+                                       {"op", 1, 0, 'o'},           {"datatype", 1, 0, 'd'},
+                                       {"root", 1, 0, 'r'},         {"json", 1, 0, 'J'},
+                                       {"coll", 1, 0, 1},           {"backend", 1, 0, 2},
+                                       {"baseline", 1, 0, 3},       {"plot", 1, 0, 4},
+                                       {"mode", 1, 0, 5},           {"plan-ops", 1, 0, 6},
+                                       {"nonblocking", 0, 0, 7},    {"rounds", 1, 0, 8},
+                                       {"help", 0, 0, 'h'},         {0, 0, 0, 0}};
   int o, bad = 0;
   while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:o:d:r:J:h", opts, NULL)) != -1) {
     switch (o) {
@@ -188,6 +182,10 @@ static int parse_args(int argc, char **argv, bench_ctx_t *c) {
       break;
     case 6: bad |= parse_int("--plan-ops", optarg, 1, &c->plan_ops); break;
     case 7: c->nonblocking = 1; break;
+    case 8:
+      bad |= parse_int("--rounds", optarg, 1, &c->rounds) ||
+             (c->rounds > 63 && bad_value("--rounds", optarg, "at most 63"));
+      break;
     case 'h':
       if (tells) usage();
       return 2;
@@ -242,12 +240,10 @@ static long check_once(bench_ctx_t *c, const bench_coll_t *coll, const bench_sha
   return c->check && checks ? bench_count_wrong(c, s->recv_elems) : 0;
 }
 
-/* Average seconds per operation, the slowest rank's. */
-static double time_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
-                        impl_fn_t run, const bench_baseline_t *b) {
+/* Seconds per operation over one block of iters calls, the slowest rank's; < 0 on an error. */
+static double time_block(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
+                         impl_fn_t run, const bench_baseline_t *b) {
   int err = 0;
-  for (int i = 0; i < c->warmup; i++)
-    err |= b ? b->run(c, coll, s) : run(c, coll, s);
   bench_sync(c);
   MPI_Barrier(c->mpi);
   double t0 = MPI_Wtime();
@@ -258,20 +254,76 @@ static double time_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_sh
   /* plan mode: one gmpi "operation" is a replay of plan_ops calls */
   if (!b && c->mode == MODE_PLAN) t /= c->plan_ops;
   MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, c->mpi);
-  return err ? -1 : tmax;
+  int any_err = 0;
+  MPI_Allreduce(&err, &any_err, 1, MPI_INT, MPI_LOR, c->mpi);
+  return any_err ? -1 : tmax;
 }
 
-static bench_row_t measure(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
-                           const char *impl, impl_fn_t run, const bench_baseline_t *b) {
-  long wrong = check_once(c, coll, s, run, b), total = 0;
-  MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, c->mpi);
-  double t = time_impl(c, coll, s, run, b);
-  if (t < 0) total += 1;
-  bench_row_t r = {coll->name, impl, s->bytes, s->count, t * 1e6, 0, 0, total};
+static void warm_up(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s, impl_fn_t run,
+                    const bench_baseline_t *b) {
+  for (int i = 0; i < c->warmup; i++)
+    (void)(b ? b->run(c, coll, s) : run(c, coll, s));
+}
+
+static int by_value(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof(*v), by_value);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static bench_row_t make_row(const bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
+                            const char *impl, double t, long wrong) {
+  bench_row_t r = {coll->name, impl, s->bytes, s->count, t * 1e6, 0, 0, wrong, 0, 0, 0};
   if (t > 0) {
     r.algbw = (double)s->bytes / t / 1e9;
     r.busbw = r.algbw * coll->busbw_factor(c->size);
   }
+  return r;
+}
+
+static long checked(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s, impl_fn_t run,
+                    const bench_baseline_t *b) {
+  long wrong = check_once(c, coll, s, run, b), total = 0;
+  MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, c->mpi);
+  return total;
+}
+
+/* gmpi alone: the median of c->rounds blocks. */
+static bench_row_t measure(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
+                           const char *impl, impl_fn_t run, const bench_baseline_t *b) {
+  long wrong = checked(c, coll, s, run, b);
+  warm_up(c, coll, s, run, b);
+  double t[64];
+  int n = c->rounds, failed = 0;
+  for (int k = 0; k < n; k++)
+    failed |= (t[k] = time_block(c, coll, s, run, b)) < 0;
+  return make_row(c, coll, s, impl, failed ? -1 : median(t, n), wrong + failed);
+}
+
+/* gmpi and baseline b in alternating blocks on the same buffers: on a noisy machine both see
+ * the same noise, so the per-round ratio means what it says. The baseline's row carries the
+ * ratios' median and spread; *g gets gmpi's median block time of these rounds. */
+static bench_row_t measure_against(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
+                                   impl_fn_t gmpi_run, const bench_baseline_t *b, double *g) {
+  long wrong = checked(c, coll, s, NULL, b);
+  warm_up(c, coll, s, NULL, b);
+  warm_up(c, coll, s, gmpi_run, NULL);
+  double tg[64], tb[64], ratio[64];
+  int n = c->rounds, failed = 0;
+  for (int k = 0; k < n; k++) {
+    tg[k] = time_block(c, coll, s, gmpi_run, NULL);
+    tb[k] = time_block(c, coll, s, NULL, b);
+    failed |= tg[k] < 0 || tb[k] < 0;
+    ratio[k] = tb[k] > 0 ? tg[k] / tb[k] : 0;
+  }
+  *g = failed ? -1 : median(tg, n);
+  bench_row_t r = make_row(c, coll, s, b->name, failed ? -1 : median(tb, n), wrong + failed);
+  r.ratio = median(ratio, n); /* sorted now */
+  r.ratio_min = ratio[0];
+  r.ratio_max = ratio[n - 1];
   return r;
 }
 
@@ -297,7 +349,7 @@ static void print_header(const bench_ctx_t *c, const bench_coll_t *coll) {
   printf("# %12s %12s %9s %7s %5s %10s %8s %8s %7s", "size", "count", "type", "redop", "root",
          "time(us)", "algbw", "busbw", "#wrong");
   for (int i = 0; i < n_baselines; i++)
-    printf(" | %6s %10s %7s %6s", baselines[i]->name, "time(us)", "ratio", "#wrong");
+    printf(" | %6s %10s %7s %13s %6s", baselines[i]->name, "time(us)", "ratio", "spread", "#wrong");
   printf("\n");
 }
 
@@ -317,23 +369,34 @@ static int run_coll(bench_ctx_t *c, const bench_coll_t *coll, impl_fn_t gmpi_run
     coll->shape(c, bytes, &s);
     if (s.count == 0) continue;
     coll->fill(c, &s);
-    bench_row_t g = measure(c, coll, &s, "gmpi", gmpi_run, NULL);
+    /* Baselines first (each alternating with gmpi), so gmpi's row can take its time from the
+     * first one's rounds instead of timing gmpi again. */
+    bench_row_t base[MAX_BASELINES];
+    double gmpi_time = 0;
+    int timed = 0;
+    for (int i = 0; i < n_baselines; i++) {
+      if (!usable[i]) continue;
+      double t = 0;
+      base[i] = measure_against(c, coll, &s, gmpi_run, baselines[i], &t);
+      if (!timed++) gmpi_time = t;
+      add_row(&base[i]);
+      wrong += base[i].wrong;
+    }
+    bench_row_t g = timed ? make_row(c, coll, &s, "gmpi", gmpi_time,
+                                     checked(c, coll, &s, gmpi_run, NULL) + (gmpi_time < 0))
+                          : measure(c, coll, &s, "gmpi", gmpi_run, NULL);
     add_row(&g);
     wrong += g.wrong;
     if (c->rank == 0)
       printf("  %12zu %12zu %9s %7s %5d %10.2f %8.3f %8.3f %7ld", g.bytes, g.count,
              gmpi_dtype_name(c->dtype), coll->has_op ? gmpi_op_name(c->op) : "none",
              coll->has_root ? c->root : -1, g.time_us, g.algbw, g.busbw, g.wrong);
-    for (int i = 0; i < n_baselines; i++) {
-      if (!usable[i]) {
-        if (c->rank == 0) printf(" | %6s %10s %7s %6s", baselines[i]->name, "-", "-", "-");
-        continue;
-      }
-      bench_row_t b = measure(c, coll, &s, baselines[i]->name, NULL, baselines[i]);
-      add_row(&b);
-      wrong += b.wrong;
-      if (c->rank == 0)
-        printf(" | %6s %10.2f %7.3f %6ld", b.impl, b.time_us, g.time_us / b.time_us, b.wrong);
+    for (int i = 0; i < n_baselines && c->rank == 0; i++) {
+      if (!usable[i])
+        printf(" | %6s %10s %7s %13s %6s", baselines[i]->name, "-", "-", "-", "-");
+      else
+        printf(" | %6s %10.2f %7.3f %6.3f-%-6.3f %6ld", base[i].impl, base[i].time_us,
+               base[i].ratio, base[i].ratio_min, base[i].ratio_max, base[i].wrong);
     }
     if (c->rank == 0) printf("\n");
     fflush(stdout);
@@ -403,6 +466,7 @@ int main(int argc, char **argv) {
                    .factor = 2,
                    .iters = 20,
                    .warmup = 5,
+                   .rounds = 5,
                    .check = 1,
                    .plan_ops = 100};
   int provided;

@@ -30,9 +30,11 @@ int bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t 
   for (int i = 0; i < n; i++)
     fprintf(f,
             "  {\"coll\": \"%s\", \"impl\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
-            "\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": %ld}%s\n",
+            "\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": %ld, "
+            "\"gmpi_over_this\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f}%s\n",
             rows[i].coll, rows[i].impl, rows[i].bytes, rows[i].count, rows[i].time_us,
-            rows[i].algbw, rows[i].busbw, rows[i].wrong, i + 1 < n ? "," : "");
+            rows[i].algbw, rows[i].busbw, rows[i].wrong, rows[i].ratio, rows[i].ratio_min,
+            rows[i].ratio_max, i + 1 < n ? "," : "");
   fprintf(f, "]}\n");
   return close_report(f, path);
 }
