@@ -42,13 +42,15 @@ int gmpi_coll_varies(gmpi_coll_kind_t kind) { return coll_info[kind].varies; }
 
 gmpi_status_t gmpi_count_bytes(size_t count, gmpi_dtype_t dtype, size_t multiple, const char *arg,
                                size_t *bytes) {
-  size_t es = gmpi_dtype_size(dtype);
-  if (multiple && count > SIZE_MAX / es / multiple)
+  size_t es = gmpi_dtype_size(dtype), per_rank, all;
+  /* checked multiplications, not divisions: this is on every call's path */
+  if (__builtin_mul_overflow(count, es, &per_rank) ||
+      __builtin_mul_overflow(per_rank, multiple, &all))
     return gmpi_error(GMPI_ERR_INVALID_ARG,
                       "argument '%s' = %zu is too large: %zu x %zu bytes "
                       "overflows size_t",
                       arg, count, multiple, es);
-  *bytes = count * es * multiple;
+  *bytes = all;
   return GMPI_SUCCESS;
 }
 

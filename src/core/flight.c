@@ -9,8 +9,12 @@ static const char *const state_name[] = {[GMPI_FLIGHT_STARTED] = "started",
                                          [GMPI_FLIGHT_FAILED] = "failed"};
 
 gmpi_status_t gmpi_flight_init(gmpi_flight_t *f, int cap) {
-  f->ring = calloc((size_t)cap, sizeof(*f->ring));
+  uint64_t slots = 1;
+  while (slots < (uint64_t)cap)
+    slots *= 2; /* a mask, not a division, on every operation's path */
+  f->ring = calloc((size_t)slots, sizeof(*f->ring));
   f->cap = f->ring ? cap : 0;
+  f->mask = slots - 1;
   f->next_seq = 1;
   return f->ring ? GMPI_SUCCESS : GMPI_ERR_NO_MEMORY;
 }
@@ -27,7 +31,7 @@ uint64_t gmpi_flight_start(gmpi_flight_t *f, const char *what, size_t count, int
   GMPI_TRACE("#%llu %s count %zu peer/root %d tag %d: started", (unsigned long long)seq, what,
              count, peer, tag);
   if (f->cap == 0) return seq;
-  f->ring[seq % (uint64_t)f->cap] =
+  f->ring[seq & f->mask] =
       (gmpi_flight_entry_t){.seq = seq, .what = what, .count = count, .peer = peer, .tag = tag};
   return seq;
 }
@@ -36,7 +40,7 @@ void gmpi_flight_end(gmpi_flight_t *f, uint64_t seq, gmpi_status_t status) {
   GMPI_TRACE("#%llu %s", (unsigned long long)seq,
              status == GMPI_SUCCESS ? "done" : gmpi_status_name(status));
   if (f->cap == 0) return;
-  gmpi_flight_entry_t *e = &f->ring[seq % (uint64_t)f->cap];
+  gmpi_flight_entry_t *e = &f->ring[seq & f->mask];
   if (e->seq != seq) return;
   e->state = status == GMPI_SUCCESS ? GMPI_FLIGHT_DONE : GMPI_FLIGHT_FAILED;
   e->status = status;
@@ -47,7 +51,7 @@ void gmpi_flight_dump(const gmpi_flight_t *f, const char *why) {
   gmpi_log(GMPI_LOG_INFO, "flight record (%s): last %d operations, oldest first", why, f->cap);
   uint64_t first = f->next_seq > (uint64_t)f->cap ? f->next_seq - (uint64_t)f->cap : 1;
   for (uint64_t s = first; s < f->next_seq; s++) {
-    const gmpi_flight_entry_t *e = &f->ring[s % (uint64_t)f->cap];
+    const gmpi_flight_entry_t *e = &f->ring[s & f->mask];
     if (e->seq != s) continue;
     gmpi_log(GMPI_LOG_INFO, "  #%llu %-15s count %zu peer/root %d tag %d: %s%s%s",
              (unsigned long long)e->seq, e->what, e->count, e->peer, e->tag, state_name[e->state],

@@ -22,7 +22,8 @@ typedef struct {
 
 typedef struct {
   gmpi_flight_entry_t *ring;
-  int cap;
+  int cap;       /* operations kept (GMPI_FLIGHT_RECORDS) */
+  uint64_t mask; /* the ring holds a power of two >= cap entries: slot = seq & mask */
   uint64_t next_seq;
 } gmpi_flight_t;
 

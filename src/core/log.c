@@ -6,6 +6,7 @@
 #include <string.h>
 
 static int log_level = -1; /* -1: not set up yet */
+int gmpi_log_tracing = 1;  /* until the level is known, GMPI_TRACE asks gmpi_log_enabled */
 static int log_rank = -1;
 
 static const char *const level_name[] = {[GMPI_LOG_NONE] = "NONE",
@@ -15,6 +16,7 @@ static const char *const level_name[] = {[GMPI_LOG_NONE] = "NONE",
 
 void gmpi_log_setup(gmpi_log_level_t level, int world_rank) {
   log_level = (int)level;
+  gmpi_log_tracing = level >= GMPI_LOG_TRACE;
   log_rank = world_rank;
 }
 
@@ -29,7 +31,10 @@ static int level_from_env(void) {
 }
 
 int gmpi_log_enabled(gmpi_log_level_t level) {
-  if (log_level < 0) log_level = level_from_env();
+  if (log_level < 0) {
+    log_level = level_from_env();
+    gmpi_log_tracing = log_level >= GMPI_LOG_TRACE;
+  }
   return (int)level <= log_level && level != GMPI_LOG_NONE;
 }
 
