@@ -213,18 +213,21 @@ free_all:
 /* ---- 4: can the groups run? ------------------------------------------------------------- */
 
 /* Segments per rank: a collective, or the p2p steps between two boundaries. seg_coll[s] is
- * the collective number of segment s, or -1 for a p2p group. Returns the segment count. */
-static int assign_groups(plan_view_t *v, int r, int *seg_coll) {
+ * the collective number of segment s, or -1 for a p2p group; seg_first[s] its first step
+ * (a segment's steps are contiguous). Returns the segment count. */
+static int assign_groups(plan_view_t *v, int r, int *seg_coll, int *seg_first) {
   int seg = -1, open = 0, k = 0;
   for (int i = 0; i < v->n[r]; i++) {
     const wire_step_t *w = &v->step[r][i];
     if (w->kind == PLAN_COLL) {
       seg_coll[++seg] = k++;
+      seg_first[seg] = i;
       open = 0;
     } else if (w->kind == PLAN_WAIT) {
       open = 0;
     } else if (!open) {
       seg_coll[++seg] = -1;
+      seg_first[seg] = i;
       open = 1;
     }
     v->group[r][i] = seg;
@@ -234,15 +237,16 @@ static int assign_groups(plan_view_t *v, int r, int *seg_coll) {
 
 typedef struct {
   int *nseg, **seg_coll, *cur;
-  char **done; /* per step: its p2p operation has met its partner */
+  char **done;     /* per step: its p2p operation has met its partner */
+  int **seg_first; /* per segment: its first step, so a look at one segment costs its size */
 } sched_t;
 
 /* Pair up operations whose partners are active now. */
 static int meet(plan_view_t *v, sched_t *s, int r) {
   int all_done = 1;
-  for (int i = 0; i < v->n[r]; i++) {
+  for (int i = s->seg_first[r][s->cur[r]]; i < v->n[r] && v->group[r][i] == s->cur[r]; i++) {
     int kind = v->step[r][i].kind;
-    if (v->group[r][i] != s->cur[r] || (kind != PLAN_SEND && kind != PLAN_RECV)) continue;
+    if (kind != PLAN_SEND && kind != PLAN_RECV) continue;
     int q = v->match_rank[r][i], qi = v->match_step[r][i];
     if (!s->done[r][i] && s->cur[q] < s->nseg[q] && v->group[q][qi] == s->cur[q])
       s->done[r][i] = s->done[q][qi] = 1;
@@ -295,17 +299,18 @@ static gmpi_status_t stuck(plan_view_t *v, sched_t *s) {
 static gmpi_status_t schedule(plan_view_t *v, int *nseg) {
   int p = v->nranks;
   sched_t s = {nseg, calloc((size_t)p, sizeof(int *)), calloc((size_t)p, sizeof(int)),
-               calloc((size_t)p, sizeof(char *))};
+               calloc((size_t)p, sizeof(char *)), calloc((size_t)p, sizeof(int *))};
   gmpi_status_t st = GMPI_SUCCESS;
-  for (int r = 0; r < p && s.seg_coll && s.done; r++) {
+  for (int r = 0; r < p && s.seg_coll && s.done && s.seg_first; r++) {
     s.seg_coll[r] = calloc((size_t)v->n[r] + 1, sizeof(int));
+    s.seg_first[r] = calloc((size_t)v->n[r] + 1, sizeof(int));
     s.done[r] = calloc((size_t)v->n[r] + 1, 1);
-    if (!s.seg_coll[r] || !s.done[r]) break;
-    nseg[r] = assign_groups(v, r, s.seg_coll[r]);
+    if (!s.seg_coll[r] || !s.done[r] || !s.seg_first[r]) break;
+    nseg[r] = assign_groups(v, r, s.seg_coll[r], s.seg_first[r]);
   }
-  int ok = s.seg_coll && s.cur && s.done;
+  int ok = s.seg_coll && s.cur && s.done && s.seg_first;
   for (int r = 0; r < p && ok; r++)
-    ok = s.seg_coll[r] && s.done[r];
+    ok = s.seg_coll[r] && s.done[r] && s.seg_first[r];
   if (!ok)
     st = gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory to schedule");
   else if (!run_model(v, &s))
@@ -313,32 +318,45 @@ static gmpi_status_t schedule(plan_view_t *v, int *nseg) {
   for (int r = 0; r < p; r++) {
     if (s.seg_coll) free(s.seg_coll[r]);
     if (s.done) free(s.done[r]);
+    if (s.seg_first) free(s.seg_first[r]);
   }
   free(s.seg_coll);
   free(s.done);
+  free(s.seg_first);
   free(s.cur);
   return st;
 }
 
 /* ---- gathering and the verdict ---------------------------------------------------------- */
 
-/* Collective k may share a launch with k+1 when no rank has point-to-point steps between. */
+/* Collective k may share a launch with k+1 when no rank has point-to-point steps between:
+ * on every rank, the next step after collective k that is not a wait is a collective. One pass
+ * per rank, not a search per collective, so compiling stays linear in the plan's length. */
 static void mark_fusable(const plan_view_t *v, gmpi_plan_step_t *steps, int n) {
-  for (int i = 0, k = 0; i < n; i++) {
-    if (steps[i].kind != PLAN_COLL) continue;
-    int fuse = 1;
-    for (int r = 0; r < v->nranks && fuse; r++) {
-      int at = -1, kr = 0; /* collective k on rank r */
-      for (int j = 0; j < v->n[r] && at < 0; j++)
-        if (v->step[r][j].kind == PLAN_COLL && kr++ == k) at = j;
-      int j = at + 1;
-      while (j < v->n[r] && v->step[r][j].kind == PLAN_WAIT)
-        j++;
-      fuse = at >= 0 && j < v->n[r] && v->step[r][j].kind == PLAN_COLL;
+  int ncoll = 0;
+  for (int i = 0; i < n; i++)
+    ncoll += steps[i].kind == PLAN_COLL;
+  char *fuse = malloc((size_t)ncoll + 1);
+  if (!fuse) return; /* fusing nothing is always correct */
+  memset(fuse, 1, (size_t)ncoll + 1);
+  for (int r = 0; r < v->nranks; r++) {
+    int last = -1, pending = 0; /* last collective seen; nothing but waits since it */
+    for (int j = 0, k = 0; j < v->n[r]; j++) {
+      int kind = v->step[r][j].kind;
+      if (kind == PLAN_WAIT) continue;
+      if (kind == PLAN_COLL) {
+        last = k++;
+        pending = 1;
+        continue;
+      }
+      if (pending && last < ncoll) fuse[last] = 0; /* point to point follows collective last */
+      pending = 0;
     }
-    steps[i].fuse_next = fuse;
-    k++;
+    if (pending && last >= 0 && last < ncoll) fuse[last] = 0; /* nothing follows it */
   }
+  for (int i = 0, k = 0; i < n; i++)
+    if (steps[i].kind == PLAN_COLL) steps[i].fuse_next = fuse[k++];
+  free(fuse);
 }
 
 static wire_step_t to_wire(const gmpi_plan_step_t *s) {
