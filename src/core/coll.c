@@ -272,6 +272,13 @@ gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_
   return GMPI_SUCCESS;
 }
 
+size_t gmpi_layout_span(int nranks, const size_t *counts, const size_t *displs) {
+  size_t span = 0;
+  for (int r = 0; r < nranks; r++)
+    if (counts[r] && displs[r] + counts[r] > span) span = displs[r] + counts[r];
+  return span;
+}
+
 gmpi_coll_pair_t gmpi_coll_pair(gmpi_comm_t comm, const gmpi_coll_args_t *a, int peer) {
   int me = comm->rank, root = a->root, self = peer == me;
   int in_place = gmpi_coll_in_place(comm, a);

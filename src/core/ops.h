@@ -28,6 +28,8 @@ typedef struct {
   size_t send_count, send_displ, recv_count, recv_displ;
 } gmpi_coll_pair_t;
 gmpi_coll_pair_t gmpi_coll_pair(gmpi_comm_t comm, const gmpi_coll_args_t *a, int peer);
+/* Elements a validated per-rank layout spans: the furthest end of a non-empty block. */
+size_t gmpi_layout_span(int nranks, const size_t *counts, const size_t *displs);
 /* Validate a collective's arguments on this rank; fills the extents. */
 gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                  gmpi_coll_extent_t *ext);

@@ -77,7 +77,8 @@ static int nccl_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_
   case BENCH_REDUCE: r = ncclReduce(c->send, c->recv, n, t, op, c->root, nc, st); break;
   case BENCH_ALLGATHER: r = ncclAllGather(c->send, c->recv, n, t, nc, st); break;
   case BENCH_REDUCE_SCATTER: r = ncclReduceScatter(c->send, c->recv, n, t, op, nc, st); break;
-  case BENCH_ALLTOALL: /* grouped, as nccl-tests does: every NCCL 2.x has it */
+  case BENCH_ALLTOALL:  /* grouped, as nccl-tests does: every NCCL 2.x has it */
+  case BENCH_ALLTOALLV: /* equal blocks: what a raw NCCL user writes for alltoallv too */
     ncclGroupStart();
     for (int p = 0; p < c->size; p++) {
       ncclSend((char *)c->send + p * n * es, n * es, ncclUint8, p, nc, st);
@@ -104,14 +105,6 @@ static int nccl_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_
     r = ncclGroupEnd();
     break;
   case BENCH_ALLGATHERV: r = ncclAllGather(c->send, c->recv, n * es, ncclUint8, nc, st); break;
-  case BENCH_ALLTOALLV: /* what a raw NCCL user writes for alltoallv: one group */
-    ncclGroupStart();
-    for (int p = 0; p < c->size; p++) {
-      ncclSend((char *)c->send + p * n * es, n * es, ncclUint8, p, nc, st);
-      ncclRecv((char *)c->recv + p * n * es, n * es, ncclUint8, p, nc, st);
-    }
-    r = ncclGroupEnd();
-    break;
   case BENCH_REDUCE_SCATTERV: r = ncclReduceScatter(c->send, c->recv, n, t, op, nc, st); break;
   case BENCH_SENDRECV:
     ncclGroupStart();

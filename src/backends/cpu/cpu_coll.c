@@ -427,14 +427,6 @@ release_layout:
   return st;
 }
 
-/* The elements a layout spans (validated: no overflow). */
-static size_t layout_span(int p, const size_t *counts, const size_t *displs) {
-  size_t span = 0;
-  for (int r = 0; r < p; r++)
-    if (counts[r] && displs[r] + counts[r] > span) span = displs[r] + counts[r];
-  return span;
-}
-
 static gmpi_status_t run_alltoallv(coll_ctx_t *c) {
   const gmpi_coll_args_t *a = c->a;
   const void *send = a->sendbuf;
@@ -442,7 +434,7 @@ static gmpi_status_t run_alltoallv(coll_ctx_t *c) {
   if (a->sendbuf == a->recvbuf) { /* in place: send from a copy, laid out as the receive */
     sc = a->recvcounts;
     sd = a->rdispls;
-    GMPI_CHECK(stage_copy(c, a->recvbuf, layout_span(c->comm->size, sc, sd) * c->es, &send));
+    GMPI_CHECK(stage_copy(c, a->recvbuf, gmpi_layout_span(c->comm->size, sc, sd) * c->es, &send));
   }
   v_layout_t s = {{MPI_BYTE, 1, 0}, NULL, NULL}, r = {{MPI_BYTE, 1, 0}, NULL, NULL};
   gmpi_status_t st = v_layout(c, sc, sd, "sendcounts", &s);
@@ -557,10 +549,13 @@ gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_co
 
 /* ---- nonblocking ------------------------------------------------------------------------- */
 
-gmpi_status_t gmpi_cpu_coll_start(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
-                                  gmpi_request_t req) {
+/* Start a's MPI calls in their nonblocking form; *out holds them and the after-work. On an
+ * error with calls already started, *out stays set (they still use its memory). */
+static gmpi_status_t start_calls(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
+                                 icoll_t **out) {
   icoll_t *nb = calloc(1, sizeof(*nb));
-  if (!nb) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a nonblocking collective");
+  *out = NULL;
+  if (!nb) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a collective's requests");
   nb->dtype = a->dtype;
   nb->nranks = comm->size;
   coll_ctx_t c = {.comm = comm,
@@ -579,31 +574,34 @@ gmpi_status_t gmpi_cpu_coll_start(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_
     free(nb);
     return st;
   }
+  *out = nb;
+  return st;
+}
+
+static void release_calls(icoll_t *nb) {
+  finish(&nb->after, nb->dtype, nb->nranks);
+  free(nb->reqs);
+  free(nb);
+}
+
+gmpi_status_t gmpi_cpu_coll_start(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
+                                  gmpi_request_t req) {
+  icoll_t *nb = NULL;
+  gmpi_status_t st = start_calls(comm, cpu, a, &nb);
   /* Started in part: the started calls still read their buffers, so nb stays with req (an
    * error from a later test or wait ends the comm). */
-  req->be = nb;
+  if (nb) req->be = nb;
   return st;
 }
 
 static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
-  icoll_t *nb = calloc(1, sizeof(*nb));
-  if (!nb) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a collective's requests");
-  coll_ctx_t c = {.comm = comm,
-                  .mc = cpu->data,
-                  .a = a,
-                  .es = gmpi_dtype_size(a->dtype),
-                  .chunk = comm->cfg.max_chunk,
-                  .after = &nb->after,
-                  .nb = nb};
-  gmpi_status_t st = coll_table[a->kind](&c);
+  icoll_t *nb = NULL;
+  gmpi_status_t st = start_calls(comm, cpu, a, &nb);
   if (st == GMPI_SUCCESS)
     st = gmpi_mpi_wait(comm, nb->n, nb->reqs, MPI_STATUSES_IGNORE, gmpi_coll_name(a->kind));
-  if (st != GMPI_SUCCESS && nb->n) return st; /* started calls may still use nb: left to MPI */
-  if (st != GMPI_SUCCESS) nb->after.divide_buf = NULL, nb->after.move_bytes = 0;
-  finish(&nb->after, a->dtype, comm->size);
-  free(nb->reqs);
-  free(nb);
-  return st;
+  if (st != GMPI_SUCCESS) return st; /* started calls may still use nb: left to MPI */
+  release_calls(nb);
+  return GMPI_SUCCESS;
 }
 
 gmpi_status_t gmpi_cpu_coll_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) {
@@ -613,9 +611,7 @@ gmpi_status_t gmpi_cpu_coll_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done)
   GMPI_MPI_CHECK(MPI_Testall(nb->n, nb->reqs, &flag, MPI_STATUSES_IGNORE));
   *done = flag;
   if (!flag) return GMPI_SUCCESS;
-  finish(&nb->after, nb->dtype, nb->nranks);
-  free(nb->reqs);
-  free(nb);
+  release_calls(nb);
   req->be = NULL;
   return GMPI_SUCCESS;
 }

@@ -330,13 +330,6 @@ static gmpi_status_t dev_scatter(dev_ctx_t *x) {
   return GMPI_SUCCESS;
 }
 
-static size_t layout_span(int p, const size_t *counts, const size_t *displs) {
-  size_t span = 0;
-  for (int r = 0; r < p; r++)
-    if (counts[r] && displs[r] + counts[r] > span) span = displs[r] + counts[r];
-  return span;
-}
-
 /* Allgatherv, gatherv, scatterv, alltoallv: what this rank sends to and receives from each
  * peer (gmpi_coll_pair), as one NCCL group of sends and receives; its block to itself is a
  * copy on the stream. */
@@ -348,7 +341,7 @@ static gmpi_status_t dev_exchange(dev_ctx_t *x) {
   char *recv = a->recvbuf;
   if (a->kind == GMPI_COLL_ALLTOALLV && a->sendbuf == a->recvbuf) {
     void *copy;
-    size_t span = layout_span(n, a->recvcounts, a->rdispls) * x->es;
+    size_t span = gmpi_layout_span(n, a->recvcounts, a->rdispls) * x->es;
     if (span) GMPI_CHECK(dev_stage_copy(x, a->recvbuf, span, &copy));
     send = span ? copy : NULL;
   }
@@ -509,7 +502,8 @@ size_t cuda_coll_scratch_need(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   case GMPI_COLL_BARRIER: return sizeof(int);
   case GMPI_COLL_ALLTOALL: return a->sendbuf == a->recvbuf ? all : 0;
   case GMPI_COLL_ALLTOALLV:
-    return a->sendbuf == a->recvbuf ? layout_span(comm->size, a->recvcounts, a->rdispls) * es : 0;
+    return a->sendbuf == a->recvbuf ? gmpi_layout_span(comm->size, a->recvcounts, a->rdispls) * es
+                                    : 0;
   case GMPI_COLL_ALLREDUCE:
   case GMPI_COLL_REDUCE:
   case GMPI_COLL_REDUCE_SCATTER:
