@@ -9,6 +9,7 @@
 #include "error.h"
 #include "oob.h"
 #include "ops.h"
+#include "park.h"
 
 gmpi_coll_sig_t gmpi_coll_sig(gmpi_coll_kind_t kind, uint64_t count, gmpi_dtype_t dtype,
                               gmpi_op_t op, int root) {
@@ -181,5 +182,7 @@ gmpi_status_t gmpi_check_coll_test(gmpi_comm_t comm, gmpi_coll_check_t **check, 
 
 void gmpi_check_coll_abandon(gmpi_coll_check_t *check) {
   if (!check) return;
-  gmpi_oob_abandon(check->op); /* MPI may still write check->all: left allocated */
+  gmpi_oob_abandon(check->op); /* MPI may still write check->all and read check->mine */
+  gmpi_park(check->all);
+  gmpi_park(check);
 }

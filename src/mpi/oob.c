@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../core/comm.h"
+#include "../core/park.h"
 #include "../core/progress.h"
 #include "../core/wait.h"
 #include "mpi_check.h"
@@ -129,7 +130,10 @@ gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, 
                                      MPI_BYTE, comm->oob->comm, &req),
                       st, free_stage);
   st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgather");
-  if (timed_out(st)) return st; /* stage stays MPI's */
+  if (timed_out(st)) { /* stage stays MPI's */
+    gmpi_park(stage);
+    return st;
+  }
   if (st == GMPI_SUCCESS) memcpy(all, stage + bytes, bytes * p);
 free_stage:
   free(stage);
@@ -169,7 +173,7 @@ gmpi_status_t gmpi_oob_test(gmpi_oob_op_t **op, int *done) {
 }
 
 void gmpi_oob_abandon(gmpi_oob_op_t *op) {
-  (void)op; /* a started collective cannot be cancelled or freed in MPI: left, with its buffers */
+  gmpi_park(op); /* a started collective cannot be cancelled or freed in MPI */
 }
 
 gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root) {
@@ -183,7 +187,10 @@ gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root
   GMPI_MPI_CHECK_GOTO(MPI_Ibcast(stage, (int)bytes, MPI_BYTE, root, comm->oob->comm, &req), st,
                       free_stage);
   st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band bcast");
-  if (timed_out(st)) return st; /* stage stays MPI's */
+  if (timed_out(st)) { /* stage stays MPI's */
+    gmpi_park(stage);
+    return st;
+  }
   if (st == GMPI_SUCCESS) memcpy(buf, stage, bytes);
 free_stage:
   free(stage);
@@ -228,7 +235,15 @@ gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t byt
                                       MPI_BYTE, comm->oob->comm, &req),
                       st, free_all);
   st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgatherv");
-  if (timed_out(st)) return st; /* staged_mine, data, counts, displs stay MPI's */
+  if (timed_out(st)) { /* staged_mine, data, counts, displs stay MPI's */
+    gmpi_park(staged_mine);
+    gmpi_park(data);
+    gmpi_park(counts);
+    gmpi_park(displs);
+    free(lens); /* never MPI's */
+    free(offs);
+    return st;
+  }
   if (st != GMPI_SUCCESS) goto free_all;
   *all = data;
   *offsets = offs;

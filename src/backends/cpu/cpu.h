@@ -48,7 +48,7 @@ void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu); /* before MPI_Comm_f
 /* An envelope engine (core/envelope.h) on host memory whose links are the MPI model of NCCL's
  * semantics on data_comm (mover_model.c): GMPI_P2P=envelope or GMPI_CHECK=1, CI's deadlock
  * finder. */
-gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm,
+gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm, int faithful,
                                     struct gmpi_envelope_engine **out);
 
 #endif

@@ -20,6 +20,7 @@
 #include "../../core/dtype.h"
 #include "../../core/error.h"
 #include "../../core/ops.h"
+#include "../../core/park.h"
 #include "../../core/reduce.h"
 #include "../../core/request.h"
 #include "../../core/watchdog.h"
@@ -578,6 +579,14 @@ static gmpi_status_t start_calls(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_c
   return st;
 }
 
+/* Calls MPI may still be running (a timeout, an abandoned request): their memory is parked. */
+static void park_calls(icoll_t *nb) {
+  for (int i = 0; i < nb->after.n_owned; i++)
+    gmpi_park(nb->after.owned[i]);
+  gmpi_park(nb->reqs);
+  gmpi_park(nb);
+}
+
 static void release_calls(icoll_t *nb) {
   finish(&nb->after, nb->dtype, nb->nranks);
   free(nb->reqs);
@@ -599,7 +608,10 @@ static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_co
   gmpi_status_t st = start_calls(comm, cpu, a, &nb);
   if (st == GMPI_SUCCESS)
     st = gmpi_mpi_wait(comm, nb->n, nb->reqs, MPI_STATUSES_IGNORE, gmpi_coll_name(a->kind));
-  if (st != GMPI_SUCCESS) return st; /* started calls may still use nb: left to MPI */
+  if (st != GMPI_SUCCESS) { /* started calls may still use nb */
+    if (nb) park_calls(nb);
+    return st;
+  }
   release_calls(nb);
   return GMPI_SUCCESS;
 }
@@ -618,6 +630,7 @@ gmpi_status_t gmpi_cpu_coll_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done)
 
 void gmpi_cpu_coll_abandon(gmpi_cpu_t *cpu, gmpi_request_t req) {
   (void)cpu;
+  if (req->be) park_calls(req->be);
   /* MPI forbids freeing or cancelling a nonblocking collective's requests, and the transfer
    * may still read or write its buffers and staging: what it holds is left behind (the comm
    * has failed; docs/reliability.md). */

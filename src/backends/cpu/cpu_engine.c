@@ -21,7 +21,11 @@ gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
   GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(cpu->data, MPI_ERRORS_RETURN), st, free_data);
   int envelope =
       comm->cfg.p2p == GMPI_P2P_ENVELOPE || (comm->cfg.p2p == GMPI_P2P_AUTO && comm->cfg.check);
-  if (envelope) GMPI_CHECK_GOTO(gmpi_env_create_model(comm, cpu->data, &cpu->env), st, free_data);
+  /* GMPI_P2P=envelope asks for the NCCL model (the deadlock finder); GMPI_CHECK=1 alone only
+   * needs the envelopes' dtype checks, so its links are plain MPI. */
+  int faithful = comm->cfg.p2p == GMPI_P2P_ENVELOPE;
+  if (envelope)
+    GMPI_CHECK_GOTO(gmpi_env_create_model(comm, cpu->data, faithful, &cpu->env), st, free_data);
   return GMPI_SUCCESS;
 free_data:
   MPI_Comm_free(&cpu->data);
