@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "comm.h"
@@ -41,6 +42,26 @@ static gmpi_status_t engine_test(gmpi_request_t req, int *done) {
 
 /* Idempotent: once done, the engine has let go of req, so it is not asked again (testall tests
  * requests that stay unfinished while others are pending). */
+/* Requests are made and freed once per message: a few freed ones are kept per thread for the
+ * next (a zeroed block either way). Any thread may free a request another made. */
+#define SPARE_REQUESTS 32
+static _Thread_local gmpi_request_t spare[SPARE_REQUESTS];
+static _Thread_local int n_spare;
+
+static gmpi_request_t request_new(void) {
+  if (!n_spare) return calloc(1, sizeof(struct gmpi_request));
+  gmpi_request_t req = spare[--n_spare];
+  memset(req, 0, sizeof(*req));
+  return req;
+}
+
+static void request_free(gmpi_request_t req) {
+  if (n_spare < SPARE_REQUESTS)
+    spare[n_spare++] = req;
+  else
+    free(req);
+}
+
 gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done) {
   if (req->completed) {
     *done = 1;
@@ -75,7 +96,7 @@ static const char *coll_request_name(const gmpi_coll_args_t *a, char *buf, size_
 
 gmpi_status_t gmpi_request_new_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                     gmpi_request_t *out) {
-  gmpi_request_t req = calloc(1, sizeof(*req));
+  gmpi_request_t req = request_new();
   if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
   req->comm = comm;
   req->is_coll = 1;
@@ -90,7 +111,7 @@ gmpi_status_t gmpi_request_new_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
 
 void gmpi_request_discard(gmpi_request_t req, gmpi_status_t why) {
   gmpi_flight_end(&req->comm->flight, req->flight_seq, why);
-  free(req);
+  request_free(req);
 }
 
 /* A send to or receive from GMPI_PROC_NULL: done at once, no engine, an empty status (MPI's
@@ -111,7 +132,7 @@ static gmpi_status_t proc_null_request(gmpi_comm_t comm, gmpi_request_t req, gmp
 gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
                                  gmpi_request_t *out) {
   GMPI_CHECK(gmpi_p2p_validate(comm, args));
-  gmpi_request_t req = calloc(1, sizeof(*req));
+  gmpi_request_t req = request_new();
   if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
   req->comm = comm;
   req->args = *args;
@@ -119,7 +140,7 @@ gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
   if (comm->rec) {
     gmpi_status_t st = gmpi_plan_record_p2p(comm, req);
     if (st != GMPI_SUCCESS)
-      free(req);
+      request_free(req);
     else
       *out = req;
     return st;
@@ -130,7 +151,7 @@ gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
   if (st == GMPI_SUCCESS) st = req->engine->ops->p2p_post(req->engine->state, req);
   if (st != GMPI_SUCCESS) {
     gmpi_flight_end(&comm->flight, req->flight_seq, st);
-    free(req);
+    request_free(req);
     return st;
   }
   *out = req;
@@ -143,14 +164,14 @@ gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status)
    * in native and envelope mode; gmpi_last_error names source, tag and sizes instead). */
   if (status && st == GMPI_SUCCESS) *status = req->status;
   gmpi_flight_end(&req->comm->flight, req->flight_seq, st);
-  free(req);
+  request_free(req);
   return st;
 }
 
 void gmpi_request_give_up(gmpi_request_t req, gmpi_status_t why) {
   gmpi_flight_end(&req->comm->flight, req->flight_seq, why);
   engine_let_go(req);
-  free(req);
+  request_free(req);
 }
 
 void gmpi_request_abandon(gmpi_request_t req) {
