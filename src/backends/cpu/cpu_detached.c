@@ -4,7 +4,6 @@
  * Order is still MPI's: every send goes through MPI_Isend on the same communicator in post
  * order, so messages do not overtake. The MPI requests and copies live here until MPI is done
  * with them: reaped at every native post and test, drained at close. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +11,7 @@
 #include "../../core/dtype.h"
 #include "../../core/error.h"
 #include "../../core/log.h"
+#include "../../core/park.h"
 #include "../../core/request.h"
 #include "../../core/wait.h"
 #include "../../mpi/mpi_check.h"
@@ -92,28 +92,6 @@ void gmpi_cpu_detached_reap(cpu_native_t *nat) {
   nat->n_detached = kept;
 }
 
-/* Copies MPI may still read (a send cancelled is not always a send stopped) are parked here
- * for the life of the process rather than freed under MPI's feet. Only a failed comm, or a
- * message never received, leaves any. */
-static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
-static void **parked;
-static size_t n_parked, cap_parked;
-
-static void park(void *copy) {
-  if (!copy) return;
-  pthread_mutex_lock(&parked_lock);
-  if (n_parked == cap_parked) {
-    size_t cap = cap_parked ? 2 * cap_parked : 16;
-    void **grown = realloc(parked, cap * sizeof(*grown));
-    if (grown) {
-      parked = grown;
-      cap_parked = cap;
-    }
-  }
-  if (n_parked < cap_parked) parked[n_parked++] = copy; /* else it is simply leaked */
-  pthread_mutex_unlock(&parked_lock);
-}
-
 void gmpi_cpu_detached_drain(gmpi_comm_t comm, cpu_native_t *nat) {
   gmpi_deadline_t d;
   double wait_s = comm->cfg.timeout_s > 0 ? comm->cfg.timeout_s : DRAIN_WAIT_WITHOUT_TIMEOUT_S;
@@ -128,7 +106,9 @@ void gmpi_cpu_detached_drain(gmpi_comm_t comm, cpu_native_t *nat) {
   for (size_t i = 0; i < nat->n_detached; i++) {
     MPI_Cancel(&nat->detached[i]);
     MPI_Request_free(&nat->detached[i]);
-    park(nat->detached_copy[i]);
+    /* MPI may still read it (a send cancelled is not always a send stopped): parked, not
+     * freed under MPI's feet. Only a failed comm, or a message never received, leaves any. */
+    gmpi_park(nat->detached_copy[i]);
   }
   nat->n_detached = 0;
   free(nat->detached);
