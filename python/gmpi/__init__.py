@@ -8,7 +8,8 @@ libgmpi by ctypes. Names follow mpi4py's buffer methods:
 """
 from ._lib import STATUS_NAMES, GmpiError, last_error, versions
 from ._comm import (ANY_SOURCE, ANY_TAG, AVG, BAND, BOR, BXOR, IN_PLACE, LAND, LOR, LXOR, MAX,
-                    MIN, PROD, SUM, UNDEFINED, Comm, Op, Plan, Request, Status, init)
+                    MIN, PROC_NULL, PROD, SUM, UNDEFINED, Comm, Op, Plan, Request, Status,
+                    init)
 
 # The status constants, by name: gmpi.GMPI_ERR_TIMEOUT == 7 (and gmpi.ERR_TIMEOUT).
 for _value, _name in STATUS_NAMES.items():
@@ -18,5 +19,5 @@ del _value, _name
 
 __version__ = versions()[0].split()[-1]
 __all__ = ["init", "Comm", "Request", "Status", "Plan", "Op", "GmpiError", "last_error",
-           "versions", "IN_PLACE", "ANY_SOURCE", "ANY_TAG", "UNDEFINED", "SUM", "PROD", "MIN",
+           "versions", "IN_PLACE", "ANY_SOURCE", "ANY_TAG", "UNDEFINED", "PROC_NULL", "SUM", "PROD", "MIN",
            "MAX", "AVG", "BAND", "BOR", "BXOR", "LAND", "LOR", "LXOR"]

@@ -8,6 +8,7 @@ from ._lib import MsgStatus, call, check_arg, op_from_name
 ANY_SOURCE = -1
 ANY_TAG = -1
 UNDEFINED = -32766  # GMPI_UNDEFINED: Split color for "join no new communicator"
+PROC_NULL = -2  # GMPI_PROC_NULL: a peer that is no one (transfers complete at once)
 
 
 class _InPlace:
@@ -89,6 +90,46 @@ class Request:
         if flag.value:
             self._done()
             _fill(status, c)
+        return bool(flag.value)
+
+    @staticmethod
+    def _array(requests):
+        n = len(requests)
+        return n, (ctypes.c_void_p * max(n, 1))(*[r._handle for r in requests])
+
+    @staticmethod
+    def _settle(requests, handles):
+        for r, h in zip(requests, handles):
+            r._handle = ctypes.c_void_p(h)
+            if not h:
+                r._done()
+
+    @staticmethod
+    def Waitany(requests, status=None):
+        """The index of a request that completed (now done), or gmpi.UNDEFINED if none pending."""
+        requests = list(requests)
+        n, handles = Request._array(requests)
+        c, index = MsgStatus(), ctypes.c_int(UNDEFINED)
+        try:
+            call("gmpi_waitany", n, handles, ctypes.byref(index), ctypes.byref(c))
+        finally:
+            Request._settle(requests, handles)
+        _fill(status, c)
+        return index.value
+
+    @staticmethod
+    def Testall(requests, statuses=None):
+        """True once every request is complete (all then done); False touches none."""
+        requests = list(requests)
+        n, handles = Request._array(requests)
+        cs, flag = (MsgStatus * max(n, 1))(), ctypes.c_int(0)
+        try:
+            call("gmpi_testall", n, handles, ctypes.byref(flag), cs)
+        finally:
+            Request._settle(requests, handles)
+        if flag.value and statuses is not None:
+            for st, c in zip(statuses, cs):
+                _fill(st, c)
         return bool(flag.value)
 
     @staticmethod
@@ -249,14 +290,166 @@ class Comm:
         call("gmpi_reduce_scatter", s.ptr, r.ptr, n, r.dtype, int(op), self._h())
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=None):
-        """Equal blocks only (gmpi_reduce_scatter); recvcounts, when given, must all be equal."""
-        if recvcounts is not None:
-            check_arg(len(set(recvcounts)) <= 1, "recvcounts %s differ; gmpi's reduce_scatter "
-                      "takes equal blocks" % (list(recvcounts),))
-        self.Reduce_scatter_block(sendbuf, recvbuf, op)
+        """Rank i gets the reduction of block i (recvcounts[i] elements, blocks back to back);
+        without recvcounts, equal blocks (Reduce_scatter_block)."""
+        if recvcounts is None:
+            return self.Reduce_scatter_block(sendbuf, recvbuf, op)
+        op = SUM if op is None else op
+        counts = [int(c) for c in recvcounts]
+        check_arg(len(counts) == self.size, "argument 'recvcounts' has %d counts for %d ranks"
+                  % (len(counts), self.size))
+        (r,) = self._bufs((recvbuf, "recvbuf", True))
+        if sendbuf is IN_PLACE:  # the whole input in recvbuf, result at the start
+            s = r
+        else:
+            (s,) = self._bufs((sendbuf, "sendbuf", False))
+            self._dtype(s, r, "sendbuf", "recvbuf")
+        check_arg(s.count >= sum(counts), "argument 'sendbuf' holds %d elements, the counts "
+                  "sum to %d" % (s.count, sum(counts)))
+        check_arg(r.count >= counts[self.rank], "argument 'recvbuf' holds %d elements, not %d"
+                  % (r.count, counts[self.rank]))
+        call("gmpi_reduce_scatterv", s.ptr, r.ptr, (ctypes.c_size_t * self.size)(*counts),
+             r.dtype, int(op), self._h())
 
     def Barrier(self):
         call("gmpi_barrier", self._h())
+
+    def Gather(self, sendbuf, recvbuf, root=0):
+        """recvbuf (root only; None elsewhere) holds size blocks of sendbuf's count."""
+        if self.rank == root:
+            (r,) = self._bufs((recvbuf, "recvbuf", True))
+            n = self._blocks(r, "recvbuf")
+            s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
+            if s is not r:
+                self._dtype(s, r, "sendbuf", "recvbuf")
+                check_arg(s.count == n, "argument 'recvbuf' holds %d elements, not size (%d) x "
+                          "sendbuf's %d" % (r.count, self.size, s.count))
+            call("gmpi_gather", s.ptr, r.ptr, n, r.dtype, root, self._h())
+        else:
+            (s,) = self._bufs((sendbuf, "sendbuf", False))
+            call("gmpi_gather", s.ptr, None, s.count, s.dtype, root, self._h())
+
+    def Scatter(self, sendbuf, recvbuf, root=0):
+        """sendbuf (root only; None elsewhere) holds size blocks of recvbuf's count."""
+        if self.rank == root:
+            (s,) = self._bufs((sendbuf, "sendbuf", False))
+            n = self._blocks(s, "sendbuf")
+            r = s if recvbuf is IN_PLACE else self._bufs((recvbuf, "recvbuf", True))[0]
+            if r is not s:
+                self._dtype(s, r, "sendbuf", "recvbuf")
+                check_arg(r.count == n, "argument 'sendbuf' holds %d elements, not size (%d) x "
+                          "recvbuf's %d" % (s.count, self.size, r.count))
+            call("gmpi_scatter", s.ptr, r.ptr, n, s.dtype, root, self._h())
+        else:
+            (r,) = self._bufs((recvbuf, "recvbuf", True))
+            call("gmpi_scatter", None, r.ptr, r.count, r.dtype, root, self._h())
+
+    # v-variants: a buffer with per-rank layout is given as [array, counts] or
+    # [array, counts, displs] (elements; displs default to the counts back to back), as mpi4py.
+    def _layout(self, spec, name, writable):
+        check_arg(isinstance(spec, (list, tuple)) and len(spec) in (2, 3),
+                  "argument '%s' must be [array, counts] or [array, counts, displs]" % name)
+        (b,) = self._bufs((spec[0], name, writable))
+        counts = [int(c) for c in spec[1]]
+        check_arg(len(counts) == self.size, "argument '%s' has %d counts for %d ranks"
+                  % (name, len(counts), self.size))
+        if len(spec) == 3 and spec[2] is not None:
+            displs = [int(d) for d in spec[2]]
+        else:
+            displs = [sum(counts[:r]) for r in range(self.size)]
+        check_arg(len(displs) == self.size, "argument '%s' has %d displacements for %d ranks"
+                  % (name, len(displs), self.size))
+        end = max([d + c for d, c in zip(displs, counts) if c] or [0])
+        check_arg(end <= b.count, "argument '%s': its layout needs %d elements, the array holds %d"
+                  % (name, end, b.count))
+        size_t = ctypes.c_size_t * self.size
+        return b, size_t(*counts), size_t(*displs)
+
+    def Allgatherv(self, sendbuf, recvbuf):
+        """recvbuf: [array, counts(, displs)]; sendbuf an array, or IN_PLACE."""
+        r, counts, displs = self._layout(recvbuf, "recvbuf", True)
+        if sendbuf is IN_PLACE:
+            s, n = r, counts[self.rank]
+        else:
+            (s,) = self._bufs((sendbuf, "sendbuf", False))
+            self._dtype(s, r, "sendbuf", "recvbuf")
+            n = s.count
+        call("gmpi_allgatherv", s.ptr, n, r.ptr, counts, displs, r.dtype, self._h())
+
+    def Gatherv(self, sendbuf, recvbuf, root=0):
+        """recvbuf (root only): [array, counts(, displs)]; None elsewhere."""
+        if self.rank == root:
+            r, counts, displs = self._layout(recvbuf, "recvbuf", True)
+            if sendbuf is IN_PLACE:
+                s, n = r, counts[self.rank]
+            else:
+                (s,) = self._bufs((sendbuf, "sendbuf", False))
+                self._dtype(s, r, "sendbuf", "recvbuf")
+                n = s.count
+            call("gmpi_gatherv", s.ptr, n, r.ptr, counts, displs, r.dtype, root, self._h())
+        else:
+            (s,) = self._bufs((sendbuf, "sendbuf", False))
+            call("gmpi_gatherv", s.ptr, s.count, None, None, None, s.dtype, root, self._h())
+
+    def Scatterv(self, sendbuf, recvbuf, root=0):
+        """sendbuf (root only): [array, counts(, displs)]; None elsewhere."""
+        if self.rank == root:
+            s, counts, displs = self._layout(sendbuf, "sendbuf", False)
+            if recvbuf is IN_PLACE:
+                r, n = s, counts[self.rank]
+            else:
+                (r,) = self._bufs((recvbuf, "recvbuf", True))
+                self._dtype(s, r, "sendbuf", "recvbuf")
+                n = r.count
+            call("gmpi_scatterv", s.ptr, counts, displs, r.ptr, n, s.dtype, root, self._h())
+        else:
+            (r,) = self._bufs((recvbuf, "recvbuf", True))
+            call("gmpi_scatterv", None, None, None, r.ptr, r.count, r.dtype, root, self._h())
+
+    def Alltoallv(self, sendbuf, recvbuf):
+        """sendbuf and recvbuf: [array, counts(, displs)]; sendbuf IN_PLACE uses recvbuf's."""
+        r, rc, rd = self._layout(recvbuf, "recvbuf", True)
+        if sendbuf is IN_PLACE:
+            call("gmpi_alltoallv", r.ptr, None, None, r.ptr, rc, rd, r.dtype, self._h())
+            return
+        s, sc, sd = self._layout(sendbuf, "sendbuf", False)
+        self._dtype(s, r, "sendbuf", "recvbuf")
+        call("gmpi_alltoallv", s.ptr, sc, sd, r.ptr, rc, rd, r.dtype, self._h())
+
+    # ---- nonblocking collectives: a Request, completed by Wait/Test/Waitall/Waitany ----------
+    def _started(self, name, bufs, *args):
+        h = ctypes.c_void_p()
+        call(name, *args, self._h(), ctypes.byref(h))
+        return Request(self, h, tuple(bufs))
+
+    def Iallreduce(self, sendbuf, recvbuf, op=None):
+        op = SUM if op is None else op
+        (r,) = self._bufs((recvbuf, "recvbuf", True))
+        s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
+        self._same(s, r, "sendbuf", "recvbuf")
+        return self._started("gmpi_iallreduce", (s, r), s.ptr, r.ptr, r.count, r.dtype, int(op))
+
+    def Ibcast(self, buf, root=0):
+        (b,) = self._bufs((buf, "buf", True))
+        return self._started("gmpi_ibcast", (b,), b.ptr, b.count, b.dtype, root)
+
+    def Ibarrier(self):
+        return self._started("gmpi_ibarrier", ())
+
+    def Iallgather(self, sendbuf, recvbuf):
+        (r,) = self._bufs((recvbuf, "recvbuf", True))
+        n = self._blocks(r, "recvbuf")
+        s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
+        if s is not r:
+            self._dtype(s, r, "sendbuf", "recvbuf")
+        return self._started("gmpi_iallgather", (s, r), s.ptr, r.ptr, n, r.dtype)
+
+    def Ialltoall(self, sendbuf, recvbuf):
+        (r,) = self._bufs((recvbuf, "recvbuf", True))
+        s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
+        self._same(s, r, "sendbuf", "recvbuf")
+        return self._started("gmpi_ialltoall", (s, r), s.ptr, r.ptr, self._blocks(r, "recvbuf"),
+                             r.dtype)
 
     # ---- point to point --------------------------------------------------------------------
     def Send(self, buf, dest, tag=0):
@@ -289,7 +482,28 @@ class Comm:
         call("gmpi_irecv", b.ptr, b.count, b.dtype, source, tag, self._h(), ctypes.byref(h))
         return Request(self, h, (b,))
 
+    def Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Wait (bounded by GMPI_TIMEOUT) for a message; status gets its source, tag and count
+        in the sender's elements. The next matching receive gets that message."""
+        c = MsgStatus()
+        call("gmpi_probe", source, tag, self._h(), ctypes.byref(c))
+        _fill(status, c)
+        return True
+
+    def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        c, flag = MsgStatus(), ctypes.c_int(0)
+        call("gmpi_iprobe", source, tag, self._h(), ctypes.byref(flag), ctypes.byref(c))
+        if flag.value:
+            _fill(status, c)
+        return bool(flag.value)
+
     # ---- communicators and plans -------------------------------------------------------------
+    def Dup(self):
+        """Collective: the same group, its own matching space."""
+        h = ctypes.c_void_p()
+        call("gmpi_comm_dup", self._h(), ctypes.byref(h))
+        return Comm(h)
+
     def Split(self, color=0, key=0):
         """Collective; a new Comm, or None for color gmpi.UNDEFINED."""
         h = ctypes.c_void_p()

@@ -74,6 +74,7 @@ lib = _load()
 _c = ctypes
 _P, _I, _S = _c.c_void_p, _c.c_int, _c.c_size_t
 _PP = _c.POINTER(_c.c_void_p)
+_PS = _c.POINTER(_c.c_size_t)
 
 
 class MsgStatus(_c.Structure):
@@ -106,6 +107,23 @@ _PROTOTYPES = {
     "gmpi_waitall": [_I, _PP, _PST],
     "gmpi_test": [_PP, _c.POINTER(_I), _PST],
     "gmpi_sendrecv": [_P, _S, _I, _I, _I, _P, _S, _I, _I, _I, _P, _PST],
+    "gmpi_gather": [_P, _P, _S, _I, _I, _P],
+    "gmpi_scatter": [_P, _P, _S, _I, _I, _P],
+    "gmpi_allgatherv": [_P, _S, _P, _PS, _PS, _I, _P],
+    "gmpi_gatherv": [_P, _S, _P, _PS, _PS, _I, _I, _P],
+    "gmpi_scatterv": [_P, _PS, _PS, _P, _S, _I, _I, _P],
+    "gmpi_alltoallv": [_P, _PS, _PS, _P, _PS, _PS, _I, _P],
+    "gmpi_reduce_scatterv": [_P, _P, _PS, _I, _I, _P],
+    "gmpi_iallreduce": [_P, _P, _S, _I, _I, _P, _PP],
+    "gmpi_ibcast": [_P, _S, _I, _I, _P, _PP],
+    "gmpi_ibarrier": [_P, _PP],
+    "gmpi_iallgather": [_P, _P, _S, _I, _P, _PP],
+    "gmpi_ialltoall": [_P, _P, _S, _I, _P, _PP],
+    "gmpi_probe": [_I, _I, _P, _PST],
+    "gmpi_iprobe": [_I, _I, _P, _c.POINTER(_I), _PST],
+    "gmpi_waitany": [_I, _PP, _c.POINTER(_I), _PST],
+    "gmpi_testall": [_I, _PP, _c.POINTER(_I), _PST],
+    "gmpi_comm_dup": [_P, _PP],
     "gmpi_plan_begin": [_P],
     "gmpi_plan_end": [_P, _PP],
     "gmpi_plan_run": [_P],
