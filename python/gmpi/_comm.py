@@ -314,16 +314,22 @@ class Comm:
     def Barrier(self):
         call("gmpi_barrier", self._h())
 
+    def _rooted(self, whole, whole_name, part, part_name, gathers):
+        """At the root of Gather/Scatter: the buffer of size blocks, this rank's part (IN_PLACE:
+        already inside the whole) and the block's count."""
+        (w,) = self._bufs((whole, whole_name, gathers))
+        n = self._blocks(w, whole_name)
+        p = w if part is IN_PLACE else self._bufs((part, part_name, not gathers))[0]
+        if p is not w:
+            self._dtype(p, w, part_name, whole_name)
+            check_arg(p.count == n, "argument '%s' holds %d elements, not size (%d) x %s's %d"
+                      % (whole_name, w.count, self.size, part_name, p.count))
+        return w, p, n
+
     def Gather(self, sendbuf, recvbuf, root=0):
         """recvbuf (root only; None elsewhere) holds size blocks of sendbuf's count."""
         if self.rank == root:
-            (r,) = self._bufs((recvbuf, "recvbuf", True))
-            n = self._blocks(r, "recvbuf")
-            s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
-            if s is not r:
-                self._dtype(s, r, "sendbuf", "recvbuf")
-                check_arg(s.count == n, "argument 'recvbuf' holds %d elements, not size (%d) x "
-                          "sendbuf's %d" % (r.count, self.size, s.count))
+            r, s, n = self._rooted(recvbuf, "recvbuf", sendbuf, "sendbuf", True)
             call("gmpi_gather", s.ptr, r.ptr, n, r.dtype, root, self._h())
         else:
             (s,) = self._bufs((sendbuf, "sendbuf", False))
@@ -332,13 +338,7 @@ class Comm:
     def Scatter(self, sendbuf, recvbuf, root=0):
         """sendbuf (root only; None elsewhere) holds size blocks of recvbuf's count."""
         if self.rank == root:
-            (s,) = self._bufs((sendbuf, "sendbuf", False))
-            n = self._blocks(s, "sendbuf")
-            r = s if recvbuf is IN_PLACE else self._bufs((recvbuf, "recvbuf", True))[0]
-            if r is not s:
-                self._dtype(s, r, "sendbuf", "recvbuf")
-                check_arg(r.count == n, "argument 'sendbuf' holds %d elements, not size (%d) x "
-                          "recvbuf's %d" % (s.count, self.size, r.count))
+            s, r, n = self._rooted(sendbuf, "sendbuf", recvbuf, "recvbuf", False)
             call("gmpi_scatter", s.ptr, r.ptr, n, s.dtype, root, self._h())
         else:
             (r,) = self._bufs((recvbuf, "recvbuf", True))
