@@ -365,27 +365,26 @@ class Comm:
         size_t = ctypes.c_size_t * self.size
         return b, size_t(*counts), size_t(*displs)
 
+    def _own_block(self, whole, counts, part, part_name, writable):
+        """This rank's block beside a laid-out buffer: IN_PLACE (inside it) or an array of its
+        own; the buffer and its element count."""
+        if part is IN_PLACE:
+            return whole, counts[self.rank]
+        (p,) = self._bufs((part, part_name, writable))
+        self._dtype(p, whole, part_name, "the laid-out buffer")
+        return p, p.count
+
     def Allgatherv(self, sendbuf, recvbuf):
         """recvbuf: [array, counts(, displs)]; sendbuf an array, or IN_PLACE."""
         r, counts, displs = self._layout(recvbuf, "recvbuf", True)
-        if sendbuf is IN_PLACE:
-            s, n = r, counts[self.rank]
-        else:
-            (s,) = self._bufs((sendbuf, "sendbuf", False))
-            self._dtype(s, r, "sendbuf", "recvbuf")
-            n = s.count
+        s, n = self._own_block(r, counts, sendbuf, "sendbuf", False)
         call("gmpi_allgatherv", s.ptr, n, r.ptr, counts, displs, r.dtype, self._h())
 
     def Gatherv(self, sendbuf, recvbuf, root=0):
         """recvbuf (root only): [array, counts(, displs)]; None elsewhere."""
         if self.rank == root:
             r, counts, displs = self._layout(recvbuf, "recvbuf", True)
-            if sendbuf is IN_PLACE:
-                s, n = r, counts[self.rank]
-            else:
-                (s,) = self._bufs((sendbuf, "sendbuf", False))
-                self._dtype(s, r, "sendbuf", "recvbuf")
-                n = s.count
+            s, n = self._own_block(r, counts, sendbuf, "sendbuf", False)
             call("gmpi_gatherv", s.ptr, n, r.ptr, counts, displs, r.dtype, root, self._h())
         else:
             (s,) = self._bufs((sendbuf, "sendbuf", False))
@@ -395,12 +394,7 @@ class Comm:
         """sendbuf (root only): [array, counts(, displs)]; None elsewhere."""
         if self.rank == root:
             s, counts, displs = self._layout(sendbuf, "sendbuf", False)
-            if recvbuf is IN_PLACE:
-                r, n = s, counts[self.rank]
-            else:
-                (r,) = self._bufs((recvbuf, "recvbuf", True))
-                self._dtype(s, r, "sendbuf", "recvbuf")
-                n = r.count
+            r, n = self._own_block(s, counts, recvbuf, "recvbuf", True)
             call("gmpi_scatterv", s.ptr, counts, displs, r.ptr, n, s.dtype, root, self._h())
         else:
             (r,) = self._bufs((recvbuf, "recvbuf", True))

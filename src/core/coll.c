@@ -199,7 +199,6 @@ static gmpi_status_t coll_extent(gmpi_comm_t comm, const gmpi_coll_args_t *a,
   default: GMPI_CHECK(v_extent(comm, a, n, e)); break;
   }
   e->in_place = gmpi_coll_in_place(comm, a);
-  if (a->kind == GMPI_COLL_BCAST) e->in_place = 1;
   return check_own_block(comm, a, e->in_place);
 }
 

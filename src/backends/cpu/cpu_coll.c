@@ -103,6 +103,13 @@ static void finish(coll_after_t *after, gmpi_dtype_t dtype, int nranks) {
   memset(after, 0, sizeof(*after));
 }
 
+/* A collective that failed before any call started: no results to finish, only memory. */
+static void drop(coll_after_t *after) {
+  after->divide_buf = NULL;
+  after->move_bytes = 0;
+  finish(after, GMPI_BYTE, 1);
+}
+
 static void divide_after(coll_ctx_t *c, void *buf, size_t count) {
   if (c->a->op != GMPI_AVG) return;
   c->after->divide_buf = buf;
@@ -182,13 +189,11 @@ static gmpi_status_t run_reduce_scatter(coll_ctx_t *c) {
                           (mpi_in_place || nccl_in_place) ? MPI_IN_PLACE : a->sendbuf, out,
                           (int)a->count, gmpi_mpi_dtype(a->dtype), gmpi_mpi_op(a->dtype, a->op),
                           c->mc));
-  if (nccl_in_place)
-    *c->after = (coll_after_t){.divide_buf = c->after->divide_buf,
-                               .divide_count = c->after->divide_count,
-                               .move_to = a->recvbuf,
-                               .move_from = out,
-                               .move_bytes = block,
-                               .n_owned = 0};
+  if (nccl_in_place) {
+    c->after->move_to = a->recvbuf;
+    c->after->move_from = out;
+    c->after->move_bytes = block;
+  }
   return GMPI_SUCCESS;
 }
 
@@ -534,17 +539,26 @@ gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_a
   return st;
 }
 
-gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
-  coll_after_t after = {0};
+/* Run a's calls: blocking ones when nb is NULL, else their nonblocking forms kept in nb. */
+static gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
+                               coll_after_t *after, icoll_t *nb) {
   coll_ctx_t c = {.comm = comm,
                   .mc = cpu->data,
                   .a = a,
                   .es = gmpi_dtype_size(a->dtype),
                   .chunk = comm->cfg.max_chunk,
-                  .after = &after};
-  gmpi_status_t st = coll_table[a->kind](&c);
-  if (st != GMPI_SUCCESS) after.divide_buf = NULL, after.move_bytes = 0;
-  finish(&after, a->dtype, comm->size);
+                  .after = after,
+                  .nb = nb};
+  return coll_table[a->kind](&c);
+}
+
+gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
+  coll_after_t after = {0};
+  gmpi_status_t st = run_calls(comm, cpu, a, &after, NULL);
+  if (st != GMPI_SUCCESS)
+    drop(&after);
+  else
+    finish(&after, a->dtype, comm->size);
   return st;
 }
 
@@ -559,18 +573,9 @@ static gmpi_status_t start_calls(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_c
   if (!nb) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a collective's requests");
   nb->dtype = a->dtype;
   nb->nranks = comm->size;
-  coll_ctx_t c = {.comm = comm,
-                  .mc = cpu->data,
-                  .a = a,
-                  .es = gmpi_dtype_size(a->dtype),
-                  .chunk = comm->cfg.max_chunk,
-                  .after = &nb->after,
-                  .nb = nb};
-  gmpi_status_t st = coll_table[a->kind](&c);
+  gmpi_status_t st = run_calls(comm, cpu, a, &nb->after, nb);
   if (st != GMPI_SUCCESS && nb->n == 0) { /* nothing started: nothing in flight reads it */
-    nb->after.divide_buf = NULL;
-    nb->after.move_bytes = 0;
-    finish(&nb->after, a->dtype, comm->size);
+    drop(&nb->after);
     free(nb->reqs);
     free(nb);
     return st;

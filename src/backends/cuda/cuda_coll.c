@@ -103,7 +103,7 @@ static gmpi_status_t dev_scratch(dev_ctx_t *x, size_t bytes, void **ptr) {
 
 /* A copy of bytes at src on the stream: in-place inputs are sent from one. */
 static gmpi_status_t dev_stage_copy(dev_ctx_t *x, const void *src, size_t bytes, void **copy) {
-  if (!x->nonblocking && bytes <= GMPI_CUDA_SCRATCH_BYTES && !gmpi_coll_has_op(x->a->kind))
+  if (!x->nonblocking && bytes <= GMPI_CUDA_SCRATCH_BYTES)
     GMPI_CHECK(cuda_comm_scratch(x->cc, bytes, copy));
   else
     GMPI_CHECK(dev_temp(x, bytes, copy));
