@@ -167,6 +167,22 @@ GMPI_API gmpi_status_t gmpi_comm_set_stream(gmpi_comm_t comm, void *stream);
 GMPI_API gmpi_status_t gmpi_comm_mem_usage(gmpi_comm_t comm, size_t *library_bytes,
                                            size_t *user_bytes);
 
+/* Which sends a receive can match. GMPI_MATCH_PER_KIND (the default): host and device messages
+ * are matched by their own engines (a host receive matches host sends, a device receive device
+ * sends), each with MPI's rules; host messages run at MPI's speed. GMPI_MATCH_ACROSS_KINDS: one
+ * matching engine for every point-to-point message of the comm, whatever memory either end uses
+ * (MPI's rule; what the drop-in layer needs); on cuda host messages then go through the device
+ * engine's envelopes, staged where the two ends differ. Set it on every rank before the comm's
+ * first point-to-point call (GMPI_ERR_STATE after); split and dup inherit it. Plans keep
+ * per-kind matching. */
+typedef enum { GMPI_MATCH_PER_KIND = 0, GMPI_MATCH_ACROSS_KINDS = 1 } gmpi_matching_t;
+GMPI_API gmpi_status_t gmpi_comm_set_matching(gmpi_comm_t comm, gmpi_matching_t matching);
+/* 1 when the comm's backend moves ptr as device memory (0 on cpu, for host memory and NULL). */
+GMPI_API gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_device);
+/* One line through gmpi's log at level info (GMPI_DEBUG=info or trace), prefixed by the rank
+ * like gmpi's own lines: for layers built on gmpi (the drop-in layer, bindings). */
+GMPI_API void gmpi_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* ---- memory ------------------------------------------------------------------------ */
 /* Memory the comm's backend moves fastest: host on cpu, device on cuda. */
 GMPI_API gmpi_status_t gmpi_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr);
@@ -278,6 +294,12 @@ GMPI_API gmpi_status_t gmpi_isend(const void *buf, size_t count, gmpi_dtype_t dt
                                   int tag, gmpi_comm_t comm, gmpi_request_t *request);
 GMPI_API gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
                                   gmpi_comm_t comm, gmpi_request_t *request);
+/* Synchronous sends (MPI_Ssend, MPI_Issend): complete only once a receive has matched the
+ * message, whatever its size (no eager completion). In a plan they record as plain sends. */
+GMPI_API gmpi_status_t gmpi_ssend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest,
+                                  int tag, gmpi_comm_t comm);
+GMPI_API gmpi_status_t gmpi_issend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest,
+                                   int tag, gmpi_comm_t comm, gmpi_request_t *request);
 /* Completed requests are freed and set to NULL; a NULL request completes at once. Requests of
  * point to point and of nonblocking collectives mix freely (a collective's status is
  * {GMPI_ANY_SOURCE, GMPI_ANY_TAG, 0}). */

@@ -224,6 +224,35 @@ static void bad_arguments(void) {
   T_ERROR_MENTIONS("PROC_NULL");
 }
 
+/* gmpi_issend of one int (eager-sized) to the right, and to itself: neither completes before
+ * its receive is posted (tested before the barrier that comes first), both complete after, and
+ * the values arrive. gmpi_ssend then completes against a posted receive. */
+static void synchronous_sends(void) {
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  int32_t *s = dev_int(700 + rank), *r = dev_int(-1), *self_r = dev_int(-1);
+  gmpi_request_t reqs[2] = {NULL, NULL};
+  T_OK(gmpi_issend(s, 1, GMPI_INT32, right, 8, comm, &reqs[0]));
+  T_OK(gmpi_issend(s, 1, GMPI_INT32, rank, 9, comm, &reqs[1]));
+  int flag = -1;
+  T_OK(gmpi_testall(2, reqs, &flag, NULL));
+  T_EQ_INT(flag, 0); /* no receive is posted anywhere yet */
+  T_OK(gmpi_barrier(comm));
+  T_OK(gmpi_recv(r, 1, GMPI_INT32, left, 8, comm, NULL));
+  T_OK(gmpi_recv(self_r, 1, GMPI_INT32, rank, 9, comm, NULL));
+  T_OK(gmpi_waitall(2, reqs, NULL));
+  T_EQ_INT(host_int(r), 700 + left);
+  T_EQ_INT(host_int(self_r), 700 + rank);
+  gmpi_request_t rq = NULL;
+  T_OK(gmpi_irecv(r, 1, GMPI_INT32, left, 10, comm, &rq));
+  T_OK(gmpi_barrier(comm));
+  T_OK(gmpi_ssend(s, 1, GMPI_INT32, right, 10, comm));
+  T_OK(gmpi_wait(&rq, NULL));
+  T_EQ_INT(host_int(r), 700 + left);
+  t_free(s);
+  t_free(r);
+  t_free(self_r);
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   T_OK(gmpi_comm_rank(comm, &rank));
@@ -233,6 +262,7 @@ int main(int argc, char **argv) {
   proc_null_halo();
   proc_null_in_plan();
   dup_isolates();
+  synchronous_sends();
   bad_arguments();
   return t_finish("requests");
 }

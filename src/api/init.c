@@ -189,6 +189,7 @@ static gmpi_status_t make_child(gmpi_comm_t parent, struct gmpi_oob *oob, gmpi_c
   gmpi_comm_t child = calloc(1, sizeof(*child));
   if (!child) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a communicator");
   child->cfg = parent->cfg;
+  child->match_across_kinds = parent->match_across_kinds;
   child->ops = parent->ops;
   child->oob = oob;
   gmpi_status_t st = describe_comm(child);

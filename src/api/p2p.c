@@ -23,12 +23,29 @@ static gmpi_status_t post(const char *func, gmpi_comm_t comm, gmpi_p2p_args_t a,
 gmpi_status_t gmpi_isend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
                          gmpi_comm_t comm, gmpi_request_t *request) {
   return post(__func__, comm,
-              (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag}, request);
+              (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag, 0}, request);
+}
+
+gmpi_status_t gmpi_issend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
+                          gmpi_comm_t comm, gmpi_request_t *request) {
+  return post(__func__, comm,
+              (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag, .sync = 1},
+              request);
+}
+
+gmpi_status_t gmpi_ssend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
+                         gmpi_comm_t comm) {
+  gmpi_request_t req = NULL;
+  GMPI_CHECK(post(__func__, comm,
+                  (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag, .sync = 1},
+                  &req));
+  if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
+  return gmpi_request_wait(req, NULL);
 }
 
 gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
                          gmpi_comm_t comm, gmpi_request_t *request) {
-  return post(__func__, comm, (gmpi_p2p_args_t){GMPI_P2P_RECV, buf, count, dtype, source, tag},
+  return post(__func__, comm, (gmpi_p2p_args_t){GMPI_P2P_RECV, buf, count, dtype, source, tag, 0},
               request);
 }
 
@@ -327,7 +344,7 @@ gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int d
                         gmpi_comm_t comm) {
   gmpi_request_t req = NULL;
   GMPI_CHECK(post(__func__, comm,
-                  (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag}, &req));
+                  (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag, 0}, &req));
   if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
   return gmpi_request_wait(req, NULL);
 }
@@ -335,8 +352,8 @@ gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int d
 gmpi_status_t gmpi_recv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
                         gmpi_comm_t comm, gmpi_msg_status_t *status) {
   gmpi_request_t req = NULL;
-  GMPI_CHECK(
-      post(__func__, comm, (gmpi_p2p_args_t){GMPI_P2P_RECV, buf, count, dtype, source, tag}, &req));
+  GMPI_CHECK(post(__func__, comm,
+                  (gmpi_p2p_args_t){GMPI_P2P_RECV, buf, count, dtype, source, tag, 0}, &req));
   if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
   return gmpi_request_wait(req, status);
 }
@@ -346,12 +363,13 @@ gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t 
                             int source, int recvtag, gmpi_comm_t comm, gmpi_msg_status_t *status) {
   gmpi_request_t reqs[2] = {NULL, NULL};
   gmpi_msg_status_t statuses[2];
-  GMPI_CHECK(post(__func__, comm,
-                  (gmpi_p2p_args_t){GMPI_P2P_RECV, recvbuf, recvcount, recvtype, source, recvtag},
-                  &reqs[0]));
+  GMPI_CHECK(
+      post(__func__, comm,
+           (gmpi_p2p_args_t){GMPI_P2P_RECV, recvbuf, recvcount, recvtype, source, recvtag, 0},
+           &reqs[0]));
   gmpi_status_t st =
       post(__func__, comm,
-           (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)sendbuf, sendcount, sendtype, dest, sendtag},
+           (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)sendbuf, sendcount, sendtype, dest, sendtag, 0},
            &reqs[1]);
   if (st != GMPI_SUCCESS) {
     gmpi_request_abandon(reqs[0]);

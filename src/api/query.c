@@ -1,8 +1,12 @@
 /* Questions about a comm, and the raw handles for interop. */
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/comm.h"
 #include "../core/error.h"
+#include "../core/log.h"
+#include "../core/route.h"
 #include "../core/select.h"
 #include "../mpi/bootstrap.h"
 #include "../mpi/oob.h"
@@ -93,6 +97,35 @@ gmpi_status_t gmpi_comm_mem_usage(gmpi_comm_t comm, size_t *library_bytes, size_
   NEED_OUT(user_bytes);
   comm->ops->mem_usage(comm, library_bytes, user_bytes);
   return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_comm_set_matching(gmpi_comm_t comm, gmpi_matching_t matching) {
+  GMPI_API_ENTER(comm);
+  if (matching != GMPI_MATCH_PER_KIND && matching != GMPI_MATCH_ACROSS_KINDS)
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'matching' = %d is not a gmpi_matching_t",
+                      (int)matching);
+  int across = matching == GMPI_MATCH_ACROSS_KINDS;
+  if (across != comm->match_across_kinds && comm->p2p_started)
+    return gmpi_error(GMPI_ERR_STATE, "the comm has made point-to-point calls: matching is set "
+                                      "before the first one, on every rank");
+  comm->match_across_kinds = across;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_device) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(is_device);
+  return gmpi_route_is_device(comm, ptr, is_device);
+}
+
+void gmpi_log_info(const char *fmt, ...) {
+  if (!gmpi_log_enabled(GMPI_LOG_INFO)) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  gmpi_log(GMPI_LOG_INFO, "%s", line);
 }
 
 gmpi_status_t gmpi_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr) {

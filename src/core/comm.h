@@ -30,6 +30,8 @@ struct gmpi_comm {
   int tag_ub;                /* largest valid tag */
   int owns_mpi;              /* gmpi_init called MPI_Init_thread: finalize calls MPI_Finalize */
   int from_init;             /* made by gmpi_init (ended by gmpi_finalize, not gmpi_comm_free) */
+  int match_across_kinds;    /* gmpi_comm_set_matching: every p2p message on one engine */
+  int p2p_started;           /* a point-to-point call was made: matching is fixed from here */
   gmpi_status_t failure;     /* GMPI_SUCCESS while healthy; else why only finalize is allowed */
   uint64_t coll_seq;         /* collectives issued, for GMPI_CHECK and the flight record */
   struct gmpi_plan_rec *rec; /* the plan being recorded, or NULL */

@@ -494,8 +494,8 @@ static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t 
   return progress(env);
 }
 
-/* Self messages: eager ones are copied at once (the send completes); larger ones stay in the
- * sender's buffer until their receive copies them. */
+/* Self messages: eager ones are copied at once (the send completes); larger and synchronous
+ * ones stay in the sender's buffer until their receive copies them. */
 static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_request_t req,
                                     env_send_t *es, size_t bytes) {
   env_msg_t *msg = calloc(1, sizeof(*msg));
@@ -508,7 +508,7 @@ static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_reque
                               .seq = es->seq};
   msg->proto = P_SELF;
   gmpi_status_t st = GMPI_SUCCESS;
-  if (bytes <= GMPI_ENV_EAGER_BYTES) {
+  if (bytes <= GMPI_ENV_EAGER_BYTES && !a->sync) {
     es->complete = 1;
     if (bytes && !(msg->data = malloc(bytes)))
       st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %zu-byte self message", bytes);
@@ -571,7 +571,7 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   gmpi_status_t st;
   if (a->peer == env->comm->rank)
     st = post_self_send(env, req, es, bytes);
-  else if (bytes <= GMPI_ENV_EAGER_BYTES)
+  else if (bytes <= GMPI_ENV_EAGER_BYTES && !a->sync) /* synchronous: rendezvous, done at FIN */
     st = post_eager(env, a, es, bytes);
   else
     st = post_rendezvous(env, a, es, bytes);

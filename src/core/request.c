@@ -145,6 +145,7 @@ gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
       *out = req;
     return st;
   }
+  comm->p2p_started = 1;
   req->flight_seq =
       gmpi_flight_start(&comm->flight, p2p_name(args), args->count, args->peer, args->tag);
   gmpi_status_t st = gmpi_route_p2p(req);

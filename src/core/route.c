@@ -63,11 +63,25 @@ gmpi_status_t gmpi_route_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
 }
 
 gmpi_status_t gmpi_route_p2p(gmpi_request_t req) {
+  gmpi_comm_t comm = req->comm;
+  /* Matching across kinds: the device engine matches every message (its mover stages host
+   * ends); on cpu the host engine is the only one anyway. */
+  if (comm->match_across_kinds && comm->device_engine.ops) {
+    req->engine = &comm->device_engine;
+    return GMPI_SUCCESS;
+  }
   gmpi_mem_kind_t kind = GMPI_MEM_NONE;
-  GMPI_CHECK(classify(req->comm, req->args.buf, "buf", &kind));
+  GMPI_CHECK(classify(comm, req->args.buf, "buf", &kind));
   /* Messages match within one engine: a device receive matches device sends, a host receive
    * host sends (and a NULL buffer counts as host memory). docs/design.md says why. */
-  req->engine = kind == GMPI_MEM_DEVICE ? &req->comm->device_engine : &req->comm->host_engine;
+  req->engine = kind == GMPI_MEM_DEVICE ? &comm->device_engine : &comm->host_engine;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_route_is_device(gmpi_comm_t comm, const void *ptr, int *is_device) {
+  gmpi_mem_kind_t kind = GMPI_MEM_NONE;
+  GMPI_CHECK(classify(comm, ptr, "ptr", &kind));
+  *is_device = kind == GMPI_MEM_DEVICE;
   return GMPI_SUCCESS;
 }
 

@@ -61,8 +61,10 @@ static gmpi_status_t post_to_mpi(gmpi_cpu_t *cpu, gmpi_request_t req) {
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CHECK(gmpi_mpi_bytes_type(bytes_of(a), req->comm->cfg.max_chunk, &cr->type, &n));
   if (a->dir == GMPI_P2P_SEND) {
-    GMPI_MPI_CHECK_GOTO(MPI_Isend(a->buf, n, cr->type, a->peer, gmpi_cpu_mpi_tag(a->tag, a->dtype),
-                                  cpu->data, &cr->mpi),
+    int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *) =
+        a->sync ? MPI_Issend : MPI_Isend;
+    GMPI_MPI_CHECK_GOTO(isend(a->buf, n, cr->type, a->peer, gmpi_cpu_mpi_tag(a->tag, a->dtype),
+                              cpu->data, &cr->mpi),
                         st, release_type);
   } else {
     int src = a->peer == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE : a->peer;
@@ -78,7 +80,8 @@ release_type:
 
 static gmpi_status_t post_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
   if (req->args.peer == req->comm->rank) return gmpi_cpu_self_send(cpu->native, req);
-  if (bytes_of(&req->args) <= GMPI_ENV_EAGER_BYTES) return gmpi_cpu_detached_send(cpu, req);
+  if (bytes_of(&req->args) <= GMPI_ENV_EAGER_BYTES && !req->args.sync)
+    return gmpi_cpu_detached_send(cpu, req);
   return post_to_mpi(cpu, req);
 }
 

@@ -121,7 +121,7 @@ static gmpi_status_t enqueue(cpu_native_t *nat, gmpi_request_t send) {
   m->tag = send->args.tag;
   m->bytes = bytes;
   m->elem_size = gmpi_dtype_size(send->args.dtype);
-  if (bytes > GMPI_ENV_EAGER_BYTES) {
+  if (bytes > GMPI_ENV_EAGER_BYTES || send->args.sync) {
     m->send = send; /* the data stays in the sender's buffer until a receive takes it */
     ((cpu_req_t *)send->be)->queued = m;
   } else if (bytes) {

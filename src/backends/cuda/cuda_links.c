@@ -10,7 +10,8 @@
  * wait in the link's queue; the host never blocks on a peer. The helper's blocking wait cannot
  * be bounded, but the transfers that wait for it are (GMPI_TIMEOUT), and a link whose set-up
  * never finishes is left to the process at close. Nothing here synchronizes the device while
- * link kernels run (no cudaMalloc/cudaFree between set-up and close). */
+ * link kernels run (no cudaMalloc/cudaFree between set-up and close: a host end's staging copy
+ * comes from the stream-ordered allocator). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -34,8 +35,11 @@ typedef struct xfer {
   cudaEvent_t ready; /* stream-ordered mode: the user's stream reached the post */
   cudaEvent_t done;  /* recorded right after the NCCL call */
   int issued;        /* handed to NCCL */
-  int cancelled;     /* given up before it was issued: freed when the queue drains */
-  struct xfer *next; /* the link's queue until issued */
+  void *stage;       /* a host end's device copy (matching across memory kinds), or NULL */
+  void *host;        /* a receive's host buffer, filled from stage when the transfer is done */
+  cudaStream_t copy_stream; /* the p2p stream: stage copies, off the link's order */
+  int cancelled;            /* given up before it was issued: freed when the queue drains */
+  struct xfer *next;        /* the link's queue until issued */
 } xfer_t;
 
 typedef struct link {
@@ -144,6 +148,7 @@ gmpi_status_t cuda_link_join(cuda_p2p_t *p, int peer, const void *blob, size_t l
 /* ---- transfers --------------------------------------------------------------------------- */
 
 static void free_xfer(xfer_t *x) {
+  if (x->stage) cudaFreeAsync(x->stage, x->link->stream); /* after whatever NCCL still does */
   if (x->ready) cudaEventDestroy(x->ready);
   cudaEventDestroy(x->done);
   free(x);
@@ -161,6 +166,10 @@ static gmpi_status_t issue(xfer_t *x) {
   }
   GMPI_CUDA_CHECK(cudaEventRecord(x->done, link->stream));
   x->issued = 1;
+  if (x->is_send && x->stage) {
+    GMPI_CUDA_CHECK(cudaFreeAsync(x->stage, link->stream));
+    x->stage = NULL;
+  }
   return GMPI_SUCCESS;
 }
 
@@ -191,6 +200,30 @@ gmpi_status_t cuda_links_progress(cuda_p2p_t *p) {
   return GMPI_SUCCESS;
 }
 
+/* A host end of a message (a comm matching across memory kinds): NCCL moves device memory, so
+ * the transfer goes through a device copy from the stream-ordered allocator. A send fills it
+ * now; a receive empties it into the host buffer once the transfer is done. The p2p stream is
+ * waited, not the link's: nothing there waits for a peer. */
+static gmpi_status_t stage_host_end(cuda_p2p_t *p, xfer_t *x) {
+  GMPI_CUDA_CHECK(cudaMallocAsync(&x->stage, x->bytes ? x->bytes : 1, p->stream));
+  if (x->is_send)
+    GMPI_CUDA_CHECK(cudaMemcpyAsync(x->stage, x->buf, x->bytes, cudaMemcpyHostToDevice, p->stream));
+  GMPI_CUDA_CHECK(cudaStreamSynchronize(p->stream)); /* before the link's stream uses it */
+  if (!x->is_send) x->host = x->buf;
+  x->buf = x->stage;
+  x->copy_stream = p->stream;
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t unstage_receive(xfer_t *x) {
+  GMPI_CUDA_CHECK(
+      cudaMemcpyAsync(x->host, x->stage, x->bytes, cudaMemcpyDeviceToHost, x->copy_stream));
+  GMPI_CUDA_CHECK(cudaStreamSynchronize(x->copy_stream));
+  GMPI_CUDA_CHECK(cudaFreeAsync(x->stage, x->copy_stream));
+  x->stage = NULL;
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, size_t bytes,
                               void **handle) {
   link_t *link = &p->links->by_peer[peer];
@@ -206,6 +239,7 @@ gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, s
                          destroy_done);
     GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->ready, p->cc->user_stream), st, destroy_ready);
   }
+  if (cuda_p2p_is_host(p, buf)) GMPI_CHECK_GOTO(stage_host_end(p, x), st, destroy_ready);
   *handle = x;
   if (link->state == LINK_READY) return issue(x);
   if (link->tail)
@@ -215,7 +249,8 @@ gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, s
   link->tail = x;
   return link_pump(link);
 destroy_ready:
-  cudaEventDestroy(x->ready);
+  if (x->stage) cudaFreeAsync(x->stage, p->stream);
+  if (x->ready) cudaEventDestroy(x->ready);
 destroy_done:
   cudaEventDestroy(x->done);
 free_x:
@@ -236,8 +271,10 @@ gmpi_status_t cuda_link_test(void *handle, int *done) {
     return GMPI_SUCCESS;
   }
   if (e != cudaSuccess) return gmpi_cuda_error(e, "cudaEventQuery");
+  gmpi_status_t st = x->host ? unstage_receive(x) : GMPI_SUCCESS;
   free_xfer(x);
-  *done = 1;
+  *done = st == GMPI_SUCCESS;
+  return st;
   return GMPI_SUCCESS;
 }
 

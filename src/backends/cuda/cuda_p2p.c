@@ -13,9 +13,19 @@
 #include "cuda_check.h"
 #include "cuda_p2p.h"
 
-/* Copies on the p2p stream (after the user's stream in stream-ordered mode), waited here. */
+int cuda_p2p_is_host(cuda_p2p_t *p, const void *ptr) {
+  gmpi_mem_kind_t kind = GMPI_MEM_HOST;
+  return cuda_classify(p->comm, ptr, "buf", &kind) == GMPI_SUCCESS && kind != GMPI_MEM_DEVICE;
+}
+
+/* Copies on the p2p stream (after the user's stream in stream-ordered mode), waited here. Host
+ * to host (a comm matching across memory kinds moves host messages here too) is a memcpy. */
 static gmpi_status_t copy_now(cuda_p2p_t *p, void *dst, const void *src, size_t bytes,
                               const char *what) {
+  if (cuda_p2p_is_host(p, dst) && cuda_p2p_is_host(p, src)) {
+    memcpy(dst, src, bytes);
+    return GMPI_SUCCESS;
+  }
   cudaStream_t s = p->cc->user_stream ? p->cc->user_stream : p->stream;
   GMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
   return cuda_wait_stream(p->comm, s, what);
@@ -34,7 +44,7 @@ static gmpi_status_t dev_self_copy(void *ctx, void *dst, const void *src, size_t
 static size_t expose(void *ctx, int peer, const void *buf, size_t bytes, void *blob) {
   cuda_p2p_t *p = ctx;
   (void)bytes;
-  if (!p->can_pull[peer]) return 0;
+  if (!p->can_pull[peer] || cuda_p2p_is_host(p, buf)) return 0; /* host memory: the link */
   /* The receiver reads buf as soon as it matches: in stream-ordered mode the data must be
    * there first. */
   if (p->cc->user_stream && cuda_wait_stream(p->comm, p->cc->user_stream,
@@ -153,7 +163,7 @@ size_t cuda_p2p_device_bytes(const cuda_comm_t *cc) {
   return cc->p2p ? cuda_links_device_bytes(cc->p2p) : 0;
 }
 
-/* Device buffers only: core routed host buffers to the MPI engine. */
+/* Device buffers, and host buffers on a comm matching across memory kinds. */
 gmpi_status_t cuda_p2p_post(void *state, gmpi_request_t req) {
   return gmpi_env_post(((cuda_comm_t *)state)->env, req);
 }

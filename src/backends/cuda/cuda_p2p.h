@@ -18,6 +18,9 @@ typedef struct cuda_p2p {
   struct cuda_links *links;
 } cuda_p2p_t;
 
+/* Is ptr host memory (a host end of a message on a comm matching across memory kinds)? */
+int cuda_p2p_is_host(cuda_p2p_t *p, const void *ptr);
+
 /* ---- CUDA IPC (cuda_ipc.c) ---- */
 /* Describe buf for a peer of this host; 0 when it cannot be shared (not cudaMalloc memory). */
 size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob);

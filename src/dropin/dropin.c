@@ -1,0 +1,293 @@
+/* The layer's life cycle and its routing decision: MPI_Init makes the twin of MPI_COMM_WORLD,
+ * communicator constructors make twins by splitting the parent's (one ncclCommSplit, not a new
+ * NCCL initialisation), MPI_Comm_free and MPI_Finalize tear them down first. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dropin.h"
+
+dropin_t dropin = {.keyval = MPI_KEYVAL_INVALID};
+_Thread_local int dropin_depth;
+
+/* Twins in creation order: MPI_Finalize frees them newest first (every rank made its comms in
+ * the same collective order, so the collective frees line up). */
+typedef struct twin {
+  MPI_Comm comm;
+  gmpi_comm_t g;
+  struct twin *next;
+} twin_t;
+static twin_t *twins;
+
+/* ---- configuration --------------------------------------------------------------------- */
+
+static int read_mode(dropin_mode_t *mode) {
+  const char *v = getenv("GMPI_INTERPOSE");
+  if (!v || !*v || !strcmp(v, "device"))
+    *mode = INTERPOSE_DEVICE;
+  else if (!strcmp(v, "all"))
+    *mode = INTERPOSE_ALL;
+  else if (!strcmp(v, "off"))
+    *mode = INTERPOSE_OFF;
+  else {
+    fprintf(stderr, "[gmpi_mpi] GMPI_INTERPOSE='%s' is not one of device, all, off\n", v);
+    return 0;
+  }
+  return 1;
+}
+
+static double read_timeout(void) {
+  const char *v = getenv("GMPI_TIMEOUT");
+  char *end = NULL;
+  double t = v ? strtod(v, &end) : 300.0;
+  return v && (end == v || t < 0) ? 300.0 : t; /* gmpi_init refuses a bad value itself */
+}
+
+/* ---- twins ------------------------------------------------------------------------------ */
+
+gmpi_comm_t dropin_twin(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL || dropin.keyval == MPI_KEYVAL_INVALID) return NULL;
+  void *val = NULL;
+  int flag = 0;
+  if (PMPI_Comm_get_attr(comm, dropin.keyval, &val, &flag) != MPI_SUCCESS || !flag) {
+    if (comm == MPI_COMM_SELF && dropin.active && !dropin.self) {
+      /* MPI_COMM_SELF's twin: one rank, so made locally whenever it is first needed. */
+      dropin_enter();
+      gmpi_status_t st = gmpi_init(MPI_COMM_SELF, &dropin.self);
+      if (st == GMPI_SUCCESS) st = gmpi_comm_set_matching(dropin.self, GMPI_MATCH_ACROSS_KINDS);
+      dropin_leave();
+      if (st != GMPI_SUCCESS) {
+        dropin_fail(MPI_COMM_SELF, "MPI_COMM_SELF's gmpi communicator", st);
+        return NULL;
+      }
+      PMPI_Comm_set_attr(MPI_COMM_SELF, dropin.keyval, dropin.self);
+      return dropin.self;
+    }
+    return NULL;
+  }
+  return val;
+}
+
+static void twin_remember(MPI_Comm comm, gmpi_comm_t g) {
+  twin_t *t = calloc(1, sizeof(*t));
+  if (!t) return; /* not freed at MPI_Finalize: gmpi_finalize of the world reports it */
+  t->comm = comm;
+  t->g = g;
+  t->next = twins;
+  twins = t;
+}
+
+static void twin_forget(gmpi_comm_t g) {
+  for (twin_t **p = &twins; *p; p = &(*p)->next) {
+    if ((*p)->g == g) {
+      twin_t *t = *p;
+      *p = t->next;
+      free(t);
+      return;
+    }
+  }
+}
+
+/* The twin of newcomm, made from parent's by gmpi_comm_split (collective over parent, as every
+ * constructor below is). Color: the lowest parent rank in newcomm; key: the rank in newcomm. */
+static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *func) {
+  gmpi_comm_t pg = dropin_twin(parent), g = NULL;
+  if (!pg || !dropin.active) return MPI_SUCCESS;
+  int prank = 0, color = GMPI_UNDEFINED, key = 0;
+  PMPI_Comm_rank(parent, &prank);
+  if (newcomm != MPI_COMM_NULL) {
+    int inter = 0;
+    PMPI_Comm_test_inter(newcomm, &inter);
+    if (inter) return MPI_SUCCESS; /* no twin: device buffers on it are staged */
+    PMPI_Allreduce(&prank, &color, 1, MPI_INT, MPI_MIN, newcomm);
+    PMPI_Comm_rank(newcomm, &key);
+  }
+  dropin_enter();
+  gmpi_status_t st = is_dup ? gmpi_comm_dup(pg, &g) : gmpi_comm_split(pg, color, key, &g);
+  dropin_leave();
+  if (st != GMPI_SUCCESS) return dropin_fail(parent, func, st);
+  if (!g) return MPI_SUCCESS;
+  PMPI_Comm_set_attr(newcomm, dropin.keyval, g);
+  twin_remember(newcomm, g);
+  return MPI_SUCCESS;
+}
+
+static int twin_free(MPI_Comm comm, const char *func) {
+  gmpi_comm_t g = dropin_twin(comm);
+  if (!g || g == dropin.world || g == dropin.self) return MPI_SUCCESS;
+  PMPI_Comm_delete_attr(comm, dropin.keyval);
+  twin_forget(g);
+  dropin_enter();
+  gmpi_status_t st = gmpi_comm_free(&g);
+  dropin_leave();
+  return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
+}
+
+/* ---- routing ---------------------------------------------------------------------------- */
+
+int dropin_is_device(const void *ptr) {
+  if (!ptr || ptr == MPI_IN_PLACE || !dropin.world) return 0;
+  int dev = 0;
+  return gmpi_mem_is_device(dropin.world, ptr, &dev) == GMPI_SUCCESS && dev;
+}
+
+dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
+                        gmpi_comm_t *twin) {
+  if (!dropin.active || dropin_depth) return VIA_MPI;
+  int device = dropin_is_device(a) || dropin_is_device(b);
+  if (!device && dropin.mode != INTERPOSE_ALL) return VIA_MPI;
+  *twin = dropin_twin(comm);
+  if (*twin && native) return VIA_GMPI;
+  return device ? VIA_STAGING : VIA_MPI;
+}
+
+gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf) {
+  (void)buf; /* one matching engine per comm: the kind of buf does not choose the engine */
+  if (!dropin.active || dropin_depth) return NULL;
+  return dropin_twin(comm);
+}
+
+/* ---- errors and notes ------------------------------------------------------------------- */
+
+int dropin_error_code(gmpi_status_t st) {
+  static const int code[] = {
+      [GMPI_SUCCESS] = MPI_SUCCESS,           [GMPI_ERR_INVALID_ARG] = MPI_ERR_ARG,
+      [GMPI_ERR_UNSUPPORTED] = MPI_ERR_OTHER, [GMPI_ERR_NO_DEVICE] = MPI_ERR_OTHER,
+      [GMPI_ERR_NO_MEMORY] = MPI_ERR_NO_MEM,  [GMPI_ERR_TRUNCATE] = MPI_ERR_TRUNCATE,
+      [GMPI_ERR_MISMATCH] = MPI_ERR_OTHER,    [GMPI_ERR_TIMEOUT] = MPI_ERR_OTHER,
+      [GMPI_ERR_STATE] = MPI_ERR_OTHER,       [GMPI_ERR_MPI] = MPI_ERR_INTERN,
+      [GMPI_ERR_BACKEND] = MPI_ERR_OTHER,     [GMPI_ERR_INTERNAL] = MPI_ERR_INTERN,
+  };
+  return (unsigned)st < sizeof(code) / sizeof(code[0]) ? code[st] : MPI_ERR_OTHER;
+}
+
+int dropin_fail(MPI_Comm comm, const char *func, gmpi_status_t st) {
+  int code = dropin_error_code(st);
+  if (st != GMPI_ERR_TRUNCATE) /* MPI reports truncation itself; the rest needs gmpi's detail */
+    fprintf(stderr, "[gmpi_mpi] %s: %s\n", func, gmpi_last_error());
+  PMPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
+  return code;
+}
+
+void dropin_note_staged(const char *func, const char *why) {
+  enum { KEPT = 64, SHOWN = 3 }; /* each (call, reason) logged its first few times */
+  static struct {
+    const char *func, *why;
+    int seen;
+  } notes[KEPT];
+  for (int i = 0; i < KEPT; i++) {
+    if (!notes[i].func) notes[i].func = func, notes[i].why = why;
+    if (notes[i].func != func || notes[i].why != why) continue;
+    if (++notes[i].seen <= SHOWN)
+      gmpi_log_info("drop-in: %s staged through host memory: %s%s", func, why,
+                    notes[i].seen == SHOWN ? " (not logged again)" : "");
+    return;
+  }
+}
+
+/* ---- MPI_Init, MPI_Finalize -------------------------------------------------------------- */
+
+static int noop_delete(MPI_Comm comm, int keyval, void *val, void *extra) {
+  (void)comm, (void)keyval, (void)val, (void)extra;
+  return MPI_SUCCESS; /* twins are freed by MPI_Comm_free / MPI_Finalize, in order */
+}
+
+static void start(void) {
+  if (!read_mode(&dropin.mode)) PMPI_Abort(MPI_COMM_WORLD, 2);
+  dropin.timeout_s = read_timeout();
+  if (dropin.mode == INTERPOSE_OFF) return;
+  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, noop_delete, &dropin.keyval, NULL);
+  dropin_enter();
+  gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &dropin.world);
+  gmpi_backend_t backend = GMPI_BACKEND_CPU;
+  if (st == GMPI_SUCCESS) st = gmpi_comm_set_matching(dropin.world, GMPI_MATCH_ACROSS_KINDS);
+  if (st == GMPI_SUCCESS) st = gmpi_comm_backend(dropin.world, &backend);
+  dropin_leave();
+  if (st != GMPI_SUCCESS) {
+    fprintf(stderr, "[gmpi_mpi] MPI_Init: gmpi could not start: %s\n", gmpi_last_error());
+    if (dropin.mode == INTERPOSE_ALL) PMPI_Abort(MPI_COMM_WORLD, 2);
+    dropin.world = NULL;
+    return; /* device mode: the program runs on MPI alone */
+  }
+  dropin.cpu = backend == GMPI_BACKEND_CPU;
+  if (dropin.cpu && dropin.mode == INTERPOSE_DEVICE) { /* no device memory here: MPI alone */
+    dropin_enter();
+    gmpi_finalize(&dropin.world);
+    dropin_leave();
+    return;
+  }
+  PMPI_Comm_set_attr(MPI_COMM_WORLD, dropin.keyval, dropin.world);
+  dropin.active = 1;
+  gmpi_log_info("drop-in: GMPI_INTERPOSE=%s on the %s backend",
+                dropin.mode == INTERPOSE_ALL ? "all" : "device", gmpi_backend_name(backend));
+}
+
+int MPI_Init(int *argc, char ***argv) {
+  int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS) start();
+  return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS) start();
+  return rc;
+}
+
+int MPI_Finalize(void) {
+  if (dropin.active) {
+    dropin_req_finalize();
+    dropin_enter();
+    while (twins) {
+      twin_t *t = twins;
+      twins = t->next;
+      PMPI_Comm_delete_attr(t->comm, dropin.keyval);
+      gmpi_comm_free(&t->g);
+      free(t);
+    }
+    if (dropin.self) gmpi_finalize(&dropin.self);
+    gmpi_finalize(&dropin.world);
+    dropin_leave();
+    dropin.active = 0;
+  }
+  if (dropin.keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&dropin.keyval);
+  return PMPI_Finalize();
+}
+
+/* ---- communicators ---------------------------------------------------------------------- */
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+  int rc = PMPI_Comm_dup(comm, newcomm);
+  return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 1, "MPI_Comm_dup");
+}
+
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
+  int rc = PMPI_Comm_split(comm, color, key, newcomm);
+  return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Comm_split");
+}
+
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
+  int rc = PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
+  return rc != MPI_SUCCESS || dropin_depth ? rc
+                                           : twin_make(comm, *newcomm, 0, "MPI_Comm_split_type");
+}
+
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
+  int rc = PMPI_Comm_create(comm, group, newcomm);
+  return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Comm_create");
+}
+
+int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
+                    MPI_Comm *newcomm) {
+  int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
+  return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Cart_create");
+}
+
+int MPI_Comm_free(MPI_Comm *comm) {
+  if (comm && !dropin_depth && dropin.active) {
+    int rc = twin_free(*comm, "MPI_Comm_free");
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return PMPI_Comm_free(comm);
+}

@@ -1,0 +1,112 @@
+/* libgmpi_mpi: the drop-in layer. It defines MPI's C functions, hands device buffers (and, under
+ * GMPI_INTERPOSE=all, host buffers) to gmpi, and calls PMPI_* for everything else. It is a
+ * client of gmpi's public API only (include/gmpi.h), like any program.
+ *
+ *   MPI_Allreduce(devbuf...)  dropin_coll.c   dropin_take: which gmpi comm (the twin) takes it
+ *     -> gmpi_allreduce       (predefined type and op; else staged through host memory to PMPI)
+ *   MPI_Isend(devbuf...)      dropin_p2p.c    bytes of a contiguous type (else packed)
+ *     -> gmpi_isend, its request wrapped in an MPI generalized request (dropin_req.c)
+ *
+ * Every gmpi call runs with the recursion guard up: gmpi itself calls MPI, and those calls must
+ * reach MPI, not this layer (dropin_enter / dropin_leave). */
+#ifndef GMPI_DROPIN_H
+#define GMPI_DROPIN_H
+
+#include <gmpi.h>
+#include <mpi.h>
+#include <stddef.h>
+
+typedef enum { INTERPOSE_OFF = 0, INTERPOSE_DEVICE, INTERPOSE_ALL } dropin_mode_t;
+
+typedef struct {
+  dropin_mode_t mode; /* GMPI_INTERPOSE */
+  int active;         /* gmpi took MPI_COMM_WORLD: calls may be routed */
+  int cpu;            /* the backend is cpu: in device mode nothing is routed */
+  int keyval;         /* attribute holding each MPI comm's gmpi twin */
+  gmpi_comm_t world;  /* the twin of MPI_COMM_WORLD (memory kinds are asked of it) */
+  gmpi_comm_t self;   /* MPI_COMM_SELF's twin, made at first use (one rank: local) */
+  double timeout_s;   /* GMPI_TIMEOUT: bounds waits on arrays that hold gmpi requests */
+} dropin_t;
+
+extern dropin_t dropin;
+/* >0 while this thread is inside gmpi (or the layer's own MPI calls): calls pass to PMPI. */
+extern _Thread_local int dropin_depth;
+
+static inline void dropin_enter(void) { dropin_depth++; }
+static inline void dropin_leave(void) { dropin_depth--; }
+
+/* Host buffers go to gmpi only under GMPI_INTERPOSE=all; MPI_IN_PLACE and NULL are no buffer. */
+typedef enum { VIA_MPI = 0, VIA_GMPI, VIA_STAGING } dropin_via_t;
+/* How a collective on comm with buffers a and b runs: gmpi (*twin set; native says gmpi can
+ * take the types and ops), MPI, or MPI on host copies of device buffers. In device mode on the
+ * cpu backend nothing is classified: MPI at once. */
+dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native, gmpi_comm_t *twin);
+/* Point to point: every message of a comm with a twin goes to gmpi (one matching engine per
+ * comm, docs/design.md), device or host. NULL: MPI takes it. */
+gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf);
+/* The twin of comm (NULL when it has none). */
+gmpi_comm_t dropin_twin(MPI_Comm comm);
+int dropin_is_device(const void *ptr);
+
+/* A gmpi failure as MPI reports one: the detail on stderr, the comm's error handler called,
+ * its MPI error code returned. */
+int dropin_fail(MPI_Comm comm, const char *func, gmpi_status_t st);
+int dropin_error_code(gmpi_status_t st);
+/* GMPI_DEBUG=info: one line per call staged through host memory, naming why. */
+void dropin_note_staged(const char *func, const char *why);
+
+/* ---- types and ops (dropin_types.c) ---- */
+/* gmpi's dtype for a predefined MPI type (0 when there is none). */
+int dropin_dtype(MPI_Datatype type, gmpi_dtype_t *dtype);
+int dropin_op(MPI_Op op, gmpi_op_t *gop);
+/* A type whose count elements are count*size contiguous bytes from buf (lb 0, no holes):
+ * gmpi moves it as bytes. *size gets the type's size. */
+int dropin_contiguous(MPI_Datatype type, size_t *size);
+
+/* ---- staging through host memory (dropin_stage.c) ---- */
+typedef struct {
+  void *user;   /* the program's pointer (device memory) */
+  char *host;   /* host copy of the span */
+  ptrdiff_t lb; /* span starts at user + lb */
+  size_t bytes; /* span length */
+} dropin_stage_t;
+/* Stage count elements of type at *buf when it is device memory: *buf then points into a host
+ * copy (filled from the device). Nothing happens for host memory, NULL or MPI_IN_PLACE. */
+int dropin_stage_in(dropin_stage_t *s, void **buf, MPI_Aint count, MPI_Datatype type);
+/* Copy a staged receive buffer back to the device (when copy_back), then free the copy. */
+int dropin_stage_out(dropin_stage_t *s, int copy_back);
+
+/* ---- requests (dropin_req.c) ---- */
+typedef struct dropin_req dropin_req_t;
+/* Work run when the gmpi request completes, before MPI sees the request complete (unpacking a
+ * received message); returns an MPI error code. */
+typedef int (*dropin_after_fn)(dropin_req_t *r);
+struct dropin_req {
+  MPI_Request mpi;         /* the generalized request the program holds */
+  gmpi_request_t g;        /* gmpi's request; NULL once complete */
+  MPI_Comm comm;           /* for the error handler */
+  int complete;            /* gmpi finished it and MPI was told */
+  int detached;            /* MPI_Request_free'd before completion: freed when done */
+  int error;               /* MPI error code of the outcome */
+  int source, tag;         /* status of a receive */
+  size_t bytes;            /* bytes received */
+  dropin_after_fn after;   /* NULL or completion work */
+  void *owned;             /* freed with the request (packed or staged data) */
+  void *user;              /* the after step's destination */
+  MPI_Aint user_count;     /* its count ... */
+  MPI_Datatype user_type;  /* ... and type */
+  MPI_Request inner;       /* a staged nonblocking call: MPI's request on the host copies */
+  dropin_stage_t stage[2]; /* staged device buffers: [1] is copied back at completion */
+  struct dropin_req *next; /* in the table's bucket */
+};
+/* Wrap gmpi request g in an MPI request the program can wait on; r may carry after-work. */
+int dropin_req_wrap(MPI_Comm comm, gmpi_request_t g, dropin_req_t **out, MPI_Request *request);
+/* Wrap MPI's request on staged host copies: the stages are freed (stage[1] copied back to the
+ * device) when it completes. */
+int dropin_req_staged(MPI_Comm comm, MPI_Request inner, const dropin_stage_t stage[2],
+                      MPI_Request *request);
+/* Number of live wrapped requests: 0 means every wait/test is MPI's own. */
+extern int dropin_live_requests;
+void dropin_req_finalize(void);
+
+#endif

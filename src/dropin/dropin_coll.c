@@ -1,0 +1,672 @@
+/* Collectives. dropin_via decides per call: gmpi (device buffers, or every buffer under
+ * GMPI_INTERPOSE=all, with types and ops gmpi has), MPI on host copies of device buffers
+ * (derived types in reductions, user-defined ops, MINLOC/MAXLOC, comms without a twin), or MPI
+ * as it is. Data-moving collectives move contiguous types as bytes; reductions need gmpi's
+ * dtype and op. MPI_IN_PLACE becomes gmpi's in-place form (sendbuf == recvbuf). */
+#include <stdlib.h>
+
+#include "dropin.h"
+
+/* Run one gmpi call with the recursion guard up; a failure goes to the comm's error handler. */
+#define VIA_GMPI_CALL(comm, func, call)                                                            \
+  do {                                                                                             \
+    dropin_enter();                                                                                \
+    gmpi_status_t st_ = (call);                                                                    \
+    dropin_leave();                                                                                \
+    return st_ == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail((comm), (func), st_);                   \
+  } while (0)
+
+/* Wrap a nonblocking gmpi call's request as the program's MPI request. */
+#define VIA_GMPI_START(comm, func, call, request)                                                  \
+  do {                                                                                             \
+    gmpi_request_t g_ = NULL;                                                                      \
+    dropin_enter();                                                                                \
+    gmpi_status_t st_ = (call);                                                                    \
+    dropin_leave();                                                                                \
+    if (st_ != GMPI_SUCCESS) return dropin_fail((comm), (func), st_);                              \
+    return dropin_req_wrap((comm), g_, NULL, (request));                                           \
+  } while (0)
+
+static int rank_of(MPI_Comm comm) {
+  int r = 0;
+  PMPI_Comm_rank(comm, &r);
+  return r;
+}
+
+static int size_of(MPI_Comm comm) {
+  int n = 0;
+  PMPI_Comm_size(comm, &n);
+  return n;
+}
+
+static const void *in_place(const void *sendbuf, const void *recvbuf) {
+  return sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+}
+
+/* Bytes per element of a contiguous type (0: not contiguous, gmpi cannot move it as bytes). */
+static size_t bytes_of(MPI_Datatype type) {
+  size_t size = 0;
+  return dropin_contiguous(type, &size) ? size : 0;
+}
+
+static int reducible(MPI_Datatype type, MPI_Op op, gmpi_dtype_t *d, gmpi_op_t *o) {
+  return dropin_dtype(type, d) && dropin_op(op, o) && gmpi_op_valid(*d, *o);
+}
+
+/* Why a call on device memory is staged, for GMPI_DEBUG=info. */
+static const char *why_staged(MPI_Comm comm, MPI_Datatype type, MPI_Op op) {
+  gmpi_dtype_t d;
+  gmpi_op_t o;
+  if (!dropin_twin(comm)) return "a communicator gmpi has no twin of";
+  if (!dropin_dtype(type, &d) && !bytes_of(type)) return "a derived or unmapped datatype";
+  if (op != MPI_OP_NULL && !dropin_op(op, &o))
+    return "an op gmpi does not have (user-defined, MINLOC/MAXLOC, REPLACE)";
+  return "a datatype and op pair gmpi does not reduce";
+}
+
+/* Element counts as gmpi's byte arrays: counts[i]*size, displs[i]*size (contiguous types). */
+static size_t *byte_array(const int *v, int n, size_t size) {
+  size_t *out = malloc((size_t)(n > 0 ? n : 1) * sizeof(*out));
+  for (int i = 0; out && i < n; i++)
+    out[i] = (size_t)v[i] * size;
+  return out;
+}
+
+/* Elements spanned by a v-layout: max(displs[i] + counts[i]). */
+static MPI_Aint v_span(const int *counts, const int *displs, int n) {
+  MPI_Aint span = 0;
+  for (int i = 0; counts && displs && i < n; i++)
+    if (counts[i] > 0 && displs[i] + counts[i] > span) span = displs[i] + counts[i];
+  return span;
+}
+
+/* ---- staging: MPI on host copies ------------------------------------------------------------ */
+
+typedef struct {
+  dropin_stage_t send, recv;
+  void *sb, *rb;
+} staged_t;
+
+/* Host copies of the device buffers among sendbuf (scount elements) and recvbuf (rcount). */
+static int stage(staged_t *s, const void *sendbuf, MPI_Aint scount, MPI_Datatype stype,
+                 void *recvbuf, MPI_Aint rcount, MPI_Datatype rtype, const char *func,
+                 const char *why) {
+  s->sb = (void *)sendbuf;
+  s->rb = recvbuf;
+  int rc = dropin_stage_in(&s->send, &s->sb, scount, stype);
+  if (rc == MPI_SUCCESS) rc = dropin_stage_in(&s->recv, &s->rb, rcount, rtype);
+  if (rc != MPI_SUCCESS) dropin_stage_out(&s->send, 0);
+  if (rc == MPI_SUCCESS) dropin_note_staged(func, why);
+  return rc;
+}
+
+static int unstage(staged_t *s, int rc) {
+  dropin_stage_out(&s->send, 0);
+  int back = dropin_stage_out(&s->recv, rc == MPI_SUCCESS);
+  return rc != MPI_SUCCESS ? rc : back;
+}
+
+/* A staged nonblocking call: the copies live until MPI's request completes. */
+static int unstage_later(staged_t *s, MPI_Comm comm, int rc, MPI_Request *request) {
+  if (rc != MPI_SUCCESS) return unstage(s, rc);
+  dropin_stage_t both[2] = {s->send, s->recv};
+  return dropin_req_staged(comm, *request, both, request);
+}
+
+/* ---- reductions ----------------------------------------------------------------------------- */
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  gmpi_dtype_t d;
+  gmpi_op_t o;
+  int native = count >= 0 && reducible(type, op, &d, &o);
+  switch (dropin_via(comm, sendbuf, recvbuf, native, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_CALL(comm, "MPI_Allreduce",
+                  gmpi_allreduce(in_place(sendbuf, recvbuf), recvbuf, (size_t)count, d, o, g));
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, count, type, recvbuf, count, type, "MPI_Allreduce",
+                   why_staged(comm, type, op));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Allreduce(s.sb, s.rb, count, type, op, comm));
+  }
+  default: return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+  }
+}
+
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request) {
+  gmpi_comm_t g = NULL;
+  gmpi_dtype_t d;
+  gmpi_op_t o;
+  int native = count >= 0 && reducible(type, op, &d, &o);
+  switch (dropin_via(comm, sendbuf, recvbuf, native, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_START(
+        comm, "MPI_Iallreduce",
+        gmpi_iallreduce(in_place(sendbuf, recvbuf), recvbuf, (size_t)count, d, o, g, &g_), request);
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, count, type, recvbuf, count, type, "MPI_Iallreduce",
+                   why_staged(comm, type, op));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage_later(&s, comm, PMPI_Iallreduce(s.sb, s.rb, count, type, op, comm, request),
+                         request);
+  }
+  default: return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
+  }
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+               int root, MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  gmpi_dtype_t d;
+  gmpi_op_t o;
+  int at_root = rank_of(comm) == root;
+  void *rb = at_root ? recvbuf : NULL; /* significant at the root only */
+  int native = count >= 0 && reducible(type, op, &d, &o);
+  switch (dropin_via(comm, sendbuf, rb, native, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_CALL(comm, "MPI_Reduce",
+                  gmpi_reduce(in_place(sendbuf, rb), rb, (size_t)count, d, o, root, g));
+  case VIA_STAGING: {
+    staged_t s;
+    int rc =
+        stage(&s, sendbuf, count, type, rb, count, type, "MPI_Reduce", why_staged(comm, type, op));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Reduce(s.sb, at_root ? s.rb : recvbuf, count, type, op, root, comm));
+  }
+  default: return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+  }
+}
+
+int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                int root, MPI_Comm comm, MPI_Request *request) {
+  gmpi_comm_t g = NULL;
+  gmpi_dtype_t d;
+  gmpi_op_t o;
+  int at_root = rank_of(comm) == root;
+  void *rb = at_root ? recvbuf : NULL;
+  int native = count >= 0 && reducible(type, op, &d, &o);
+  switch (dropin_via(comm, sendbuf, rb, native, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_START(comm, "MPI_Ireduce",
+                   gmpi_ireduce(in_place(sendbuf, rb), rb, (size_t)count, d, o, root, g, &g_),
+                   request);
+  case VIA_STAGING: {
+    staged_t s;
+    int rc =
+        stage(&s, sendbuf, count, type, rb, count, type, "MPI_Ireduce", why_staged(comm, type, op));
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Ireduce(s.sb, at_root ? s.rb : recvbuf, count, type, op, root, comm, request);
+    return unstage_later(&s, comm, rc, request);
+  }
+  default: return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request);
+  }
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  gmpi_dtype_t d;
+  gmpi_op_t o;
+  int native = recvcount >= 0 && reducible(type, op, &d, &o);
+  int n = size_of(comm);
+  switch (dropin_via(comm, sendbuf, recvbuf, native, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_CALL(
+        comm, "MPI_Reduce_scatter_block",
+        gmpi_reduce_scatter(in_place(sendbuf, recvbuf), recvbuf, (size_t)recvcount, d, o, g));
+  case VIA_STAGING: {
+    staged_t s;
+    MPI_Aint rcount = sendbuf == MPI_IN_PLACE ? (MPI_Aint)recvcount * n : recvcount;
+    int rc = stage(&s, sendbuf, (MPI_Aint)recvcount * n, type, recvbuf, rcount, type,
+                   "MPI_Reduce_scatter_block", why_staged(comm, type, op));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Reduce_scatter_block(s.sb, s.rb, recvcount, type, op, comm));
+  }
+  default: return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
+  }
+}
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                       MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  gmpi_dtype_t d;
+  gmpi_op_t o;
+  int n = size_of(comm), me = rank_of(comm);
+  MPI_Aint total = 0;
+  for (int i = 0; recvcounts && i < n; i++)
+    total += recvcounts[i];
+  int native = recvcounts && reducible(type, op, &d, &o);
+  switch (dropin_via(comm, sendbuf, recvbuf, native, &g)) {
+  case VIA_GMPI: {
+    size_t *counts = byte_array(recvcounts, n, 1);
+    if (!counts) return MPI_ERR_NO_MEM;
+    dropin_enter();
+    gmpi_status_t st = gmpi_reduce_scatterv(in_place(sendbuf, recvbuf), recvbuf, counts, d, o, g);
+    dropin_leave();
+    free(counts);
+    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Reduce_scatter", st);
+  }
+  case VIA_STAGING: {
+    staged_t s;
+    MPI_Aint rcount = sendbuf == MPI_IN_PLACE ? total : recvcounts[me];
+    int rc = stage(&s, sendbuf, total, type, recvbuf, rcount, type, "MPI_Reduce_scatter",
+                   why_staged(comm, type, op));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Reduce_scatter(s.sb, s.rb, recvcounts, type, op, comm));
+  }
+  default: return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
+  }
+}
+
+/* ---- data movement -------------------------------------------------------------------------- */
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  size_t size = bytes_of(type);
+  switch (dropin_via(comm, buf, NULL, count >= 0 && size, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_CALL(comm, "MPI_Bcast", gmpi_bcast(buf, (size_t)count * size, GMPI_BYTE, root, g));
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, NULL, 0, type, buf, count, type, "MPI_Bcast",
+                   why_staged(comm, type, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Bcast(s.rb, count, type, root, comm));
+  }
+  default: return PMPI_Bcast(buf, count, type, root, comm);
+  }
+}
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+               MPI_Request *request) {
+  gmpi_comm_t g = NULL;
+  size_t size = bytes_of(type);
+  switch (dropin_via(comm, buf, NULL, count >= 0 && size, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_START(comm, "MPI_Ibcast",
+                   gmpi_ibcast(buf, (size_t)count * size, GMPI_BYTE, root, g, &g_), request);
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, NULL, 0, type, buf, count, type, "MPI_Ibcast",
+                   why_staged(comm, type, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage_later(&s, comm, PMPI_Ibcast(s.rb, count, type, root, comm, request), request);
+  }
+  default: return PMPI_Ibcast(buf, count, type, root, comm, request);
+  }
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
+  int n = size_of(comm);
+  switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
+  case VIA_GMPI: {
+    size_t block = (size_t)recvcount * rsize;
+    const void *sb =
+        sendbuf == MPI_IN_PLACE ? (char *)recvbuf + block * (size_t)rank_of(comm) : sendbuf;
+    VIA_GMPI_CALL(comm, "MPI_Allgather", gmpi_allgather(sb, recvbuf, block, GMPI_BYTE, g));
+  }
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, sendcount, sendtype, recvbuf, (MPI_Aint)recvcount * n, recvtype,
+                   "MPI_Allgather", why_staged(comm, recvtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Allgather(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm));
+  }
+  default: return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+}
+
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  gmpi_comm_t g = NULL;
+  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
+  int n = size_of(comm);
+  switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
+  case VIA_GMPI: {
+    size_t block = (size_t)recvcount * rsize;
+    const void *sb =
+        sendbuf == MPI_IN_PLACE ? (char *)recvbuf + block * (size_t)rank_of(comm) : sendbuf;
+    VIA_GMPI_START(comm, "MPI_Iallgather", gmpi_iallgather(sb, recvbuf, block, GMPI_BYTE, g, &g_),
+                   request);
+  }
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, sendcount, sendtype, recvbuf, (MPI_Aint)recvcount * n, recvtype,
+                   "MPI_Iallgather", why_staged(comm, recvtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Iallgather(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm, request);
+    return unstage_later(&s, comm, rc, request);
+  }
+  default:
+    return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                           request);
+  }
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
+  int n = size_of(comm);
+  switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_CALL(comm, "MPI_Alltoall",
+                  gmpi_alltoall(in_place(sendbuf, recvbuf), recvbuf, (size_t)recvcount * rsize,
+                                GMPI_BYTE, g));
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, (MPI_Aint)sendcount * n, sendtype, recvbuf, (MPI_Aint)recvcount * n,
+                   recvtype, "MPI_Alltoall", why_staged(comm, recvtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Alltoall(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm));
+  }
+  default: return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+}
+
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  gmpi_comm_t g = NULL;
+  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
+  int n = size_of(comm);
+  switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_START(comm, "MPI_Ialltoall",
+                   gmpi_ialltoall(in_place(sendbuf, recvbuf), recvbuf, (size_t)recvcount * rsize,
+                                  GMPI_BYTE, g, &g_),
+                   request);
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, (MPI_Aint)sendcount * n, sendtype, recvbuf, (MPI_Aint)recvcount * n,
+                   recvtype, "MPI_Ialltoall", why_staged(comm, recvtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Ialltoall(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm, request);
+    return unstage_later(&s, comm, rc, request);
+  }
+  default:
+    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                          request);
+  }
+}
+
+/* Rooted: the root's block size comes from its recv (gather) or send (scatter) side. */
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  int at_root = rank_of(comm) == root, n = size_of(comm);
+  void *rb = at_root ? recvbuf : NULL;
+  size_t block =
+      at_root ? (size_t)recvcount * bytes_of(recvtype) : (size_t)sendcount * bytes_of(sendtype);
+  int native = block || (at_root ? bytes_of(recvtype) : bytes_of(sendtype));
+  switch (dropin_via(comm, sendbuf, rb, native && sendcount >= 0, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_CALL(comm, "MPI_Gather",
+                  gmpi_gather(in_place(sendbuf, rb), rb, block, GMPI_BYTE, root, g));
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, sendcount, sendtype, rb, (MPI_Aint)recvcount * n, recvtype,
+                   "MPI_Gather", why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Gather(s.sb, sendcount, sendtype, at_root ? s.rb : recvbuf, recvcount,
+                                   recvtype, root, comm));
+  }
+  default:
+    return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  }
+}
+
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                MPI_Request *request) {
+  gmpi_comm_t g = NULL;
+  int at_root = rank_of(comm) == root, n = size_of(comm);
+  void *rb = at_root ? recvbuf : NULL;
+  size_t block =
+      at_root ? (size_t)recvcount * bytes_of(recvtype) : (size_t)sendcount * bytes_of(sendtype);
+  int native = block || (at_root ? bytes_of(recvtype) : bytes_of(sendtype));
+  switch (dropin_via(comm, sendbuf, rb, native && sendcount >= 0, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_START(comm, "MPI_Igather",
+                   gmpi_igather(in_place(sendbuf, rb), rb, block, GMPI_BYTE, root, g, &g_),
+                   request);
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, sendcount, sendtype, rb, (MPI_Aint)recvcount * n, recvtype,
+                   "MPI_Igather", why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Igather(s.sb, sendcount, sendtype, at_root ? s.rb : recvbuf, recvcount, recvtype,
+                      root, comm, request);
+    return unstage_later(&s, comm, rc, request);
+  }
+  default:
+    return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                        request);
+  }
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  int at_root = rank_of(comm) == root, n = size_of(comm);
+  const void *sb = at_root ? sendbuf : NULL;
+  void *rb =
+      recvbuf == MPI_IN_PLACE ? (void *)sb : recvbuf; /* gmpi: the root's recvbuf == sendbuf */
+  size_t block =
+      at_root ? (size_t)sendcount * bytes_of(sendtype) : (size_t)recvcount * bytes_of(recvtype);
+  int native = block || (at_root ? bytes_of(sendtype) : bytes_of(recvtype));
+  switch (dropin_via(comm, sb, rb, native && recvcount >= 0, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_CALL(comm, "MPI_Scatter", gmpi_scatter(sb, rb, block, GMPI_BYTE, root, g));
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sb, (MPI_Aint)sendcount * n, sendtype, recvbuf, recvcount, recvtype,
+                   "MPI_Scatter", why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Scatter(at_root ? s.sb : sendbuf, sendcount, sendtype, s.rb, recvcount,
+                                    recvtype, root, comm));
+  }
+  default:
+    return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  }
+}
+
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request *request) {
+  gmpi_comm_t g = NULL;
+  int at_root = rank_of(comm) == root, n = size_of(comm);
+  const void *sb = at_root ? sendbuf : NULL;
+  void *rb = recvbuf == MPI_IN_PLACE ? (void *)sb : recvbuf;
+  size_t block =
+      at_root ? (size_t)sendcount * bytes_of(sendtype) : (size_t)recvcount * bytes_of(recvtype);
+  int native = block || (at_root ? bytes_of(sendtype) : bytes_of(recvtype));
+  switch (dropin_via(comm, sb, rb, native && recvcount >= 0, &g)) {
+  case VIA_GMPI:
+    VIA_GMPI_START(comm, "MPI_Iscatter", gmpi_iscatter(sb, rb, block, GMPI_BYTE, root, g, &g_),
+                   request);
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sb, (MPI_Aint)sendcount * n, sendtype, recvbuf, recvcount, recvtype,
+                   "MPI_Iscatter", why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    rc = PMPI_Iscatter(at_root ? s.sb : sendbuf, sendcount, sendtype, s.rb, recvcount, recvtype,
+                       root, comm, request);
+    return unstage_later(&s, comm, rc, request);
+  }
+  default:
+    return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                         request);
+  }
+}
+
+/* ---- v-variants: element counts become gmpi's byte arrays ----------------------------------- */
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  int n = size_of(comm);
+  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
+  switch (dropin_via(comm, sendbuf, recvbuf, rsize && ssize && recvcounts && displs, &g)) {
+  case VIA_GMPI: {
+    size_t *counts = byte_array(recvcounts, n, rsize), *offs = byte_array(displs, n, rsize);
+    gmpi_status_t st = GMPI_ERR_NO_MEMORY;
+    dropin_enter();
+    if (counts && offs)
+      st = gmpi_allgatherv(in_place(sendbuf, recvbuf), (size_t)sendcount * ssize, recvbuf, counts,
+                           offs, GMPI_BYTE, g);
+    dropin_leave();
+    free(counts);
+    free(offs);
+    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Allgatherv", st);
+  }
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, sendcount, sendtype, recvbuf, v_span(recvcounts, displs, n),
+                   recvtype, "MPI_Allgatherv", why_staged(comm, recvtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(
+        &s, PMPI_Allgatherv(s.sb, sendcount, sendtype, s.rb, recvcounts, displs, recvtype, comm));
+  }
+  default:
+    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                           comm);
+  }
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  int n = size_of(comm), at_root = rank_of(comm) == root;
+  void *rb = at_root ? recvbuf : NULL;
+  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
+  int native = at_root ? rsize && ssize && recvcounts && displs : ssize != 0;
+  switch (dropin_via(comm, sendbuf, rb, native, &g)) {
+  case VIA_GMPI: {
+    size_t *counts = at_root ? byte_array(recvcounts, n, rsize) : NULL;
+    size_t *offs = at_root ? byte_array(displs, n, rsize) : NULL;
+    gmpi_status_t st = GMPI_ERR_NO_MEMORY;
+    dropin_enter();
+    if (!at_root || (counts && offs))
+      st = gmpi_gatherv(in_place(sendbuf, rb), (size_t)sendcount * ssize, rb, counts, offs,
+                        GMPI_BYTE, root, g);
+    dropin_leave();
+    free(counts);
+    free(offs);
+    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Gatherv", st);
+  }
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, sendcount, sendtype, rb,
+                   at_root ? v_span(recvcounts, displs, n) : 0, recvtype, "MPI_Gatherv",
+                   why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Gatherv(s.sb, sendcount, sendtype, at_root ? s.rb : recvbuf, recvcounts,
+                                    displs, recvtype, root, comm));
+  }
+  default:
+    return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                        comm);
+  }
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  int n = size_of(comm), at_root = rank_of(comm) == root;
+  const void *sb = at_root ? sendbuf : NULL;
+  void *rb = recvbuf == MPI_IN_PLACE ? (void *)sb : recvbuf;
+  size_t ssize = bytes_of(sendtype), rsize = recvbuf == MPI_IN_PLACE ? ssize : bytes_of(recvtype);
+  int native = at_root ? ssize && rsize && sendcounts && displs : rsize != 0;
+  switch (dropin_via(comm, sb, rb, native, &g)) {
+  case VIA_GMPI: {
+    size_t *counts = at_root ? byte_array(sendcounts, n, ssize) : NULL;
+    size_t *offs = at_root ? byte_array(displs, n, ssize) : NULL;
+    gmpi_status_t st = GMPI_ERR_NO_MEMORY;
+    dropin_enter();
+    if (!at_root || (counts && offs))
+      st = gmpi_scatterv(sb, counts, offs, rb, (size_t)recvcount * rsize, GMPI_BYTE, root, g);
+    dropin_leave();
+    free(counts);
+    free(offs);
+    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Scatterv", st);
+  }
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sb, at_root ? v_span(sendcounts, displs, n) : 0, sendtype, recvbuf,
+                   recvcount, recvtype, "MPI_Scatterv",
+                   why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Scatterv(at_root ? s.sb : sendbuf, sendcounts, displs, sendtype, s.rb,
+                                     recvcount, recvtype, root, comm));
+  }
+  default:
+    return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                         comm);
+  }
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  int n = size_of(comm), inplace = sendbuf == MPI_IN_PLACE;
+  size_t rsize = bytes_of(recvtype), ssize = inplace ? rsize : bytes_of(sendtype);
+  int native = rsize && ssize && recvcounts && rdispls && (inplace || (sendcounts && sdispls));
+  switch (dropin_via(comm, sendbuf, recvbuf, native, &g)) {
+  case VIA_GMPI: {
+    const int *sc = inplace ? recvcounts : sendcounts, *sd = inplace ? rdispls : sdispls;
+    size_t *scounts = byte_array(sc, n, ssize), *soffs = byte_array(sd, n, ssize);
+    size_t *rcounts = byte_array(recvcounts, n, rsize), *roffs = byte_array(rdispls, n, rsize);
+    gmpi_status_t st = GMPI_ERR_NO_MEMORY;
+    dropin_enter();
+    if (scounts && soffs && rcounts && roffs)
+      st = gmpi_alltoallv(in_place(sendbuf, recvbuf), scounts, soffs, recvbuf, rcounts, roffs,
+                          GMPI_BYTE, g);
+    dropin_leave();
+    free(scounts);
+    free(soffs);
+    free(rcounts);
+    free(roffs);
+    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Alltoallv", st);
+  }
+  case VIA_STAGING: {
+    staged_t s;
+    int rc = stage(&s, sendbuf, inplace ? 0 : v_span(sendcounts, sdispls, n), sendtype, recvbuf,
+                   v_span(recvcounts, rdispls, n), recvtype, "MPI_Alltoallv",
+                   why_staged(comm, recvtype, MPI_OP_NULL));
+    if (rc != MPI_SUCCESS) return rc;
+    return unstage(&s, PMPI_Alltoallv(s.sb, sendcounts, sdispls, sendtype, s.rb, recvcounts,
+                                      rdispls, recvtype, comm));
+  }
+  default:
+    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                          recvtype, comm);
+  }
+}
+
+/* ---- barriers: no buffer, so gmpi takes them only under GMPI_INTERPOSE=all ----------------- */
+
+int MPI_Barrier(MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  if (dropin.mode == INTERPOSE_ALL && dropin_via(comm, NULL, NULL, 1, &g) == VIA_GMPI)
+    VIA_GMPI_CALL(comm, "MPI_Barrier", gmpi_barrier(g));
+  return PMPI_Barrier(comm);
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
+  gmpi_comm_t g = NULL;
+  if (dropin.mode == INTERPOSE_ALL && dropin_via(comm, NULL, NULL, 1, &g) == VIA_GMPI)
+    VIA_GMPI_START(comm, "MPI_Ibarrier", gmpi_ibarrier(g, &g_), request);
+  return PMPI_Ibarrier(comm, request);
+}

@@ -1,0 +1,426 @@
+/* Point to point. On a comm with a twin every message goes to gmpi, whatever memory it is in:
+ * one matching engine per comm keeps MPI's matching across memory kinds (a device receive takes
+ * a host send, MPI_ANY_SOURCE sees both in MPI's order). Messages move as bytes: a contiguous
+ * type as it lies, any other packed in host memory (MPI_Pack) and unpacked at the receiver.
+ * Comms without a twin (intercomms) take MPI, device buffers staged for blocking calls. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dropin.h"
+
+static int to_gmpi_rank(int rank) {
+  return rank == MPI_ANY_SOURCE ? GMPI_ANY_SOURCE : rank == MPI_PROC_NULL ? GMPI_PROC_NULL : rank;
+}
+
+static int to_gmpi_tag(int tag) { return tag == MPI_ANY_TAG ? GMPI_ANY_TAG : tag; }
+
+static void fill_status(MPI_Status *status, const gmpi_msg_status_t *gs) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = gs->source == GMPI_PROC_NULL    ? MPI_PROC_NULL
+                       : gs->source == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE
+                                                       : gs->source;
+  status->MPI_TAG = gs->tag == GMPI_ANY_TAG ? MPI_ANY_TAG : gs->tag;
+  status->MPI_ERROR = MPI_SUCCESS;
+  PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)gs->count);
+  PMPI_Status_set_cancelled(status, 0);
+}
+
+/* ---- what goes on the wire ------------------------------------------------------------------ */
+
+/* The bytes a send moves: the program's buffer for a contiguous type (copied to the host when
+ * keep_copy: buffered sends), else packed into r->owned. */
+static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype type, int keep_copy,
+                      const char *func, const void **data, size_t *bytes) {
+  size_t size = 0;
+  if (count < 0) return MPI_ERR_COUNT;
+  if (dropin_contiguous(type, &size)) {
+    *data = buf;
+    *bytes = (size_t)count * size;
+    if (!keep_copy || !*bytes) return MPI_SUCCESS;
+    if (!(r->owned = malloc(*bytes))) return MPI_ERR_NO_MEM;
+    dropin_enter();
+    gmpi_status_t st = gmpi_mem_copy(dropin.world, r->owned, buf, *bytes);
+    dropin_leave();
+    *data = r->owned;
+    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(r->comm, func, st);
+  }
+  int packed = 0, pos = 0;
+  int rc = PMPI_Pack_size(count, type, r->comm, &packed);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!(r->owned = malloc(packed ? (size_t)packed : 1))) return MPI_ERR_NO_MEM;
+  dropin_stage_t s;
+  void *src = (void *)buf;
+  if ((rc = dropin_stage_in(&s, &src, count, type)) != MPI_SUCCESS) return rc;
+  rc = PMPI_Pack(src, count, type, r->owned, packed, &pos, r->comm);
+  dropin_stage_out(&s, 0);
+  if (dropin_is_device(buf)) dropin_note_staged(func, "a derived datatype (packed in host memory)");
+  *data = r->owned;
+  *bytes = (size_t)pos;
+  return rc;
+}
+
+static int unpack_received(dropin_req_t *r) {
+  MPI_Count size = 0;
+  PMPI_Type_size_x(r->user_type, &size);
+  MPI_Aint n = size > 0 ? (MPI_Aint)(r->bytes / (size_t)size) : 0;
+  dropin_stage_t s;
+  void *dst = r->user;
+  int pos = 0, rc = dropin_stage_in(&s, &dst, r->user_count, r->user_type); /* keeps the holes */
+  if (rc == MPI_SUCCESS)
+    rc = PMPI_Unpack(r->owned, (int)r->bytes, &pos, dst, (int)n, r->user_type, r->comm);
+  int out = dropin_stage_out(&s, rc == MPI_SUCCESS);
+  return rc != MPI_SUCCESS ? rc : out;
+}
+
+/* Where a receive lands: the program's buffer for a contiguous type, else a packed buffer
+ * unpacked when the message is in (r->after). */
+static int recv_bytes(dropin_req_t *r, void *buf, int count, MPI_Datatype type, const char *func,
+                      void **data, size_t *bytes) {
+  size_t size = 0;
+  if (count < 0) return MPI_ERR_COUNT;
+  if (dropin_contiguous(type, &size)) {
+    *data = buf;
+    *bytes = (size_t)count * size;
+    return MPI_SUCCESS;
+  }
+  int packed = 0;
+  int rc = PMPI_Pack_size(count, type, r->comm, &packed);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!(r->owned = malloc(packed ? (size_t)packed : 1))) return MPI_ERR_NO_MEM;
+  if (dropin_is_device(buf))
+    dropin_note_staged(func, "a derived datatype (unpacked from host memory)");
+  r->after = unpack_received;
+  r->user = buf;
+  r->user_count = count;
+  r->user_type = type;
+  *data = r->owned;
+  *bytes = (size_t)packed;
+  return MPI_SUCCESS;
+}
+
+/* ---- posting through gmpi ------------------------------------------------------------------- */
+
+typedef enum { SEND_STANDARD, SEND_SYNC, SEND_BUFFERED } send_kind_t;
+
+static int post_send(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count, MPI_Datatype type,
+                     int dest, int tag, send_kind_t kind, const char *func, MPI_Request *request) {
+  dropin_req_t local = {.comm = comm};
+  const void *data = NULL;
+  size_t bytes = 0;
+  int rc = send_bytes(&local, buf, count, type, kind == SEND_BUFFERED, func, &data, &bytes);
+  if (rc != MPI_SUCCESS) {
+    free(local.owned);
+    return rc;
+  }
+  gmpi_request_t gr = NULL;
+  dropin_enter();
+  gmpi_status_t st = kind == SEND_SYNC
+                         ? gmpi_issend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g, &gr)
+                         : gmpi_isend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g, &gr);
+  dropin_leave();
+  if (st != GMPI_SUCCESS) {
+    free(local.owned);
+    return dropin_fail(comm, func, st);
+  }
+  dropin_req_t *r = NULL;
+  MPI_Request h = MPI_REQUEST_NULL;
+  if ((rc = dropin_req_wrap(comm, gr, &r, &h)) != MPI_SUCCESS) {
+    free(local.owned);
+    return rc;
+  }
+  r->owned = local.owned;
+  if (request) *request = h;
+  return request ? MPI_SUCCESS : MPI_Request_free(&h); /* buffered: completes on its own */
+}
+
+static int post_recv(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Datatype type,
+                     int source, int tag, const char *func, MPI_Request *request) {
+  dropin_req_t local = {.comm = comm};
+  void *data = NULL;
+  size_t bytes = 0;
+  int rc = recv_bytes(&local, buf, count, type, func, &data, &bytes);
+  if (rc != MPI_SUCCESS) {
+    free(local.owned);
+    return rc;
+  }
+  gmpi_request_t gr = NULL;
+  dropin_enter();
+  gmpi_status_t st =
+      gmpi_irecv(data, bytes, GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(tag), g, &gr);
+  dropin_leave();
+  if (st != GMPI_SUCCESS) {
+    free(local.owned);
+    return dropin_fail(comm, func, st);
+  }
+  dropin_req_t *r = NULL;
+  if ((rc = dropin_req_wrap(comm, gr, &r, request)) != MPI_SUCCESS) {
+    free(local.owned);
+    return rc;
+  }
+  r->owned = local.owned; /* a packed receive: unpacked by r->after */
+  r->after = local.after;
+  r->user = local.user;
+  r->user_count = local.user_count;
+  r->user_type = local.user_type;
+  return MPI_SUCCESS;
+}
+
+/* ---- blocking calls through gmpi ------------------------------------------------------------ */
+
+static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count,
+                              MPI_Datatype type, int dest, int tag, send_kind_t kind,
+                              const char *func) {
+  dropin_req_t local = {.comm = comm};
+  const void *data = NULL;
+  size_t bytes = 0;
+  int rc = send_bytes(&local, buf, count, type, 0, func, &data, &bytes);
+  if (rc == MPI_SUCCESS) {
+    dropin_enter();
+    gmpi_status_t st = kind == SEND_SYNC
+                           ? gmpi_ssend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g)
+                           : gmpi_send(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g);
+    dropin_leave();
+    if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
+  }
+  free(local.owned);
+  return rc;
+}
+
+static int gmpi_recv_blocking(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Datatype type,
+                              int source, int tag, MPI_Status *status, const char *func) {
+  dropin_req_t local = {.comm = comm};
+  void *data = NULL;
+  size_t bytes = 0;
+  int rc = recv_bytes(&local, buf, count, type, func, &data, &bytes);
+  if (rc == MPI_SUCCESS) {
+    gmpi_msg_status_t gs = {0};
+    dropin_enter();
+    gmpi_status_t st =
+        gmpi_recv(data, bytes, GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(tag), g, &gs);
+    dropin_leave();
+    if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
+    local.bytes = gs.count;
+    if (rc == MPI_SUCCESS && local.after) rc = local.after(&local);
+    if (rc == MPI_SUCCESS) fill_status(status, &gs);
+  }
+  free(local.owned);
+  return rc;
+}
+
+/* ---- comms without a twin: MPI, device buffers staged (blocking calls only) ---------------- */
+
+static int staged_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                       MPI_Comm comm, const char *func) {
+  dropin_stage_t s;
+  void *src = (void *)buf;
+  int rc = dropin_stage_in(&s, &src, count, type);
+  if (rc != MPI_SUCCESS) return rc;
+  dropin_note_staged(func, "a communicator gmpi has no twin of (an intercommunicator)");
+  rc = PMPI_Send(src, count, type, dest, tag, comm);
+  dropin_stage_out(&s, 0);
+  return rc;
+}
+
+static int staged_recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                       MPI_Status *status, const char *func) {
+  dropin_stage_t s;
+  void *dst = buf;
+  int rc = dropin_stage_in(&s, &dst, count, type);
+  if (rc != MPI_SUCCESS) return rc;
+  dropin_note_staged(func, "a communicator gmpi has no twin of (an intercommunicator)");
+  rc = PMPI_Recv(dst, count, type, source, tag, comm, status);
+  int out = dropin_stage_out(&s, rc == MPI_SUCCESS);
+  return rc != MPI_SUCCESS ? rc : out;
+}
+
+static int staged_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                           int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                           int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  dropin_stage_t in, out;
+  void *src = (void *)sendbuf, *dst = recvbuf;
+  int rc = dropin_stage_in(&in, &src, sendcount, sendtype);
+  if (rc == MPI_SUCCESS) rc = dropin_stage_in(&out, &dst, recvcount, recvtype);
+  if (rc != MPI_SUCCESS) {
+    dropin_stage_out(&in, 0);
+    return rc;
+  }
+  if (in.host || out.host)
+    dropin_note_staged("MPI_Sendrecv", "a communicator gmpi has no twin of (an intercommunicator)");
+  rc = PMPI_Sendrecv(src, sendcount, sendtype, dest, sendtag, dst, recvcount, recvtype, source,
+                     recvtag, comm, status);
+  dropin_stage_out(&in, 0);
+  int back = dropin_stage_out(&out, rc == MPI_SUCCESS);
+  return rc != MPI_SUCCESS ? rc : back;
+}
+
+static int untwinned_device(const void *buf) {
+  return dropin.active && !dropin_depth && dropin_is_device(buf);
+}
+
+static int refuse_untwinned(MPI_Comm comm, const char *func) {
+  fprintf(stderr,
+          "[gmpi_mpi] %s: a device buffer on a communicator gmpi has no twin of (an "
+          "intercommunicator): only blocking calls are staged there\n",
+          func);
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER);
+  return MPI_ERR_BUFFER;
+}
+
+/* ---- the MPI functions -------------------------------------------------------------------- */
+
+static int send_any(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                    send_kind_t kind, const char *func,
+                    int (*pmpi)(const void *, int, MPI_Datatype, int, int, MPI_Comm)) {
+  gmpi_comm_t g = dropin_take_p2p(comm, buf);
+  if (g) return gmpi_send_blocking(g, comm, buf, count, type, dest, tag, kind, func);
+  if (untwinned_device(buf)) return staged_send(buf, count, type, dest, tag, comm, func);
+  return pmpi(buf, count, type, dest, tag, comm);
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  return send_any(buf, count, type, dest, tag, comm, SEND_STANDARD, "MPI_Send", PMPI_Send);
+}
+
+/* Synchronous sends complete once matched (gmpi_ssend: never eager); a ready send is a standard
+ * send (MPI allows it: the receive is posted already). */
+int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  return send_any(buf, count, type, dest, tag, comm, SEND_SYNC, "MPI_Ssend", PMPI_Ssend);
+}
+
+int MPI_Rsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  return send_any(buf, count, type, dest, tag, comm, SEND_STANDARD, "MPI_Rsend", PMPI_Rsend);
+}
+
+/* A buffered send copies the message to host memory and completes at once; gmpi sends the
+ * copy (the attached buffer is not used). */
+int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  gmpi_comm_t g = dropin_take_p2p(comm, buf);
+  if (g) {
+    if (dropin_is_device(buf)) dropin_note_staged("MPI_Bsend", "a buffered send (host copy)");
+    return post_send(g, comm, buf, count, type, dest, tag, SEND_BUFFERED, "MPI_Bsend", NULL);
+  }
+  if (untwinned_device(buf)) return staged_send(buf, count, type, dest, tag, comm, "MPI_Bsend");
+  return PMPI_Bsend(buf, count, type, dest, tag, comm);
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+             MPI_Status *status) {
+  gmpi_comm_t g = dropin_take_p2p(comm, buf);
+  if (g) return gmpi_recv_blocking(g, comm, buf, count, type, source, tag, status, "MPI_Recv");
+  if (untwinned_device(buf))
+    return staged_recv(buf, count, type, source, tag, comm, status, "MPI_Recv");
+  return PMPI_Recv(buf, count, type, source, tag, comm, status);
+}
+
+static int isend_any(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                     MPI_Comm comm, MPI_Request *request, send_kind_t kind, const char *func,
+                     int (*pmpi)(const void *, int, MPI_Datatype, int, int, MPI_Comm,
+                                 MPI_Request *)) {
+  gmpi_comm_t g = dropin_take_p2p(comm, buf);
+  if (g) return post_send(g, comm, buf, count, type, dest, tag, kind, func, request);
+  if (untwinned_device(buf)) return refuse_untwinned(comm, func);
+  return pmpi(buf, count, type, dest, tag, comm, request);
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+              MPI_Request *request) {
+  return isend_any(buf, count, type, dest, tag, comm, request, SEND_STANDARD, "MPI_Isend",
+                   PMPI_Isend);
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request) {
+  return isend_any(buf, count, type, dest, tag, comm, request, SEND_SYNC, "MPI_Issend",
+                   PMPI_Issend);
+}
+
+int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request) {
+  return isend_any(buf, count, type, dest, tag, comm, request, SEND_STANDARD, "MPI_Irsend",
+                   PMPI_Irsend);
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+              MPI_Request *request) {
+  gmpi_comm_t g = dropin_take_p2p(comm, buf);
+  if (g) return post_recv(g, comm, buf, count, type, source, tag, "MPI_Irecv", request);
+  if (untwinned_device(buf)) return refuse_untwinned(comm, "MPI_Irecv");
+  return PMPI_Irecv(buf, count, type, source, tag, comm, request);
+}
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status *status) {
+  gmpi_comm_t g = dropin_take_p2p(comm, sendbuf);
+  if (!g)
+    return staged_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                           recvtype, source, recvtag, comm, status);
+  MPI_Request req[2];
+  int rc =
+      post_recv(g, comm, recvbuf, recvcount, recvtype, source, recvtag, "MPI_Sendrecv", &req[0]);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = post_send(g, comm, sendbuf, sendcount, sendtype, dest, sendtag, SEND_STANDARD,
+                 "MPI_Sendrecv", &req[1]);
+  if (rc != MPI_SUCCESS) {
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    return rc;
+  }
+  MPI_Status st[2];
+  rc = MPI_Waitall(2, req, st);
+  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  if (rc != MPI_ERR_IN_STATUS) return rc;
+  return st[0].MPI_ERROR != MPI_SUCCESS ? st[0].MPI_ERROR : st[1].MPI_ERROR;
+}
+
+/* The message lands in a host copy first: the send reads buf until it completes. */
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int sendtag, int source,
+                         int recvtag, MPI_Comm comm, MPI_Status *status) {
+  gmpi_comm_t g = dropin_take_p2p(comm, buf);
+  if (!g) {
+    if (untwinned_device(buf)) return refuse_untwinned(comm, "MPI_Sendrecv_replace");
+    return PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
+  }
+  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  PMPI_Type_get_true_extent(type, &tlb, &textent);
+  size_t span = count > 0 ? (size_t)((count - 1) * extent + textent) : 0;
+  char *copy = malloc(span ? span : 1);
+  if (!copy) return MPI_ERR_NO_MEM;
+  MPI_Status st;
+  int rc = MPI_Sendrecv(buf, count, type, dest, sendtag, copy - tlb, count, type, source, recvtag,
+                        comm, &st);
+  if (rc == MPI_SUCCESS && span) {
+    dropin_enter();
+    gmpi_status_t s = gmpi_mem_copy(dropin.world, (char *)buf + tlb, copy, span);
+    dropin_leave();
+    if (s != GMPI_SUCCESS) rc = dropin_fail(comm, "MPI_Sendrecv_replace", s);
+  }
+  free(copy);
+  if (rc == MPI_SUCCESS && status != MPI_STATUS_IGNORE) *status = st;
+  return rc;
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+  gmpi_comm_t g = dropin_take_p2p(comm, NULL);
+  if (!g) return PMPI_Probe(source, tag, comm, status);
+  gmpi_msg_status_t gs = {0};
+  dropin_enter();
+  gmpi_status_t st = gmpi_probe(to_gmpi_rank(source), to_gmpi_tag(tag), g, &gs);
+  dropin_leave();
+  if (st != GMPI_SUCCESS) return dropin_fail(comm, "MPI_Probe", st);
+  fill_status(status, &gs); /* count: bytes (messages move as GMPI_BYTE) */
+  return MPI_SUCCESS;
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+  gmpi_comm_t g = dropin_take_p2p(comm, NULL);
+  if (!g) return PMPI_Iprobe(source, tag, comm, flag, status);
+  gmpi_msg_status_t gs = {0};
+  dropin_enter();
+  gmpi_status_t st = gmpi_iprobe(to_gmpi_rank(source), to_gmpi_tag(tag), g, flag, &gs);
+  dropin_leave();
+  if (st != GMPI_SUCCESS) return dropin_fail(comm, "MPI_Iprobe", st);
+  if (*flag) fill_status(status, &gs);
+  return MPI_SUCCESS;
+}

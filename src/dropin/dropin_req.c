@@ -1,0 +1,307 @@
+/* gmpi's requests as MPI requests: each is an MPI generalized request (MPI's own mechanism for
+ * operations it does not run), so one MPI_Waitall completes host and device requests together
+ * and MPI_Status carries source, tag, error and count. MPI does not progress generalized
+ * requests: the wait and test calls below drive gmpi first, call MPI_Grequest_complete for what
+ * finished, then let MPI finish the call. A program that holds no gmpi request pays one
+ * comparison per wait. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dropin.h"
+
+int dropin_live_requests;
+
+/* Live requests by their MPI handle; requests freed by the program before completion wait in
+ * the detached list until gmpi finishes them. */
+enum { BUCKETS = 1024 };
+static dropin_req_t *bucket[BUCKETS];
+static dropin_req_t *detached;
+
+static size_t hash(MPI_Request h) {
+  uint64_t v = 0;
+  memcpy(&v, &h, sizeof(h) < sizeof(v) ? sizeof(h) : sizeof(v));
+  v ^= v >> 29;
+  v *= 0x9e3779b97f4a7c15ull;
+  return (size_t)(v >> 40) & (BUCKETS - 1);
+}
+
+static dropin_req_t *find(MPI_Request h) {
+  if (h == MPI_REQUEST_NULL) return NULL;
+  for (dropin_req_t *r = bucket[hash(h)]; r; r = r->next)
+    if (r->mpi == h) return r;
+  return NULL;
+}
+
+static void unlink_req(dropin_req_t *r) {
+  for (dropin_req_t **p = &bucket[hash(r->mpi)]; *p; p = &(*p)->next) {
+    if (*p == r) {
+      *p = r->next;
+      return;
+    }
+  }
+  for (dropin_req_t **p = &detached; *p; p = &(*p)->next) {
+    if (*p == r) {
+      *p = r->next;
+      return;
+    }
+  }
+}
+
+/* ---- MPI's callbacks ------------------------------------------------------------------------ */
+
+static int query_status(void *extra, MPI_Status *status) {
+  dropin_req_t *r = extra;
+  status->MPI_SOURCE = r->source;
+  status->MPI_TAG = r->tag;
+  status->MPI_ERROR = r->error;
+  PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)r->bytes);
+  PMPI_Status_set_cancelled(status, 0);
+  return r->error;
+}
+
+static int free_req(void *extra) {
+  dropin_req_t *r = extra;
+  if (r->g) { /* freed by MPI before gmpi finished (MPI_Finalize): let gmpi finish it */
+    dropin_enter();
+    gmpi_wait(&r->g, NULL);
+    dropin_leave();
+  }
+  if (r->inner != MPI_REQUEST_NULL) PMPI_Wait(&r->inner, MPI_STATUS_IGNORE);
+  unlink_req(r);
+  dropin_stage_out(&r->stage[0], 0);
+  dropin_stage_out(&r->stage[1], 0);
+  free(r->owned);
+  free(r);
+  dropin_live_requests--;
+  return MPI_SUCCESS;
+}
+
+static int cancel_req(void *extra, int complete) {
+  (void)extra, (void)complete;
+  return MPI_SUCCESS; /* gmpi cannot cancel: the request completes normally (MPI allows it) */
+}
+
+/* ---- wrapping ------------------------------------------------------------------------------- */
+
+static int start(MPI_Comm comm, dropin_req_t **out, MPI_Request *request) {
+  dropin_req_t *r = calloc(1, sizeof(*r));
+  if (!r) return MPI_ERR_NO_MEM;
+  r->comm = comm;
+  r->inner = MPI_REQUEST_NULL;
+  r->source = MPI_ANY_SOURCE;
+  r->tag = MPI_ANY_TAG;
+  int rc = PMPI_Grequest_start(query_status, free_req, cancel_req, r, &r->mpi);
+  if (rc != MPI_SUCCESS) {
+    free(r);
+    return rc;
+  }
+  size_t b = hash(r->mpi);
+  r->next = bucket[b];
+  bucket[b] = r;
+  dropin_live_requests++;
+  *request = r->mpi;
+  *out = r;
+  return MPI_SUCCESS;
+}
+
+int dropin_req_wrap(MPI_Comm comm, gmpi_request_t g, dropin_req_t **out, MPI_Request *request) {
+  dropin_req_t *r = NULL;
+  int rc = start(comm, &r, request);
+  if (rc != MPI_SUCCESS) {
+    dropin_enter();
+    gmpi_wait(&g, NULL); /* nothing may be left running on the program's buffers */
+    dropin_leave();
+    return rc;
+  }
+  r->g = g;
+  if (out) *out = r;
+  return MPI_SUCCESS;
+}
+
+int dropin_req_staged(MPI_Comm comm, MPI_Request inner, const dropin_stage_t stage[2],
+                      MPI_Request *request) {
+  dropin_req_t *r = NULL;
+  int rc = start(comm, &r, request);
+  if (rc != MPI_SUCCESS) {
+    PMPI_Wait(&inner, MPI_STATUS_IGNORE);
+    return rc;
+  }
+  r->inner = inner;
+  r->stage[0] = stage[0];
+  r->stage[1] = stage[1];
+  return MPI_SUCCESS;
+}
+
+/* A staged call: MPI's request on the host copies; when done, the result goes to the device. */
+static int test_inner(dropin_req_t *r, int wait, int *done) {
+  MPI_Status st;
+  int rc = wait ? PMPI_Wait(&r->inner, &st) : PMPI_Test(&r->inner, done, &st);
+  if (wait) *done = 1;
+  if (!*done) return rc;
+  dropin_stage_out(&r->stage[0], 0);
+  int back = dropin_stage_out(&r->stage[1], rc == MPI_SUCCESS);
+  return rc != MPI_SUCCESS ? rc : back;
+}
+
+/* ---- completion ----------------------------------------------------------------------------- */
+
+static void finish(dropin_req_t *r);
+
+/* Test (or wait for) r's gmpi request; once it is done, run its after-work and tell MPI. */
+static void drive(dropin_req_t *r, int wait) {
+  if (r->complete) return;
+  gmpi_msg_status_t gs = {0};
+  int done = 0;
+  if (r->inner != MPI_REQUEST_NULL) {
+    r->error = test_inner(r, wait, &done);
+    if (done) finish(r);
+    return;
+  }
+  dropin_enter();
+  gmpi_status_t st = wait ? gmpi_wait(&r->g, &gs) : gmpi_test(&r->g, &done, &gs);
+  dropin_leave();
+  if (st != GMPI_SUCCESS) {
+    r->error = dropin_error_code(st);
+    if (st != GMPI_ERR_TRUNCATE) fprintf(stderr, "[gmpi_mpi] request: %s\n", gmpi_last_error());
+    done = 1;
+  } else if (wait || done) {
+    if (gs.source >= 0 || gs.source == GMPI_PROC_NULL)
+      r->source = gs.source == GMPI_PROC_NULL ? MPI_PROC_NULL : gs.source;
+    if (gs.tag >= 0) r->tag = gs.tag;
+    r->bytes = gs.count; /* p2p moves bytes (GMPI_BYTE); a collective reports 0 */
+    done = 1;
+  }
+  if (!done) return;
+  r->g = NULL;
+  if (r->error == MPI_SUCCESS && r->after) r->error = r->after(r);
+  finish(r);
+}
+
+/* Tell MPI that r is complete (and release it if the program freed it already). */
+static void finish(dropin_req_t *r) {
+  r->complete = 1;
+  PMPI_Grequest_complete(r->mpi);
+  if (r->detached) {
+    MPI_Request h = r->mpi;
+    PMPI_Request_free(&h); /* free_req releases r */
+  }
+}
+
+static void drive_detached(void) {
+  for (dropin_req_t *r = detached, *next; r; r = next) {
+    next = r->next;
+    drive(r, 0);
+  }
+}
+
+/* Drive the gmpi requests in an array: returns how many are still running. */
+static int drive_array(int n, const MPI_Request reqs[], int wait) {
+  int running = 0;
+  drive_detached();
+  for (int i = 0; i < n; i++) {
+    dropin_req_t *r = find(reqs[i]);
+    if (!r) continue;
+    drive(r, wait);
+    running += !r->complete;
+  }
+  return running;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A polled wait over an array holding gmpi requests is bounded by GMPI_TIMEOUT. */
+static int over_time(double start, const char *func) {
+  if (dropin.timeout_s <= 0 || now() - start <= dropin.timeout_s) return 0;
+  fprintf(stderr,
+          "[gmpi_mpi] %s: no request completed within GMPI_TIMEOUT = %g s (gmpi requests in the "
+          "array)\n",
+          func, dropin.timeout_s);
+  return 1;
+}
+
+static int quiet(void) { return !dropin_live_requests || dropin_depth; }
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+  if (!quiet() && request) {
+    dropin_req_t *r = find(*request);
+    if (r) drive(r, 1); /* gmpi_wait: bounded by GMPI_TIMEOUT */
+  }
+  return PMPI_Wait(request, status);
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+  if (!quiet() && request) drive_array(1, request, 0);
+  return PMPI_Test(request, flag, status);
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  if (!quiet() && requests) drive_array(count, requests, 1);
+  return PMPI_Waitall(count, requests, statuses);
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+  if (!quiet() && requests) drive_array(count, requests, 0);
+  return PMPI_Testall(count, requests, flag, statuses);
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+  if (!quiet() && requests) drive_array(count, requests, 0);
+  return PMPI_Testany(count, requests, index, flag, status);
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[]) {
+  if (!quiet() && requests) drive_array(incount, requests, 0);
+  return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+  if (quiet() || !requests || !drive_array(count, requests, 0))
+    return PMPI_Waitany(count, requests, index, status);
+  double start = now();
+  for (;;) {
+    int flag = 0, rc = PMPI_Testany(count, requests, index, &flag, status);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    if (!drive_array(count, requests, 0)) return PMPI_Waitany(count, requests, index, status);
+    if (over_time(start, "MPI_Waitany")) return MPI_ERR_OTHER;
+  }
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[]) {
+  if (quiet() || !requests || !drive_array(incount, requests, 0))
+    return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  double start = now();
+  for (;;) {
+    int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+    if (rc != MPI_SUCCESS || *outcount != 0) return rc;
+    if (!drive_array(incount, requests, 0))
+      return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    if (over_time(start, "MPI_Waitsome")) return MPI_ERR_OTHER;
+  }
+}
+
+int MPI_Request_free(MPI_Request *request) {
+  dropin_req_t *r = !quiet() && request ? find(*request) : NULL;
+  if (!r || r->complete) return PMPI_Request_free(request);
+  unlink_req(r); /* the handle is the program's no more; gmpi still runs the operation */
+  r->detached = 1;
+  r->next = detached;
+  detached = r;
+  *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
+
+/* MPI_Finalize: operations the program freed still finish (MPI's rule for freed requests). */
+void dropin_req_finalize(void) {
+  while (detached)
+    drive(detached, 1);
+}

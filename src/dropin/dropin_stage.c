@@ -1,0 +1,45 @@
+/* Staging: what gmpi cannot move natively on device memory (derived types, user-defined ops,
+ * MINLOC/MAXLOC pairs, buffered sends, comms without a twin) is copied to host memory, handed
+ * to MPI there, and copied back. The span copied is the type's true extent over count elements,
+ * so the holes of a derived type keep what the device held. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dropin.h"
+
+int dropin_stage_in(dropin_stage_t *s, void **buf, MPI_Aint count, MPI_Datatype type) {
+  memset(s, 0, sizeof(*s));
+  if (count <= 0 || !dropin_is_device(*buf)) return MPI_SUCCESS;
+  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  PMPI_Type_get_true_extent(type, &tlb, &textent);
+  if (extent < 0 || textent < 0) return MPI_ERR_TYPE; /* negative strides: not staged */
+  s->user = *buf;
+  s->lb = tlb;
+  s->bytes = (size_t)((count - 1) * extent + textent);
+  if (!(s->host = malloc(s->bytes ? s->bytes : 1))) return MPI_ERR_NO_MEM;
+  dropin_enter();
+  gmpi_status_t st = gmpi_mem_copy(dropin.world, s->host, (char *)s->user + s->lb, s->bytes);
+  dropin_leave();
+  if (st != GMPI_SUCCESS) {
+    free(s->host);
+    s->host = NULL;
+    return dropin_fail(MPI_COMM_WORLD, "staging a device buffer", st);
+  }
+  *buf = s->host - s->lb;
+  return MPI_SUCCESS;
+}
+
+int dropin_stage_out(dropin_stage_t *s, int copy_back) {
+  if (!s->host) return MPI_SUCCESS;
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (copy_back) {
+    dropin_enter();
+    st = gmpi_mem_copy(dropin.world, (char *)s->user + s->lb, s->host, s->bytes);
+    dropin_leave();
+  }
+  free(s->host);
+  s->host = NULL;
+  return st == GMPI_SUCCESS ? MPI_SUCCESS
+                            : dropin_fail(MPI_COMM_WORLD, "copying a staged buffer back", st);
+}

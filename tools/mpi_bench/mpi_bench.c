@@ -1,0 +1,741 @@
+/* mpi_bench: a plain MPI benchmark (ping-pong and allreduce) over host, device or staged buffers.
+ *
+ * It uses only <mpi.h>, libc and (with MPI_BENCH_CUDA) the CUDA runtime, so that the same binary
+ * can be run as is and under LD_PRELOAD=libgmpi_mpi.so (scripts/dropin-bench compares the two).
+ *
+ *   host    malloc'd buffers
+ *   device  cudaMalloc'd buffers handed straight to MPI (a CUDA-aware MPI, or the gmpi layer)
+ *   staged  cudaMalloc'd buffers; the benchmark copies device->host before each send and
+ *           host->device after each receive (around each allreduce) and calls MPI on host
+ *           buffers: what a user of a non-CUDA-aware MPI does today
+ *
+ * Each size runs --rounds times (a barrier before each); a row gives the median time per call and
+ * the rounds' min..max in microseconds. Ping-pong's time is half a round trip (rank 0's clock);
+ * allreduce's is the slowest rank's. After the timed rounds one more call with known values is
+ * checked; a wrong value is reported and makes the exit status 1.
+ *
+ * Exit status: 0 ok, 1 wrong value or runtime failure, 2 bad option, 77 memory kind unavailable
+ * (no CUDA build, no GPU).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MPI_BENCH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+enum { MEM_HOST, MEM_DEVICE, MEM_STAGED };
+enum { TEST_PINGPONG = 1, TEST_ALLREDUCE = 2 };
+
+#define MAX_BYTES    ((size_t)1 << 30) /* counts stay well inside int */
+#define MAX_ROUNDS   1000
+#define BIG_BYTES    ((size_t)1 << 20) /* above this, fewer iterations (see iters_for) */
+#define EXIT_USAGE   2
+#define EXIT_SKIP    77
+#define PINGPONG_TAG 17
+#define CHECK_TAG    18
+
+static const char *mem_names[] = {"host", "device", "staged"};
+
+typedef struct {
+  int tests;
+  size_t min_bytes, max_bytes;
+  size_t factor;
+  int iters, warmup, rounds;
+  int memory;
+  int pinned; /* staged: host side from cudaMallocHost (1) or malloc (0) */
+  const char *json;
+  int help;
+} options_t;
+
+static int world_rank, world_size;
+
+/* Only rank 0 prints messages that every rank would print alike. */
+static void say0(FILE *f, const char *fmt, ...) {
+  if (world_rank != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(f, fmt, ap);
+  va_end(ap);
+}
+
+static void usage(FILE *f) {
+  say0(f,
+       "usage: mpiexec -n N mpi_bench [options]\n"
+       "  -t, --test LIST        pingpong,allreduce (comma separated; default both)\n"
+       "  -b, --min BYTES        smallest size (default 8); suffixes K, M, G (powers of 1024)\n"
+       "  -e, --max BYTES        largest size (default 4M); the sweep is MIN, MIN*F, MIN*F^2, ...\n"
+       "                         and MAX itself when the steps miss it\n"
+       "  -f, --factor N         size step factor, >= 2 (default 4)\n"
+       "  -n, --iters N          calls per round (default 100; sizes over 1 MiB use fewer,\n"
+       "                         n*1MiB/bytes but at least min(n,10))\n"
+       "  -w, --warmup N         untimed calls per size before the rounds (default 10, scaled\n"
+       "                         like -n)\n"
+       "  -r, --rounds R         timed rounds per size (default 5); rows give the median and\n"
+       "                         min..max over rounds\n"
+       "  -m, --memory KIND      host | device | staged (default host); device hands cudaMalloc'd\n"
+       "                         buffers to MPI: it needs a CUDA-aware MPI or the gmpi layer\n"
+       "                         (LD_PRELOAD=libgmpi_mpi.so); staged copies through host buffers\n"
+       "      --staging KIND     staged mode's host buffers: pinned (cudaMallocHost, default)\n"
+       "                         or pageable (malloc)\n"
+       "  -j, --json FILE        also write the rows as JSON to FILE (rank 0)\n"
+       "  -h, --help             this text\n"
+       "Rows: bytes median_us min_us max_us, then GB/s (ping-pong: bytes / one-way time) or\n"
+       "busbw GB/s (allreduce: bytes/time * 2(n-1)/n, as nccl-tests). Ping-pong runs on ranks 0\n"
+       "and 1 (others wait); allreduce sums floats on all ranks.\n"
+       "Exit: 0 ok, 1 wrong result, 2 bad option, 77 memory kind unavailable here.\n");
+}
+
+/* ---- option parsing ---------------------------------------------------------------------- */
+
+static int bad_value(const char *opt, const char *val, const char *expect) {
+  say0(stderr, "mpi_bench: bad value for %s: '%s' (%s)\n", opt, val, expect);
+  return -1;
+}
+
+static int parse_size(const char *opt, const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  if (!*s || *s == '-' || *s == '+') return bad_value(opt, s, "expected a size like 8, 64K, 4M");
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s) return bad_value(opt, s, "expected a size like 8, 64K, 4M");
+  unsigned long long mul = 1;
+  if (*end) {
+    switch (*end) {
+    case 'k':
+    case 'K': mul = 1ull << 10; break;
+    case 'm':
+    case 'M': mul = 1ull << 20; break;
+    case 'g':
+    case 'G': mul = 1ull << 30; break;
+    default: return bad_value(opt, s, "expected a size like 8, 64K, 4M");
+    }
+    end++;
+    if (*end == 'i' || *end == 'I') end++; /* KiB, MiB */
+    if (*end == 'b' || *end == 'B') end++;
+    if (*end) return bad_value(opt, s, "expected a size like 8, 64K, 4M");
+  }
+  if (v == 0) return bad_value(opt, s, "must be at least 1 byte");
+  if (v > MAX_BYTES / mul) return bad_value(opt, s, "at most 1G");
+  *out = (size_t)(v * mul);
+  return 0;
+}
+
+static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) {
+    char expect[64];
+    snprintf(expect, sizeof expect, "expected an integer from %d to %d", lo, hi);
+    return bad_value(opt, s, expect);
+  }
+  *out = (int)v;
+  return 0;
+}
+
+static int parse_tests(const char *opt, const char *s, int *out) {
+  int tests = 0;
+  const char *p = s;
+  while (*p) {
+    const char *q = strchr(p, ',');
+    size_t len = q ? (size_t)(q - p) : strlen(p);
+    if (len == 8 && !strncmp(p, "pingpong", len))
+      tests |= TEST_PINGPONG;
+    else if (len == 9 && !strncmp(p, "allreduce", len))
+      tests |= TEST_ALLREDUCE;
+    else if (len == 3 && !strncmp(p, "all", len))
+      tests |= TEST_PINGPONG | TEST_ALLREDUCE;
+    else
+      return bad_value(opt, s, "expected pingpong, allreduce or both, comma separated");
+    p += len;
+    if (*p == ',') p++;
+  }
+  if (!tests) return bad_value(opt, s, "expected pingpong, allreduce or both, comma separated");
+  *out = tests;
+  return 0;
+}
+
+/* 0 ok, -1 bad option (message printed). Accepts "--opt VALUE" and "--opt=VALUE". */
+static int parse_options(int argc, char **argv, options_t *o) {
+  *o = (options_t){.tests = TEST_PINGPONG | TEST_ALLREDUCE,
+                   .min_bytes = 8,
+                   .max_bytes = 4u << 20,
+                   .factor = 4,
+                   .iters = 100,
+                   .warmup = 10,
+                   .rounds = 5,
+                   .memory = MEM_HOST,
+                   .pinned = 1};
+  for (int i = 1; i < argc; i++) {
+    char name[64];
+    const char *arg = argv[i], *val = NULL;
+    const char *eq = strncmp(arg, "--", 2) == 0 ? strchr(arg, '=') : NULL;
+    if (eq && (size_t)(eq - arg) < sizeof name) {
+      memcpy(name, arg, (size_t)(eq - arg));
+      name[eq - arg] = 0;
+      val = eq + 1;
+    } else {
+      snprintf(name, sizeof name, "%s", arg);
+    }
+#define IS(s, l) (!strcmp(name, s) || !strcmp(name, l))
+    if (IS("-h", "--help")) {
+      o->help = 1;
+      continue;
+    }
+    int known = IS("-t", "--test") || IS("-b", "--min") || IS("-e", "--max") ||
+                IS("-f", "--factor") || IS("-n", "--iters") || IS("-w", "--warmup") ||
+                IS("-r", "--rounds") || IS("-m", "--memory") || IS("-j", "--json") ||
+                !strcmp(name, "--staging");
+    if (!known) {
+      say0(stderr, "mpi_bench: unknown option '%s' (see --help)\n", arg);
+      return -1;
+    }
+    if (!val) {
+      if (i + 1 >= argc) {
+        say0(stderr, "mpi_bench: option %s needs a value (see --help)\n", name);
+        return -1;
+      }
+      val = argv[++i];
+    }
+    int rc = 0;
+    if (IS("-t", "--test"))
+      rc = parse_tests(name, val, &o->tests);
+    else if (IS("-b", "--min"))
+      rc = parse_size(name, val, &o->min_bytes);
+    else if (IS("-e", "--max"))
+      rc = parse_size(name, val, &o->max_bytes);
+    else if (IS("-f", "--factor")) {
+      int f;
+      rc = parse_int(name, val, 2, 1 << 20, &f);
+      o->factor = (size_t)f;
+    } else if (IS("-n", "--iters"))
+      rc = parse_int(name, val, 1, 100000000, &o->iters);
+    else if (IS("-w", "--warmup"))
+      rc = parse_int(name, val, 0, 100000000, &o->warmup);
+    else if (IS("-r", "--rounds"))
+      rc = parse_int(name, val, 1, MAX_ROUNDS, &o->rounds);
+    else if (IS("-j", "--json")) {
+      if (!*val) rc = bad_value(name, val, "expected a file name");
+      o->json = val;
+    } else if (IS("-m", "--memory")) {
+      if (!strcmp(val, "host"))
+        o->memory = MEM_HOST;
+      else if (!strcmp(val, "device"))
+        o->memory = MEM_DEVICE;
+      else if (!strcmp(val, "staged"))
+        o->memory = MEM_STAGED;
+      else
+        rc = bad_value(name, val, "expected host, device or staged");
+    } else if (!strcmp(name, "--staging")) {
+      if (!strcmp(val, "pinned"))
+        o->pinned = 1;
+      else if (!strcmp(val, "pageable"))
+        o->pinned = 0;
+      else
+        rc = bad_value(name, val, "expected pinned or pageable");
+    }
+#undef IS
+    if (rc) return -1;
+  }
+  if (o->min_bytes > o->max_bytes) {
+    say0(stderr, "mpi_bench: bad sizes: -b (--min) %zu is above -e (--max) %zu\n", o->min_bytes,
+         o->max_bytes);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+static void die(const char *what, const char *detail) {
+  fprintf(stderr, "mpi_bench: rank %d: %s: %s\n", world_rank, what, detail);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+#ifdef MPI_BENCH_CUDA
+#define CK(call)                                                                                   \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) die(#call, cudaGetErrorString(e_));                                     \
+  } while (0)
+
+/* The device of this rank: GMPI_VISIBLE_DEVICES[local rank] when set (as gmpi picks it), else
+ * local rank modulo the device count. 0 ok, else *why says why not. */
+static int pick_device(int local_rank, char *why, size_t why_len) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    /* Without a GPU the runtime says "driver version is insufficient": say what it means. */
+    int no_gpu = e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || count == 0;
+    snprintf(why, why_len, "%s (cudaGetDeviceCount: %s)",
+             no_gpu ? "no GPU or no CUDA driver on this machine" : "the CUDA runtime failed",
+             e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    cudaGetLastError();
+    return -1;
+  }
+  int dev = local_rank % count;
+  const char *vis = getenv("GMPI_VISIBLE_DEVICES");
+  if (vis && *vis) {
+    int k = 0;
+    const char *p = vis;
+    while (k < local_rank && (p = strchr(p, ',')))
+      p++, k++;
+    if (p && k == local_rank) dev = atoi(p);
+    if (dev < 0 || dev >= count) {
+      snprintf(why, why_len, "GMPI_VISIBLE_DEVICES=%s gives device %d but there are %d", vis, dev,
+               count);
+      return -1;
+    }
+  }
+  e = cudaSetDevice(dev);
+  if (e != cudaSuccess) {
+    snprintf(why, why_len, "cudaSetDevice(%d): %s", dev, cudaGetErrorString(e));
+    return -1;
+  }
+  return 0;
+}
+#endif
+
+/* Buffers of one size: dev (device/staged modes) and host (host mode's buffers, staged mode's
+ * bounce buffers, and every mode's check values). */
+typedef struct {
+  void *send_dev, *recv_dev;
+  void *send_host, *recv_host;
+  int host_pinned;
+} buffers_t;
+
+static void *host_alloc(size_t bytes, int pinned) {
+  void *p = NULL;
+#ifdef MPI_BENCH_CUDA
+  if (pinned) {
+    CK(cudaMallocHost(&p, bytes));
+    return p;
+  }
+#else
+  (void)pinned;
+#endif
+  p = malloc(bytes);
+  if (!p) die("malloc", strerror(errno));
+  return p;
+}
+
+static void host_free(void *p, int pinned) {
+#ifdef MPI_BENCH_CUDA
+  if (pinned) {
+    cudaFreeHost(p);
+    return;
+  }
+#else
+  (void)pinned;
+#endif
+  free(p);
+}
+
+static void buffers_alloc(buffers_t *b, size_t bytes, const options_t *o) {
+  memset(b, 0, sizeof *b);
+  b->host_pinned = o->memory == MEM_STAGED && o->pinned;
+  b->send_host = host_alloc(bytes, b->host_pinned);
+  b->recv_host = host_alloc(bytes, b->host_pinned);
+  memset(b->send_host, 0, bytes);
+  memset(b->recv_host, 0, bytes);
+#ifdef MPI_BENCH_CUDA
+  if (o->memory != MEM_HOST) {
+    CK(cudaMalloc(&b->send_dev, bytes));
+    CK(cudaMalloc(&b->recv_dev, bytes));
+    CK(cudaMemset(b->send_dev, 0, bytes));
+    CK(cudaMemset(b->recv_dev, 0, bytes));
+    CK(cudaDeviceSynchronize());
+  }
+#endif
+}
+
+static void buffers_free(buffers_t *b) {
+#ifdef MPI_BENCH_CUDA
+  if (b->send_dev) cudaFree(b->send_dev);
+  if (b->recv_dev) cudaFree(b->recv_dev);
+#endif
+  host_free(b->send_host, b->host_pinned);
+  host_free(b->recv_host, b->host_pinned);
+}
+
+/* Copies (no-ops without CUDA; only device/staged modes reach them with a device pointer). */
+static void to_host(void *h, const void *d, size_t bytes) {
+#ifdef MPI_BENCH_CUDA
+  CK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+#else
+  (void)h, (void)d, (void)bytes;
+#endif
+}
+
+static void to_device(void *d, const void *h, size_t bytes) {
+#ifdef MPI_BENCH_CUDA
+  CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+#else
+  (void)h, (void)d, (void)bytes;
+#endif
+}
+
+static void device_sync(int memory) {
+#ifdef MPI_BENCH_CUDA
+  if (memory != MEM_HOST) CK(cudaDeviceSynchronize());
+#else
+  (void)memory;
+#endif
+}
+
+/* ---- the calls --------------------------------------------------------------------------- */
+
+/* Rank 0 sends then receives, rank 1 receives then sends; one call = one round trip. */
+static void pingpong_once(const buffers_t *b, size_t bytes, int memory, int tag) {
+  int peer = world_rank == 0 ? 1 : 0;
+  int n = (int)bytes;
+  if (world_rank > 1) return;
+  if (memory == MEM_STAGED) {
+    if (world_rank == 0) {
+      to_host(b->send_host, b->send_dev, bytes);
+      MPI_Send(b->send_host, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+      MPI_Recv(b->recv_host, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      to_device(b->recv_dev, b->recv_host, bytes);
+    } else {
+      MPI_Recv(b->recv_host, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      to_device(b->recv_dev, b->recv_host, bytes);
+      to_host(b->send_host, b->send_dev, bytes);
+      MPI_Send(b->send_host, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+    }
+    return;
+  }
+  void *s = memory == MEM_DEVICE ? b->send_dev : b->send_host;
+  void *r = memory == MEM_DEVICE ? b->recv_dev : b->recv_host;
+  if (world_rank == 0) {
+    MPI_Send(s, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+    MPI_Recv(r, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Recv(r, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(s, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+  }
+}
+
+static void allreduce_once(const buffers_t *b, size_t bytes, int memory) {
+  int n = (int)(bytes / sizeof(float));
+  if (memory == MEM_STAGED) {
+    to_host(b->send_host, b->send_dev, bytes);
+    MPI_Allreduce(b->send_host, b->recv_host, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    to_device(b->recv_dev, b->recv_host, bytes);
+    return;
+  }
+  void *s = memory == MEM_DEVICE ? b->send_dev : b->send_host;
+  void *r = memory == MEM_DEVICE ? b->recv_dev : b->recv_host;
+  MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+static unsigned char byte_pattern(int seed, size_t i) {
+  return (unsigned char)((i * 131u + (size_t)seed * 29u + (i >> 8)) & 0xffu);
+}
+
+/* Small integers: every partial sum is exact in float, whatever the reduction order. */
+static float float_value(int rank, size_t i) { return (float)(rank + 1 + (int)(i % 13)); }
+
+/* Sets the buffer the timed calls send from (device or host) to the given host values. */
+static void set_send(const buffers_t *b, size_t bytes, int memory) {
+  if (memory != MEM_HOST) to_device(b->send_dev, b->send_host, bytes);
+}
+
+/* Brings the received buffer to recv_host (device modes copy it back). */
+static void get_recv(const buffers_t *b, size_t bytes, int memory) {
+  if (memory != MEM_HOST) to_host(b->recv_host, b->recv_dev, bytes);
+}
+
+/* One ping-pong with known bytes each way; 0 ok, 1 wrong (message printed). */
+static int check_pingpong(const buffers_t *b, size_t bytes, int memory) {
+  if (world_rank > 1) return 0;
+  int me = world_rank, peer = 1 - me;
+  for (size_t i = 0; i < bytes; i++)
+    ((unsigned char *)b->send_host)[i] = byte_pattern(me + 1, i);
+  memset(b->recv_host, 0, bytes);
+  if (memory != MEM_HOST) to_device(b->recv_dev, b->recv_host, bytes);
+  set_send(b, bytes, memory);
+  pingpong_once(b, bytes, memory, CHECK_TAG);
+  device_sync(memory);
+  get_recv(b, bytes, memory);
+  const unsigned char *got = b->recv_host;
+  for (size_t i = 0; i < bytes; i++) {
+    unsigned char want = byte_pattern(peer + 1, i);
+    if (got[i] != want) {
+      fprintf(stderr,
+              "mpi_bench: rank %d: pingpong %zu bytes (%s): wrong byte %zu from rank %d: got %u, "
+              "expected %u\n",
+              me, bytes, mem_names[memory], i, peer, got[i], want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int check_allreduce(const buffers_t *b, size_t bytes, int memory) {
+  size_t n = bytes / sizeof(float);
+  float *s = b->send_host, *r = b->recv_host;
+  for (size_t i = 0; i < n; i++)
+    s[i] = float_value(world_rank, i);
+  memset(r, 0, bytes);
+  if (memory != MEM_HOST) to_device(b->recv_dev, b->recv_host, bytes);
+  set_send(b, bytes, memory);
+  allreduce_once(b, bytes, memory);
+  device_sync(memory);
+  get_recv(b, bytes, memory);
+  for (size_t i = 0; i < n; i++) {
+    float want = 0;
+    for (int k = 0; k < world_size; k++)
+      want += float_value(k, i);
+    if (r[i] != want) {
+      fprintf(stderr,
+              "mpi_bench: rank %d: allreduce %zu bytes (%s): wrong sum at element %zu: got %g, "
+              "expected %g\n",
+              world_rank, bytes, mem_names[memory], i, (double)r[i], (double)want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* ---- timing ------------------------------------------------------------------------------ */
+
+static int iters_for(int n, size_t bytes) {
+  if (bytes <= BIG_BYTES) return n;
+  double scaled = (double)n * (double)BIG_BYTES / (double)bytes;
+  int floor_n = n < 10 ? n : 10;
+  return scaled > floor_n ? (int)scaled : floor_n;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n) {
+  double s[MAX_ROUNDS];
+  memcpy(s, v, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+typedef struct {
+  size_t bytes;
+  int iters;
+  double median_us, min_us, max_us, gbps;
+  double round_us[MAX_ROUNDS];
+  int rounds;
+} row_t;
+
+/* One size: warm-up, --rounds timed rounds, one checked call. Fills *row on rank 0; returns the
+ * number of ranks that saw a wrong value. */
+static int run_size(int test, size_t bytes, const options_t *o, row_t *row) {
+  buffers_t b;
+  buffers_alloc(&b, bytes, o);
+  int iters = iters_for(o->iters, bytes);
+  int warmup = o->warmup ? iters_for(o->warmup, bytes) : 0;
+  /* Timed calls move non-zero bytes (what a check would also see) but are not checked. */
+  for (size_t i = 0; i < bytes; i++)
+    ((unsigned char *)b.send_host)[i] = (unsigned char)(i + 1);
+  if (test == TEST_ALLREDUCE)
+    for (size_t i = 0; i < bytes / sizeof(float); i++)
+      ((float *)b.send_host)[i] = 1.0f;
+  set_send(&b, bytes, o->memory);
+  device_sync(o->memory);
+
+  for (int i = 0; i < warmup; i++)
+    test == TEST_PINGPONG ? pingpong_once(&b, bytes, o->memory, PINGPONG_TAG)
+                          : allreduce_once(&b, bytes, o->memory);
+  device_sync(o->memory);
+
+  double us[MAX_ROUNDS];
+  for (int r = 0; r < o->rounds; r++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (test == TEST_PINGPONG)
+      for (int i = 0; i < iters; i++)
+        pingpong_once(&b, bytes, o->memory, PINGPONG_TAG);
+    else
+      for (int i = 0; i < iters; i++)
+        allreduce_once(&b, bytes, o->memory);
+    device_sync(o->memory);
+    double t = (MPI_Wtime() - t0) * 1e6 / iters;
+    if (test == TEST_PINGPONG) {
+      t /= 2; /* half a round trip; rank 0's clock */
+      us[r] = t;
+    } else {
+      MPI_Reduce(&t, &us[r], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD); /* the slowest rank */
+    }
+  }
+
+  int bad = test == TEST_PINGPONG ? check_pingpong(&b, bytes, o->memory)
+                                  : check_allreduce(&b, bytes, o->memory);
+  int bad_ranks = 0;
+  MPI_Allreduce(&bad, &bad_ranks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  buffers_free(&b);
+
+  if (world_rank == 0) {
+    row->bytes = bytes;
+    row->iters = iters;
+    row->rounds = o->rounds;
+    memcpy(row->round_us, us, (size_t)o->rounds * sizeof *us);
+    row->median_us = median(us, o->rounds);
+    row->min_us = row->max_us = us[0];
+    for (int r = 1; r < o->rounds; r++) {
+      row->min_us = fmin(row->min_us, us[r]);
+      row->max_us = fmax(row->max_us, us[r]);
+    }
+    double algbw = (double)bytes / row->median_us / 1e3; /* bytes/us = MB/s */
+    row->gbps = test == TEST_PINGPONG ? algbw : algbw * 2.0 * (world_size - 1) / world_size;
+  }
+  return bad_ranks;
+}
+
+/* ---- output ------------------------------------------------------------------------------ */
+
+static void json_row(FILE *j, int *first, const char *test, const options_t *o, const row_t *r) {
+  fprintf(j,
+          "%s\n    {\"test\": \"%s\", \"memory\": \"%s\", \"ranks\": %d, \"bytes\": %zu, "
+          "\"iters\": %d, \"median_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, "
+          "\"%s\": %.4f, \"rounds_us\": [",
+          *first ? "" : ",", test, mem_names[o->memory], world_size, r->bytes, r->iters,
+          r->median_us, r->min_us, r->max_us, !strcmp(test, "pingpong") ? "gbps" : "busbw_gbps",
+          r->gbps);
+  for (int k = 0; k < r->rounds; k++)
+    fprintf(j, "%s%.3f", k ? ", " : "", r->round_us[k]);
+  fprintf(j, "]}");
+  *first = 0;
+}
+
+static int run_test(int test, const options_t *o, FILE *json, int *json_first) {
+  const char *name = test == TEST_PINGPONG ? "pingpong" : "allreduce";
+  if (test == TEST_PINGPONG && world_size < 2) {
+    say0(stdout, "# pingpong skipped: needs at least 2 ranks (have %d)\n", world_size);
+    return 0;
+  }
+  say0(stdout, "# mpi_bench test=%s memory=%s%s ranks=%d rounds=%d iters=%d warmup=%d\n", name,
+       mem_names[o->memory],
+       o->memory == MEM_STAGED ? (o->pinned ? " staging=pinned" : " staging=pageable") : "",
+       world_size, o->rounds, o->iters, o->warmup);
+  say0(stdout, "# %10s %12s %12s %12s %12s\n", "bytes", "median_us", "min_us", "max_us",
+       test == TEST_PINGPONG ? "GB/s" : "busbw_GB/s");
+  int bad = 0;
+  size_t last = 0;
+  for (size_t bytes = o->min_bytes; bytes <= o->max_bytes;) {
+    /* Allreduce moves whole floats: sizes round down to 4 bytes (once each; under 4: none). */
+    size_t use = test == TEST_ALLREDUCE ? bytes / sizeof(float) * sizeof(float) : bytes;
+    if (use > 0 && use != last) {
+      last = use;
+      row_t row;
+      int wrong = run_size(test, use, o, &row);
+      bad |= wrong != 0;
+      if (world_rank == 0) {
+        printf("  %10zu %12.2f %12.2f %12.2f %12.3f%s\n", row.bytes, row.median_us, row.min_us,
+               row.max_us, row.gbps, wrong ? "  WRONG" : "");
+        fflush(stdout);
+        if (json) json_row(json, json_first, name, o, &row);
+      }
+    }
+    if (bytes == o->max_bytes) break;
+    /* MIN, MIN*F, MIN*F^2, ... and then MAX itself when the steps miss it. */
+    bytes = bytes > o->max_bytes / o->factor ? o->max_bytes : bytes * o->factor;
+  }
+  return bad;
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+/* Every rank reaches the same verdict (options are the same everywhere); a rank-local failure
+ * (no GPU on one host) is shared so that all ranks leave with the same status. */
+static int agree_max(int v) {
+  int m = v;
+  MPI_Allreduce(&v, &m, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+
+  options_t o;
+  int status = 0;
+  if (parse_options(argc, argv, &o)) {
+    MPI_Finalize();
+    return EXIT_USAGE;
+  }
+  if (o.help) {
+    usage(stdout);
+    MPI_Finalize();
+    return 0;
+  }
+
+  /* Memory kind available here? */
+  int skip = 0;
+  char why[256] = "";
+  if (o.memory != MEM_HOST) {
+#ifdef MPI_BENCH_CUDA
+    MPI_Comm node;
+    int local_rank = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_free(&node);
+    skip = pick_device(local_rank, why, sizeof why) != 0;
+#else
+    snprintf(why, sizeof why, "built without CUDA (compile with -DMPI_BENCH_CUDA and -lcudart)");
+    skip = 1;
+#endif
+  }
+  if (agree_max(skip)) {
+    /* The reason is printed by the first rank that has one. */
+    int first = skip ? world_rank : world_size, who;
+    MPI_Allreduce(&first, &who, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (world_rank == who)
+      fprintf(stderr, "mpi_bench: --memory %s unavailable on rank %d: %s\n", mem_names[o.memory],
+              who, why);
+    MPI_Finalize();
+    return EXIT_SKIP;
+  }
+
+  FILE *json = NULL;
+  int json_bad = 0;
+  if (o.json && world_rank == 0) {
+    json = fopen(o.json, "w");
+    if (!json) {
+      fprintf(stderr, "mpi_bench: bad value for --json: cannot write '%s': %s\n", o.json,
+              strerror(errno));
+      json_bad = 1;
+    }
+  }
+  if (agree_max(json_bad)) {
+    MPI_Finalize();
+    return EXIT_USAGE;
+  }
+  int json_first = 1;
+  if (json)
+    fprintf(json, "{\"memory\": \"%s\", \"ranks\": %d, \"rounds\": %d, \"results\": [",
+            mem_names[o.memory], world_size, o.rounds);
+
+  if (o.tests & TEST_PINGPONG) status |= run_test(TEST_PINGPONG, &o, json, &json_first);
+  if (o.tests & TEST_ALLREDUCE) status |= run_test(TEST_ALLREDUCE, &o, json, &json_first);
+
+  if (json) {
+    fprintf(json, "\n  ], \"ok\": %s}\n", status ? "false" : "true");
+    if (fclose(json)) {
+      fprintf(stderr, "mpi_bench: writing '%s': %s\n", o.json, strerror(errno));
+      status = 1;
+    }
+  }
+  if (status) say0(stderr, "mpi_bench: FAILED: wrong values (see above)\n");
+  MPI_Finalize();
+  return status ? 1 : 0;
+}
