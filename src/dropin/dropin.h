@@ -76,6 +76,21 @@ int dropin_stage_in(dropin_stage_t *s, void **buf, MPI_Aint count, MPI_Datatype 
 /* Copy a staged receive buffer back to the device (when copy_back), then free the copy. */
 int dropin_stage_out(dropin_stage_t *s, int copy_back);
 
+/* ---- point to point (dropin_p2p.c) and persistent requests (dropin_persist.c) ---- */
+typedef enum { DROPIN_SEND_STANDARD, DROPIN_SEND_SYNC, DROPIN_SEND_BUFFERED } dropin_send_kind_t;
+/* A nonblocking send of kind through comm's twin (as MPI_Isend / MPI_Issend). */
+int dropin_isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                 int kind, MPI_Request *request);
+/* Persistent handles live (0: the wait and test calls need no swap). */
+extern int dropin_persist_live;
+/* The array MPI should see: each persistent handle replaced by its started operation's request
+ * (MPI_REQUEST_NULL when inactive). reqs itself when it holds no persistent handle. */
+MPI_Request *dropin_persist_swap(int n, MPI_Request reqs[]);
+/* After MPI's call: handles back in place (inactive when their operation completed). */
+void dropin_persist_unswap(int n, MPI_Request reqs[], MPI_Request *tmp);
+/* MPI_Request_free of a persistent handle: 1 when it was one (freed). */
+int dropin_persist_free(MPI_Request *request);
+
 /* ---- requests (dropin_req.c) ---- */
 typedef struct dropin_req dropin_req_t;
 /* Work run when the gmpi request completes, before MPI sees the request complete (unpacking a

@@ -207,28 +207,69 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type
   }
 }
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
-                             MPI_Op op, MPI_Comm comm) {
+static int reduce_scatter_block_any(const void *sendbuf, void *recvbuf, int recvcount,
+                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                    MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   gmpi_dtype_t d;
   gmpi_op_t o;
   int native = recvcount >= 0 && reducible(type, op, &d, &o);
   int n = size_of(comm);
   switch (dropin_via(comm, sendbuf, recvbuf, native, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_CALL(
-        comm, "MPI_Reduce_scatter_block",
-        gmpi_reduce_scatter(in_place(sendbuf, recvbuf), recvbuf, (size_t)recvcount, d, o, g));
+  case VIA_GMPI: {
+    const void *sb = in_place(sendbuf, recvbuf);
+    if (request)
+      VIA_GMPI_START(comm, func, gmpi_ireduce_scatter(sb, recvbuf, (size_t)recvcount, d, o, g, &g_),
+                     request);
+    VIA_GMPI_CALL(comm, func, gmpi_reduce_scatter(sb, recvbuf, (size_t)recvcount, d, o, g));
+  }
   case VIA_STAGING: {
     staged_t s;
     MPI_Aint rcount = sendbuf == MPI_IN_PLACE ? (MPI_Aint)recvcount * n : recvcount;
-    int rc = stage(&s, sendbuf, (MPI_Aint)recvcount * n, type, recvbuf, rcount, type,
-                   "MPI_Reduce_scatter_block", why_staged(comm, type, op));
+    int rc = stage(&s, sendbuf, (MPI_Aint)recvcount * n, type, recvbuf, rcount, type, func,
+                   why_staged(comm, type, op));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Reduce_scatter_block(s.sb, s.rb, recvcount, type, op, comm));
+    if (!request)
+      return unstage(&s, PMPI_Reduce_scatter_block(s.sb, s.rb, recvcount, type, op, comm));
+    rc = PMPI_Ireduce_scatter_block(s.sb, s.rb, recvcount, type, op, comm, request);
+    return unstage_later(&s, comm, rc, request);
   }
-  default: return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
+  default:
+    if (request)
+      return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm, request);
+    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
   }
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm) {
+  return reduce_scatter_block_any(sendbuf, recvbuf, recvcount, type, op, comm, NULL,
+                                  "MPI_Reduce_scatter_block");
+}
+
+int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
+                              MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+  return reduce_scatter_block_any(sendbuf, recvbuf, recvcount, type, op, comm, request,
+                                  "MPI_Ireduce_scatter_block");
+}
+
+/* gmpi has no nonblocking reduce_scatterv: device buffers are staged to MPI's. */
+int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                        MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+  gmpi_comm_t g = NULL;
+  int n = size_of(comm), me = rank_of(comm);
+  if (dropin_via(comm, sendbuf, recvbuf, 0, &g) != VIA_STAGING || !recvcounts)
+    return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm, request);
+  MPI_Aint total = 0;
+  for (int i = 0; i < n; i++)
+    total += recvcounts[i];
+  staged_t s;
+  int rc =
+      stage(&s, sendbuf, total, type, recvbuf, sendbuf == MPI_IN_PLACE ? total : recvcounts[me],
+            type, "MPI_Ireduce_scatter", "gmpi has no nonblocking reduce_scatterv");
+  if (rc != MPI_SUCCESS) return rc;
+  rc = PMPI_Ireduce_scatter(s.sb, s.rb, recvcounts, type, op, comm, request);
+  return unstage_later(&s, comm, rc, request);
 }
 
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
@@ -509,42 +550,105 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 
 /* ---- v-variants: element counts become gmpi's byte arrays ----------------------------------- */
 
-int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                   MPI_Comm comm) {
+/* gmpi's byte counts and offsets for up to two v-layouts, in one block that lives until the
+ * call completes (a nonblocking call's request owns it). */
+typedef struct {
+  size_t *block;
+  size_t *counts[2], *displs[2];
+} v_bytes_t;
+
+static int v_bytes(v_bytes_t *v, int n, const int *c0, const int *d0, size_t s0, const int *c1,
+                   const int *d1, size_t s1) {
+  size_t per = (size_t)(n > 0 ? n : 1);
+  v->block = malloc(4 * per * sizeof(size_t));
+  if (!v->block) return 0;
+  const int *src[4] = {c0, d0, c1, d1};
+  size_t size[4] = {s0, s0, s1, s1};
+  size_t *dst[4];
+  for (int k = 0; k < 4; k++) {
+    dst[k] = src[k] ? v->block + (size_t)k * per : NULL;
+    for (int i = 0; src[k] && i < n; i++)
+      dst[k][i] = (size_t)src[k][i] * size[k];
+  }
+  v->counts[0] = dst[0], v->displs[0] = dst[1], v->counts[1] = dst[2], v->displs[1] = dst[3];
+  return 1;
+}
+
+/* Finish a v-variant started through gmpi: blocking (request NULL) frees the arrays now; a
+ * nonblocking call's request owns them. */
+static int v_finish(MPI_Comm comm, const char *func, gmpi_status_t st, gmpi_request_t g,
+                    v_bytes_t *v, MPI_Request *request) {
+  if (st != GMPI_SUCCESS || !request) {
+    free(v->block);
+    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
+  }
+  dropin_req_t *r = NULL;
+  int rc = dropin_req_wrap(comm, g, &r, request);
+  if (rc == MPI_SUCCESS)
+    r->owned = v->block;
+  else
+    free(v->block);
+  return rc;
+}
+
+static int allgatherv_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                          MPI_Comm comm, MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   int n = size_of(comm);
   size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
   switch (dropin_via(comm, sendbuf, recvbuf, rsize && ssize && recvcounts && displs, &g)) {
   case VIA_GMPI: {
-    size_t *counts = byte_array(recvcounts, n, rsize), *offs = byte_array(displs, n, rsize);
-    gmpi_status_t st = GMPI_ERR_NO_MEMORY;
+    v_bytes_t v;
+    if (!v_bytes(&v, n, recvcounts, displs, rsize, NULL, NULL, 0)) return MPI_ERR_NO_MEM;
+    const void *sb = in_place(sendbuf, recvbuf);
+    size_t sc = (size_t)sendcount * ssize;
+    gmpi_request_t gr = NULL;
     dropin_enter();
-    if (counts && offs)
-      st = gmpi_allgatherv(in_place(sendbuf, recvbuf), (size_t)sendcount * ssize, recvbuf, counts,
-                           offs, GMPI_BYTE, g);
+    gmpi_status_t st =
+        request ? gmpi_iallgatherv(sb, sc, recvbuf, v.counts[0], v.displs[0], GMPI_BYTE, g, &gr)
+                : gmpi_allgatherv(sb, sc, recvbuf, v.counts[0], v.displs[0], GMPI_BYTE, g);
     dropin_leave();
-    free(counts);
-    free(offs);
-    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Allgatherv", st);
+    return v_finish(comm, func, st, gr, &v, request);
   }
   case VIA_STAGING: {
     staged_t s;
     int rc = stage(&s, sendbuf, sendcount, sendtype, recvbuf, v_span(recvcounts, displs, n),
-                   recvtype, "MPI_Allgatherv", why_staged(comm, recvtype, MPI_OP_NULL));
+                   recvtype, func, why_staged(comm, recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage(
-        &s, PMPI_Allgatherv(s.sb, sendcount, sendtype, s.rb, recvcounts, displs, recvtype, comm));
+    if (!request)
+      return unstage(
+          &s, PMPI_Allgatherv(s.sb, sendcount, sendtype, s.rb, recvcounts, displs, recvtype, comm));
+    rc = PMPI_Iallgatherv(s.sb, sendcount, sendtype, s.rb, recvcounts, displs, recvtype, comm,
+                          request);
+    return unstage_later(&s, comm, rc, request);
   }
   default:
+    if (request)
+      return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                              comm, request);
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            comm);
   }
 }
 
-int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                MPI_Comm comm) {
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  return allgatherv_any(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                        NULL, "MPI_Allgatherv");
+}
+
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                    MPI_Comm comm, MPI_Request *request) {
+  return allgatherv_any(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                        request, "MPI_Iallgatherv");
+}
+
+static int gatherv_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                       MPI_Comm comm, MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   int n = size_of(comm), at_root = rank_of(comm) == root;
   void *rb = at_root ? recvbuf : NULL;
@@ -552,36 +656,59 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
   int native = at_root ? rsize && ssize && recvcounts && displs : ssize != 0;
   switch (dropin_via(comm, sendbuf, rb, native, &g)) {
   case VIA_GMPI: {
-    size_t *counts = at_root ? byte_array(recvcounts, n, rsize) : NULL;
-    size_t *offs = at_root ? byte_array(displs, n, rsize) : NULL;
-    gmpi_status_t st = GMPI_ERR_NO_MEMORY;
+    v_bytes_t v;
+    if (!v_bytes(&v, n, at_root ? recvcounts : NULL, at_root ? displs : NULL, rsize, NULL, NULL, 0))
+      return MPI_ERR_NO_MEM;
+    const void *sb = in_place(sendbuf, rb);
+    size_t sc = (size_t)sendcount * ssize;
+    gmpi_request_t gr = NULL;
     dropin_enter();
-    if (!at_root || (counts && offs))
-      st = gmpi_gatherv(in_place(sendbuf, rb), (size_t)sendcount * ssize, rb, counts, offs,
-                        GMPI_BYTE, root, g);
+    gmpi_status_t st =
+        request ? gmpi_igatherv(sb, sc, rb, v.counts[0], v.displs[0], GMPI_BYTE, root, g, &gr)
+                : gmpi_gatherv(sb, sc, rb, v.counts[0], v.displs[0], GMPI_BYTE, root, g);
     dropin_leave();
-    free(counts);
-    free(offs);
-    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Gatherv", st);
+    return v_finish(comm, func, st, gr, &v, request);
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sendbuf, sendcount, sendtype, rb,
-                   at_root ? v_span(recvcounts, displs, n) : 0, recvtype, "MPI_Gatherv",
-                   why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
+    int rc =
+        stage(&s, sendbuf, sendcount, sendtype, rb, at_root ? v_span(recvcounts, displs, n) : 0,
+              recvtype, func, why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Gatherv(s.sb, sendcount, sendtype, at_root ? s.rb : recvbuf, recvcounts,
-                                    displs, recvtype, root, comm));
+    void *r = at_root ? s.rb : recvbuf;
+    if (!request)
+      return unstage(
+          &s, PMPI_Gatherv(s.sb, sendcount, sendtype, r, recvcounts, displs, recvtype, root, comm));
+    rc = PMPI_Igatherv(s.sb, sendcount, sendtype, r, recvcounts, displs, recvtype, root, comm,
+                       request);
+    return unstage_later(&s, comm, rc, request);
   }
   default:
+    if (request)
+      return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                           root, comm, request);
     return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
                         comm);
   }
 }
 
-int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                 int root, MPI_Comm comm) {
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm) {
+  return gatherv_any(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                     comm, NULL, "MPI_Gatherv");
+}
+
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                 MPI_Comm comm, MPI_Request *request) {
+  return gatherv_any(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                     comm, request, "MPI_Igatherv");
+}
+
+static int scatterv_any(const void *sendbuf, const int sendcounts[], const int displs[],
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                        int root, MPI_Comm comm, MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   int n = size_of(comm), at_root = rank_of(comm) == root;
   const void *sb = at_root ? sendbuf : NULL;
@@ -590,69 +717,114 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
   int native = at_root ? ssize && rsize && sendcounts && displs : rsize != 0;
   switch (dropin_via(comm, sb, rb, native, &g)) {
   case VIA_GMPI: {
-    size_t *counts = at_root ? byte_array(sendcounts, n, ssize) : NULL;
-    size_t *offs = at_root ? byte_array(displs, n, ssize) : NULL;
-    gmpi_status_t st = GMPI_ERR_NO_MEMORY;
+    v_bytes_t v;
+    if (!v_bytes(&v, n, at_root ? sendcounts : NULL, at_root ? displs : NULL, ssize, NULL, NULL, 0))
+      return MPI_ERR_NO_MEM;
+    size_t rc = (size_t)recvcount * rsize;
+    gmpi_request_t gr = NULL;
     dropin_enter();
-    if (!at_root || (counts && offs))
-      st = gmpi_scatterv(sb, counts, offs, rb, (size_t)recvcount * rsize, GMPI_BYTE, root, g);
+    gmpi_status_t st =
+        request ? gmpi_iscatterv(sb, v.counts[0], v.displs[0], rb, rc, GMPI_BYTE, root, g, &gr)
+                : gmpi_scatterv(sb, v.counts[0], v.displs[0], rb, rc, GMPI_BYTE, root, g);
     dropin_leave();
-    free(counts);
-    free(offs);
-    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Scatterv", st);
+    return v_finish(comm, func, st, gr, &v, request);
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sb, at_root ? v_span(sendcounts, displs, n) : 0, sendtype, recvbuf,
-                   recvcount, recvtype, "MPI_Scatterv",
-                   why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
+    int rc =
+        stage(&s, sb, at_root ? v_span(sendcounts, displs, n) : 0, sendtype, recvbuf, recvcount,
+              recvtype, func, why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Scatterv(at_root ? s.sb : sendbuf, sendcounts, displs, sendtype, s.rb,
-                                     recvcount, recvtype, root, comm));
+    const void *from = at_root ? s.sb : sendbuf;
+    if (!request)
+      return unstage(&s, PMPI_Scatterv(from, sendcounts, displs, sendtype, s.rb, recvcount,
+                                       recvtype, root, comm));
+    rc = PMPI_Iscatterv(from, sendcounts, displs, sendtype, s.rb, recvcount, recvtype, root, comm,
+                        request);
+    return unstage_later(&s, comm, rc, request);
   }
   default:
+    if (request)
+      return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+                            root, comm, request);
     return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
                          comm);
   }
 }
 
-int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
-                  MPI_Datatype recvtype, MPI_Comm comm) {
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm) {
+  return scatterv_any(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                      comm, NULL, "MPI_Scatterv");
+}
+
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  int root, MPI_Comm comm, MPI_Request *request) {
+  return scatterv_any(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                      comm, request, "MPI_Iscatterv");
+}
+
+static int alltoallv_any(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                         MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                         const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   int n = size_of(comm), inplace = sendbuf == MPI_IN_PLACE;
   size_t rsize = bytes_of(recvtype), ssize = inplace ? rsize : bytes_of(sendtype);
   int native = rsize && ssize && recvcounts && rdispls && (inplace || (sendcounts && sdispls));
   switch (dropin_via(comm, sendbuf, recvbuf, native, &g)) {
   case VIA_GMPI: {
-    const int *sc = inplace ? recvcounts : sendcounts, *sd = inplace ? rdispls : sdispls;
-    size_t *scounts = byte_array(sc, n, ssize), *soffs = byte_array(sd, n, ssize);
-    size_t *rcounts = byte_array(recvcounts, n, rsize), *roffs = byte_array(rdispls, n, rsize);
-    gmpi_status_t st = GMPI_ERR_NO_MEMORY;
+    v_bytes_t v;
+    if (!v_bytes(&v, n, inplace ? recvcounts : sendcounts, inplace ? rdispls : sdispls, ssize,
+                 recvcounts, rdispls, rsize))
+      return MPI_ERR_NO_MEM;
+    const void *sb = in_place(sendbuf, recvbuf);
+    gmpi_request_t gr = NULL;
     dropin_enter();
-    if (scounts && soffs && rcounts && roffs)
-      st = gmpi_alltoallv(in_place(sendbuf, recvbuf), scounts, soffs, recvbuf, rcounts, roffs,
-                          GMPI_BYTE, g);
+    gmpi_status_t st = request ? gmpi_ialltoallv(sb, v.counts[0], v.displs[0], recvbuf, v.counts[1],
+                                                 v.displs[1], GMPI_BYTE, g, &gr)
+                               : gmpi_alltoallv(sb, v.counts[0], v.displs[0], recvbuf, v.counts[1],
+                                                v.displs[1], GMPI_BYTE, g);
     dropin_leave();
-    free(scounts);
-    free(soffs);
-    free(rcounts);
-    free(roffs);
-    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Alltoallv", st);
+    return v_finish(comm, func, st, gr, &v, request);
   }
   case VIA_STAGING: {
     staged_t s;
     int rc = stage(&s, sendbuf, inplace ? 0 : v_span(sendcounts, sdispls, n), sendtype, recvbuf,
-                   v_span(recvcounts, rdispls, n), recvtype, "MPI_Alltoallv",
+                   v_span(recvcounts, rdispls, n), recvtype, func,
                    why_staged(comm, recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Alltoallv(s.sb, sendcounts, sdispls, sendtype, s.rb, recvcounts,
-                                      rdispls, recvtype, comm));
+    if (!request)
+      return unstage(&s, PMPI_Alltoallv(s.sb, sendcounts, sdispls, sendtype, s.rb, recvcounts,
+                                        rdispls, recvtype, comm));
+    rc = PMPI_Ialltoallv(s.sb, sendcounts, sdispls, sendtype, s.rb, recvcounts, rdispls, recvtype,
+                         comm, request);
+    return unstage_later(&s, comm, rc, request);
   }
   default:
+    if (request)
+      return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                             recvtype, comm, request);
     return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                           recvtype, comm);
   }
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  return alltoallv_any(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                       recvtype, comm, NULL, "MPI_Alltoallv");
+}
+
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                   MPI_Request *request) {
+  return alltoallv_any(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                       recvtype, comm, request, "MPI_Ialltoallv");
 }
 
 /* ---- barriers: no buffer, so gmpi takes them only under GMPI_INTERPOSE=all ----------------- */

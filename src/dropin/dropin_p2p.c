@@ -101,21 +101,20 @@ static int recv_bytes(dropin_req_t *r, void *buf, int count, MPI_Datatype type, 
 
 /* ---- posting through gmpi ------------------------------------------------------------------- */
 
-typedef enum { SEND_STANDARD, SEND_SYNC, SEND_BUFFERED } send_kind_t;
-
 static int post_send(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count, MPI_Datatype type,
-                     int dest, int tag, send_kind_t kind, const char *func, MPI_Request *request) {
+                     int dest, int tag, dropin_send_kind_t kind, const char *func,
+                     MPI_Request *request) {
   dropin_req_t local = {.comm = comm};
   const void *data = NULL;
   size_t bytes = 0;
-  int rc = send_bytes(&local, buf, count, type, kind == SEND_BUFFERED, func, &data, &bytes);
+  int rc = send_bytes(&local, buf, count, type, kind == DROPIN_SEND_BUFFERED, func, &data, &bytes);
   if (rc != MPI_SUCCESS) {
     free(local.owned);
     return rc;
   }
   gmpi_request_t gr = NULL;
   dropin_enter();
-  gmpi_status_t st = kind == SEND_SYNC
+  gmpi_status_t st = kind == DROPIN_SEND_SYNC
                          ? gmpi_issend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g, &gr)
                          : gmpi_isend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g, &gr);
   dropin_leave();
@@ -169,7 +168,7 @@ static int post_recv(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Dat
 /* ---- blocking calls through gmpi ------------------------------------------------------------ */
 
 static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count,
-                              MPI_Datatype type, int dest, int tag, send_kind_t kind,
+                              MPI_Datatype type, int dest, int tag, dropin_send_kind_t kind,
                               const char *func) {
   dropin_req_t local = {.comm = comm};
   const void *data = NULL;
@@ -177,7 +176,7 @@ static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int
   int rc = send_bytes(&local, buf, count, type, 0, func, &data, &bytes);
   if (rc == MPI_SUCCESS) {
     dropin_enter();
-    gmpi_status_t st = kind == SEND_SYNC
+    gmpi_status_t st = kind == DROPIN_SEND_SYNC
                            ? gmpi_ssend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g)
                            : gmpi_send(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g);
     dropin_leave();
@@ -270,7 +269,7 @@ static int refuse_untwinned(MPI_Comm comm, const char *func) {
 /* ---- the MPI functions -------------------------------------------------------------------- */
 
 static int send_any(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-                    send_kind_t kind, const char *func,
+                    dropin_send_kind_t kind, const char *func,
                     int (*pmpi)(const void *, int, MPI_Datatype, int, int, MPI_Comm)) {
   gmpi_comm_t g = dropin_take_p2p(comm, buf);
   if (g) return gmpi_send_blocking(g, comm, buf, count, type, dest, tag, kind, func);
@@ -279,17 +278,17 @@ static int send_any(const void *buf, int count, MPI_Datatype type, int dest, int
 }
 
 int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-  return send_any(buf, count, type, dest, tag, comm, SEND_STANDARD, "MPI_Send", PMPI_Send);
+  return send_any(buf, count, type, dest, tag, comm, DROPIN_SEND_STANDARD, "MPI_Send", PMPI_Send);
 }
 
 /* Synchronous sends complete once matched (gmpi_ssend: never eager); a ready send is a standard
  * send (MPI allows it: the receive is posted already). */
 int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-  return send_any(buf, count, type, dest, tag, comm, SEND_SYNC, "MPI_Ssend", PMPI_Ssend);
+  return send_any(buf, count, type, dest, tag, comm, DROPIN_SEND_SYNC, "MPI_Ssend", PMPI_Ssend);
 }
 
 int MPI_Rsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-  return send_any(buf, count, type, dest, tag, comm, SEND_STANDARD, "MPI_Rsend", PMPI_Rsend);
+  return send_any(buf, count, type, dest, tag, comm, DROPIN_SEND_STANDARD, "MPI_Rsend", PMPI_Rsend);
 }
 
 /* A buffered send copies the message to host memory and completes at once; gmpi sends the
@@ -298,7 +297,7 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, 
   gmpi_comm_t g = dropin_take_p2p(comm, buf);
   if (g) {
     if (dropin_is_device(buf)) dropin_note_staged("MPI_Bsend", "a buffered send (host copy)");
-    return post_send(g, comm, buf, count, type, dest, tag, SEND_BUFFERED, "MPI_Bsend", NULL);
+    return post_send(g, comm, buf, count, type, dest, tag, DROPIN_SEND_BUFFERED, "MPI_Bsend", NULL);
   }
   if (untwinned_device(buf)) return staged_send(buf, count, type, dest, tag, comm, "MPI_Bsend");
   return PMPI_Bsend(buf, count, type, dest, tag, comm);
@@ -314,7 +313,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_C
 }
 
 static int isend_any(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-                     MPI_Comm comm, MPI_Request *request, send_kind_t kind, const char *func,
+                     MPI_Comm comm, MPI_Request *request, dropin_send_kind_t kind, const char *func,
                      int (*pmpi)(const void *, int, MPI_Datatype, int, int, MPI_Comm,
                                  MPI_Request *)) {
   gmpi_comm_t g = dropin_take_p2p(comm, buf);
@@ -323,21 +322,29 @@ static int isend_any(const void *buf, int count, MPI_Datatype type, int dest, in
   return pmpi(buf, count, type, dest, tag, comm, request);
 }
 
+int dropin_isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                 int kind, MPI_Request *request) {
+  gmpi_comm_t g = dropin_take_p2p(comm, buf);
+  if (!g) return MPI_ERR_COMM; /* persistent handles are made only where a twin takes them */
+  return post_send(g, comm, buf, count, type, dest, tag, (dropin_send_kind_t)kind,
+                   "MPI_Start (a persistent send)", request);
+}
+
 int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
               MPI_Request *request) {
-  return isend_any(buf, count, type, dest, tag, comm, request, SEND_STANDARD, "MPI_Isend",
+  return isend_any(buf, count, type, dest, tag, comm, request, DROPIN_SEND_STANDARD, "MPI_Isend",
                    PMPI_Isend);
 }
 
 int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                MPI_Request *request) {
-  return isend_any(buf, count, type, dest, tag, comm, request, SEND_SYNC, "MPI_Issend",
+  return isend_any(buf, count, type, dest, tag, comm, request, DROPIN_SEND_SYNC, "MPI_Issend",
                    PMPI_Issend);
 }
 
 int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                MPI_Request *request) {
-  return isend_any(buf, count, type, dest, tag, comm, request, SEND_STANDARD, "MPI_Irsend",
+  return isend_any(buf, count, type, dest, tag, comm, request, DROPIN_SEND_STANDARD, "MPI_Irsend",
                    PMPI_Irsend);
 }
 
@@ -360,7 +367,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
   int rc =
       post_recv(g, comm, recvbuf, recvcount, recvtype, source, recvtag, "MPI_Sendrecv", &req[0]);
   if (rc != MPI_SUCCESS) return rc;
-  rc = post_send(g, comm, sendbuf, sendcount, sendtype, dest, sendtag, SEND_STANDARD,
+  rc = post_send(g, comm, sendbuf, sendcount, sendtype, dest, sendtag, DROPIN_SEND_STANDARD,
                  "MPI_Sendrecv", &req[1]);
   if (rc != MPI_SUCCESS) {
     MPI_Wait(&req[0], MPI_STATUS_IGNORE);

@@ -229,7 +229,7 @@ static int over_time(double start, const char *func) {
 
 static int quiet(void) { return !dropin_live_requests || dropin_depth; }
 
-int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+static int wait_impl(MPI_Request *request, MPI_Status *status) {
   if (!quiet() && request) {
     dropin_req_t *r = find(*request);
     if (r) drive(r, 1); /* gmpi_wait: bounded by GMPI_TIMEOUT */
@@ -237,33 +237,34 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   return PMPI_Wait(request, status);
 }
 
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+static int test_impl(MPI_Request *request, int *flag, MPI_Status *status) {
   if (!quiet() && request) drive_array(1, request, 0);
   return PMPI_Test(request, flag, status);
 }
 
-int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+static int waitall_impl(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (!quiet() && requests) drive_array(count, requests, 1);
   return PMPI_Waitall(count, requests, statuses);
 }
 
-int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+static int testall_impl(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
   if (!quiet() && requests) drive_array(count, requests, 0);
   return PMPI_Testall(count, requests, flag, statuses);
 }
 
-int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+static int testany_impl(int count, MPI_Request requests[], int *index, int *flag,
+                        MPI_Status *status) {
   if (!quiet() && requests) drive_array(count, requests, 0);
   return PMPI_Testany(count, requests, index, flag, status);
 }
 
-int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                 MPI_Status statuses[]) {
+static int testsome_impl(int incount, MPI_Request requests[], int *outcount, int indices[],
+                         MPI_Status statuses[]) {
   if (!quiet() && requests) drive_array(incount, requests, 0);
   return PMPI_Testsome(incount, requests, outcount, indices, statuses);
 }
 
-int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+static int waitany_impl(int count, MPI_Request requests[], int *index, MPI_Status *status) {
   if (quiet() || !requests || !drive_array(count, requests, 0))
     return PMPI_Waitany(count, requests, index, status);
   double start = now();
@@ -275,8 +276,8 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
   }
 }
 
-int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                 MPI_Status statuses[]) {
+static int waitsome_impl(int incount, MPI_Request requests[], int *outcount, int indices[],
+                         MPI_Status statuses[]) {
   if (quiet() || !requests || !drive_array(incount, requests, 0))
     return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
   double start = now();
@@ -290,6 +291,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 }
 
 int MPI_Request_free(MPI_Request *request) {
+  if (request && dropin_persist_free(request)) return MPI_SUCCESS;
   dropin_req_t *r = !quiet() && request ? find(*request) : NULL;
   if (!r || r->complete) return PMPI_Request_free(request);
   unlink_req(r); /* the handle is the program's no more; gmpi still runs the operation */
@@ -304,4 +306,64 @@ int MPI_Request_free(MPI_Request *request) {
 void dropin_req_finalize(void) {
   while (detached)
     drive(detached, 1);
+}
+
+/* ---- the wait and test calls: persistent handles swapped for what they started -------------- */
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+  MPI_Request *use = dropin_persist_swap(1, request);
+  int rc = wait_impl(use, status);
+  dropin_persist_unswap(1, request, use);
+  return rc;
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+  MPI_Request *use = dropin_persist_swap(1, request);
+  int rc = test_impl(use, flag, status);
+  dropin_persist_unswap(1, request, use);
+  return rc;
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  MPI_Request *use = dropin_persist_swap(count, requests);
+  int rc = waitall_impl(count, use, statuses);
+  dropin_persist_unswap(count, requests, use);
+  return rc;
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+  MPI_Request *use = dropin_persist_swap(count, requests);
+  int rc = testall_impl(count, use, flag, statuses);
+  dropin_persist_unswap(count, requests, use);
+  return rc;
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+  MPI_Request *use = dropin_persist_swap(count, requests);
+  int rc = waitany_impl(count, use, index, status);
+  dropin_persist_unswap(count, requests, use);
+  return rc;
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+  MPI_Request *use = dropin_persist_swap(count, requests);
+  int rc = testany_impl(count, use, index, flag, status);
+  dropin_persist_unswap(count, requests, use);
+  return rc;
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[]) {
+  MPI_Request *use = dropin_persist_swap(incount, requests);
+  int rc = waitsome_impl(incount, use, outcount, indices, statuses);
+  dropin_persist_unswap(incount, requests, use);
+  return rc;
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[]) {
+  MPI_Request *use = dropin_persist_swap(incount, requests);
+  int rc = testsome_impl(incount, use, outcount, indices, statuses);
+  dropin_persist_unswap(incount, requests, use);
+  return rc;
 }

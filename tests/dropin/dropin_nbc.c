@@ -6,7 +6,8 @@
  * ~100k elements, with roots moving from round to round. A last round does the v-variants and
  * the reduce-scatters: Igatherv, Iscatterv, Iallgatherv, Ialltoallv, Ireduce_scatter,
  * Ireduce_scatter_block. Every element is checked on every rank that receives it.
- * Runs at any size, 1 included; mixed-memory runs use device buffers on every rank. */
+ * Runs at any size, 1 included. In a mixed-memory run collective buffers are device memory on
+ * every rank; the ring message's buffers use the rank's parity kind. */
 #include "dropin_util.h"
 
 #define LARGE   100003
@@ -216,13 +217,16 @@ static void start_iscatter(round_t *r, size_t n, int root, int in_place) {
 static void start_ring(round_t *r, int tag) {
   MPI_Request *rreq, *sreq;
   slot_t *rs = slot_new(r, "irecv among collectives", 0, &rreq);
-  rs->recv = mem_alloc(P2P_BIG * sizeof(int));
+  rs->recv = mem_alloc_p2p(P2P_BIG * sizeof(int));
   rs->want = host_alloc(P2P_BIG * sizeof(int));
   put_block(0, rs->want, 0, d_prev(), tag, P2P_BIG);
   rs->n = P2P_BIG;
   D_MPI(MPI_Irecv(rs->recv, (int)P2P_BIG, MPI_INT, d_prev(), tag, MPI_COMM_WORLD, rreq));
   slot_t *ss = slot_new(r, "isend among collectives", 0, &sreq);
-  ss->send = mem_block(0, d_rank(), tag, P2P_BIG);
+  int *h = host_alloc(P2P_BIG * sizeof(int));
+  put_block(0, h, 0, d_rank(), tag, P2P_BIG);
+  ss->send = mem_dup_p2p(h, P2P_BIG * sizeof(int));
+  free(h);
   D_MPI(MPI_Isend(ss->send, (int)P2P_BIG, MPI_INT, d_next(), tag, MPI_COMM_WORLD, sreq));
 }
 

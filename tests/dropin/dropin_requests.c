@@ -3,8 +3,9 @@
  * checked; MPI_Waitany, MPI_Waitsome, MPI_Testall, MPI_Testany, MPI_Testsome and MPI_Test
  * loops; MPI_Request_free on a send whose data still arrives; persistent requests started
  * several times; arrays of only null requests; MPI_STATUS(ES)_IGNORE.
- * Runs at any size (1 included). It calls collectives, so a mixed-memory run uses device
- * buffers on every rank. */
+ * Runs at any size (1 included). In a mixed-memory run the collective buffers are device memory
+ * on every rank and the point-to-point buffers follow rank parity (even device, odd host), so
+ * one request array mixes memory kinds. */
 #include "dropin_util.h"
 
 #define SMALL 3
@@ -17,7 +18,7 @@ static void *msg_buf(size_t n, int src, int tag) {
   int *h = host_alloc(n * sizeof(int));
   for (size_t i = 0; i < n; i++)
     h[i] = val(src, tag, i);
-  void *m = mem_dup(h, n * sizeof(int));
+  void *m = mem_dup_p2p(h, n * sizeof(int));
   free(h);
   return m;
 }
@@ -65,7 +66,7 @@ static void test_mixed_waitall(void) {
   void *sbuf[4] = {0}, *rbuf[4] = {0};
   for (int tag = 1; tag <= 3; tag++) {
     sbuf[tag] = msg_buf(n[tag], d_rank(), tag);
-    rbuf[tag] = mem_alloc(n[tag] * sizeof(int));
+    rbuf[tag] = mem_alloc_p2p(n[tag] * sizeof(int));
   }
   void *red = iallreduce_input(nred), *red_out = mem_alloc(nred * sizeof(int));
   MPI_Request req[NREQ];
@@ -116,7 +117,7 @@ static exchange_t exchange_start(void) {
                   host_alloc(sizeof(void *) * (size_t)p), host_alloc(sizeof(void *) * (size_t)p)};
   x.recv[0] = MPI_REQUEST_NULL;
   for (int src = 0; src < p; src++) {
-    x.rbuf[src] = mem_alloc(exchange_count(src) * sizeof(int));
+    x.rbuf[src] = mem_alloc_p2p(exchange_count(src) * sizeof(int));
     D_MPI(MPI_Irecv(x.rbuf[src], (int)exchange_count(src), MPI_INT, src, 100 + src, MPI_COMM_WORLD,
                     &x.recv[src + 1]));
   }
@@ -278,7 +279,7 @@ static void test_testall(int ignore_statuses) {
   enum { RS, RL, SS, SL, COLL, BARRIER, NULL1, NREQ };
   size_t nred = 100003;
   void *ss = msg_buf(SMALL, d_rank(), 5), *sl = msg_buf(LARGE, d_rank(), 6);
-  void *rs = mem_alloc(SMALL * sizeof(int)), *rl = mem_alloc(LARGE * sizeof(int));
+  void *rs = mem_alloc_p2p(SMALL * sizeof(int)), *rl = mem_alloc_p2p(LARGE * sizeof(int));
   void *red = iallreduce_input(nred), *red_out = mem_alloc(nred * sizeof(int));
   MPI_Request req[NREQ];
   MPI_Status st[NREQ];
@@ -317,7 +318,7 @@ static void test_testall(int ignore_statuses) {
 /* MPI_Test polled on one large receive (send side: MPI_Wait with STATUS_IGNORE); MPI_Test on a
  * null request says done with the empty status. */
 static void test_test(void) {
-  void *sbuf = msg_buf(LARGE, d_rank(), 7), *rbuf = mem_alloc(LARGE * sizeof(int));
+  void *sbuf = msg_buf(LARGE, d_rank(), 7), *rbuf = mem_alloc_p2p(LARGE * sizeof(int));
   MPI_Request rreq, sreq, null_req = MPI_REQUEST_NULL;
   MPI_Status st;
   D_MPI(MPI_Irecv(rbuf, (int)LARGE, MPI_INT, d_prev(), 7, MPI_COMM_WORLD, &rreq));
@@ -345,7 +346,7 @@ static void test_test(void) {
 /* MPI_Request_free right after MPI_Isend: the message is still delivered. The sender may only
  * reuse its buffer once it knows the receive finished, which the barrier tells it. */
 static void test_request_free(size_t n) {
-  void *sbuf = msg_buf(n, d_rank(), 8), *rbuf = mem_alloc(n * sizeof(int));
+  void *sbuf = msg_buf(n, d_rank(), 8), *rbuf = mem_alloc_p2p(n * sizeof(int));
   MPI_Request req;
   MPI_Status st;
   D_MPI(MPI_Isend(sbuf, (int)n, MPI_INT, d_next(), 8, MPI_COMM_WORLD, &req));
@@ -383,7 +384,7 @@ static void test_all_null(void) {
 /* Persistent send and receive, started three times with new data each time (MPI_Startall);
  * the requests stay allocated between rounds and are freed at the end. */
 static void test_persistent(size_t n) {
-  void *sbuf = mem_alloc(n * sizeof(int)), *rbuf = mem_alloc(n * sizeof(int));
+  void *sbuf = mem_alloc_p2p(n * sizeof(int)), *rbuf = mem_alloc_p2p(n * sizeof(int));
   MPI_Request req[2];
   MPI_Status st[2];
   D_MPI(MPI_Recv_init(rbuf, (int)n, MPI_INT, d_prev(), 9, MPI_COMM_WORLD, &req[0]));

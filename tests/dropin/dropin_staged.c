@@ -10,7 +10,9 @@
  *   MPI_Bsend from device data through a host buffer given to MPI_Buffer_attach (the data is
  *   overwritten right after MPI_Bsend returns: the message must still carry the old values);
  *   MPI_Ssend and MPI_Issend (which cannot complete before its receive is posted).
- * Runs at any size, 1 included; mixed-memory runs use device buffers everywhere. */
+ * Runs at any size, 1 included. In a mixed-memory run Bcast/Allreduce/Reduce buffers are device
+ * memory on every rank; point-to-point buffers (derived types, Bsend, Ssend) use the rank's
+ * parity kind, so the staged types also cross memory kinds. */
 #include "dropin_util.h"
 
 #define STRIDE   5 /* vector: BLOCKLEN of every STRIDE doubles */
@@ -64,9 +66,9 @@ static void test_vector_p2p(size_t nblocks, int send_contig, int recv_contig) {
   size_t span = vec_span(nblocks), packed = nblocks * BLOCKLEN;
   double *out = send_contig ? vec_packed(d_rank(), nblocks) : doubles(d_rank(), span);
   size_t out_n = send_contig ? packed : span, in_n = recv_contig ? packed : span;
-  void *sbuf = mem_dup(out, out_n * sizeof(double));
+  void *sbuf = mem_dup_p2p(out, out_n * sizeof(double));
   double *init = doubles(-1, in_n);
-  void *rbuf = mem_dup(init, in_n * sizeof(double));
+  void *rbuf = mem_dup_p2p(init, in_n * sizeof(double));
   MPI_Request req;
   MPI_Status st;
   int count = -1;
@@ -105,7 +107,7 @@ static void test_contiguous_p2p(size_t k, int send_derived) {
     h[i] = d_rank() * 1000000 + (int)(i % 999983);
     want[i] = d_prev() * 1000000 + (int)(i % 999983);
   }
-  void *sbuf = mem_dup(h, n * sizeof(int)), *rbuf = mem_alloc(n * sizeof(int));
+  void *sbuf = mem_dup_p2p(h, n * sizeof(int)), *rbuf = mem_alloc_p2p(n * sizeof(int));
   MPI_Request req;
   D_MPI(MPI_Irecv(rbuf, send_derived ? (int)n : (int)k, send_derived ? MPI_INT : quad, d_prev(), 2,
                   MPI_COMM_WORLD, &req));
@@ -135,7 +137,8 @@ static void test_indexed_p2p(void) {
   for (int b = 0; b < 3; b++)
     for (int j = 0; j < lens[b]; j++)
       want[displs[b] + j] = dval(d_prev(), (size_t)(displs[b] + j));
-  void *sbuf = mem_dup(out, span * sizeof(double)), *rbuf = mem_dup(init, span * sizeof(double));
+  void *sbuf = mem_dup_p2p(out, span * sizeof(double)),
+       *rbuf = mem_dup_p2p(init, span * sizeof(double));
   MPI_Request req;
   D_MPI(MPI_Irecv(rbuf, 1, idx, d_prev(), 3, MPI_COMM_WORLD, &req));
   D_MPI(MPI_Send(sbuf, 1, idx, d_next(), 3, MPI_COMM_WORLD));
@@ -307,8 +310,8 @@ static void test_bsend(void) {
   void *sbuf[2], *rbuf[2];
   for (int k = 0; k < 2; k++) {
     double *h = doubles(d_rank(), n[k]);
-    sbuf[k] = mem_dup(h, n[k] * sizeof(double));
-    rbuf[k] = mem_alloc(n[k] * sizeof(double));
+    sbuf[k] = mem_dup_p2p(h, n[k] * sizeof(double));
+    rbuf[k] = mem_alloc_p2p(n[k] * sizeof(double));
     free(h);
     D_MPI(MPI_Bsend(sbuf[k], (int)n[k], MPI_DOUBLE, d_next(), 10 + k, MPI_COMM_WORLD));
     mem_set(sbuf[k], 0xee, n[k] * sizeof(double));
@@ -337,7 +340,7 @@ static void test_bsend(void) {
 /* MPI_Ssend to next with the receive already posted. */
 static void test_ssend(size_t n) {
   double *h = doubles(d_rank(), n), *want = doubles(d_prev(), n);
-  void *sbuf = mem_dup(h, n * sizeof(double)), *rbuf = mem_alloc(n * sizeof(double));
+  void *sbuf = mem_dup_p2p(h, n * sizeof(double)), *rbuf = mem_alloc_p2p(n * sizeof(double));
   MPI_Request req;
   D_MPI(MPI_Irecv(rbuf, (int)n, MPI_DOUBLE, d_prev(), 20, MPI_COMM_WORLD, &req));
   D_MPI(MPI_Ssend(sbuf, (int)n, MPI_DOUBLE, d_next(), 20, MPI_COMM_WORLD));
@@ -354,7 +357,7 @@ static void test_ssend(size_t n) {
  * receive: it cannot have completed. Then the receive is posted and both complete. */
 static void test_issend(size_t n) {
   double *h = doubles(d_rank(), n), *want = doubles(d_prev(), n);
-  void *sbuf = mem_dup(h, n * sizeof(double)), *rbuf = mem_alloc(n * sizeof(double));
+  void *sbuf = mem_dup_p2p(h, n * sizeof(double)), *rbuf = mem_alloc_p2p(n * sizeof(double));
   MPI_Request req;
   int flag = -1;
   D_MPI(MPI_Issend(sbuf, (int)n, MPI_DOUBLE, d_next(), 21, MPI_COMM_WORLD, &req));

@@ -13,18 +13,21 @@
  * returns 77 (skip) on every rank after rank 0 says why: d_skip(why) for a test's own reasons
  * (every rank must decide alike), d_init itself for the memory mode.
  *
- * Memory: every buffer a test hands to MPI comes from mem_alloc() and is filled and read back
- * with mem_put()/mem_get()/mem_set() (mem_dup() and mem_fetch() combine an allocation with a
- * copy), so one source runs on host or device memory. Plain host arrays (expected values,
+ * Memory: every buffer a test hands to MPI comes from mem_alloc() or mem_alloc_p2p() and is
+ * filled and read back with mem_put()/mem_get()/mem_set() (mem_dup(), mem_dup_p2p() and
+ * mem_fetch() combine an allocation with a copy), so one source runs on host or device memory;
+ * the mem_* calls know each buffer's kind. Plain host arrays (expected values,
  * statuses, counts) come from host_alloc(). The environment chooses:
  *   DROPIN_MEMORY=host    (default) malloc/memcpy.
  *   DROPIN_MEMORY=device  cudaMalloc/cudaMemcpy on every rank. Needs a build with -DDROPIN_CUDA
  *                         (link cudart) and a GPU; otherwise every rank skips (77) with a reason.
  *   DROPIN_MEMORY=mixed   even ranks device, odd ranks host: point-to-point between memory kinds.
- *                         Only tests that start with D_SCOPE_P2P use mixed kinds. Collectives
- *                         need one kind on every rank, so tests that start with D_SCOPE_COLL
- *                         (any test that calls a collective on mem_alloc buffers) use device
- *                         memory on every rank in a mixed run.
+ *                         Collectives need one kind on every rank, so a test that calls any
+ *                         collective on mem_alloc buffers starts with D_SCOPE_COLL, and in a
+ *                         mixed run its mem_alloc buffers are device memory on every rank;
+ *                         buffers that only point-to-point calls touch come from mem_alloc_p2p,
+ *                         which follows the rank's parity in every test. With D_SCOPE_P2P,
+ *                         mem_alloc and mem_alloc_p2p are the same.
  *   DROPIN_DEVICE=N       the CUDA device every rank selects (default 0; the GPU tests run all
  *                         ranks on one GPU). It is selected before MPI_Init, so a layer that
  *                         looks at the current device in MPI_Init sees it.
@@ -56,10 +59,11 @@ static struct {
   const char *name;
   int rank, size;
   int failures, printed;
-  enum d_kind kind; /* where this rank's mem_alloc buffers live */
-  const char *mode; /* DROPIN_MEMORY: host, device or mixed (or the unknown value given) */
-  int device;       /* CUDA device index in device kind */
-} d_ = {"?", -1, 0, 0, 0, D_HOST, "host", -1};
+  enum d_kind kind;     /* where this rank's mem_alloc buffers live */
+  enum d_kind p2p_kind; /* where its mem_alloc_p2p buffers live */
+  const char *mode;     /* DROPIN_MEMORY: host, device or mixed (or the unknown value given) */
+  int device;           /* CUDA device index in device kind */
+} d_ = {"?", -1, 0, 0, 0, D_HOST, D_HOST, "host", -1};
 
 /* ---- failures ---------------------------------------------------------------------------- */
 
@@ -68,8 +72,9 @@ static inline void d_fail_at(const char *file, int line, const char *fmt, ...) {
   if (d_.printed >= D_MAX_PRINTS) return;
   /* One write per message, so lines from different ranks do not interleave mid-line. */
   char msg[1024];
-  int len = snprintf(msg, sizeof msg, "[rank %d %s] FAIL %s:%d: ", d_.rank,
-                     d_.kind == D_DEVICE ? "device" : "host", file, line);
+  const char *kind = d_.kind == D_DEVICE ? "device" : "host";
+  if (d_.p2p_kind != d_.kind) kind = "device, p2p host";
+  int len = snprintf(msg, sizeof msg, "[rank %d %s] FAIL %s:%d: ", d_.rank, kind, file, line);
   va_list ap;
   va_start(ap, fmt);
   if (len >= 0 && (size_t)len < sizeof msg) vsnprintf(msg + len, sizeof msg - (size_t)len, fmt, ap);
@@ -174,7 +179,6 @@ static inline int d_rank(void) { return d_.rank; }
 static inline int d_size(void) { return d_.size; }
 static inline int d_next(void) { return (d_.rank + 1) % d_.size; }
 static inline int d_prev(void) { return (d_.rank + d_.size - 1) % d_.size; }
-static inline int d_on_device(void) { return d_.kind == D_DEVICE; }
 
 /* Polling loops (Test*, Iprobe) give up after this long and fail instead of hanging. This is a
  * safety net only; no test checks how long anything takes. */
@@ -190,18 +194,42 @@ static inline void d_cuda_check_at(const char *file, int line, cudaError_t e, co
 #define D_CUDA(call) d_cuda_check_at(__FILE__, __LINE__, (call), #call)
 #endif
 
-static inline void *mem_alloc(size_t bytes) {
+/* Device allocations live (start, length), so mem_* can tell a device buffer (or a pointer into
+ * one) from a host one without asking CUDA. */
+static struct {
+  const char **start;
+  size_t *len, n, cap;
+} d_dev_;
+
+static inline int d_is_device(const void *p) {
+  for (size_t k = 0; k < d_dev_.n; k++)
+    if ((const char *)p >= d_dev_.start[k] && (const char *)p < d_dev_.start[k] + d_dev_.len[k])
+      return 1;
+  return 0;
+}
+
+static inline void *d_alloc_kind(enum d_kind kind, size_t bytes) {
   void *p = NULL;
   if (bytes == 0) bytes = 1; /* a valid, distinct pointer even for empty buffers */
 #ifdef DROPIN_CUDA
-  if (d_.kind == D_DEVICE) {
+  if (kind == D_DEVICE) {
     cudaError_t e = cudaMalloc(&p, bytes);
     if (e != cudaSuccess) {
       fprintf(stderr, "[rank %d] cudaMalloc(%zu): %s\n", d_.rank, bytes, cudaGetErrorString(e));
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    if (d_dev_.n == d_dev_.cap) {
+      d_dev_.cap = d_dev_.cap ? 2 * d_dev_.cap : 64;
+      d_dev_.start = realloc(d_dev_.start, d_dev_.cap * sizeof(*d_dev_.start));
+      d_dev_.len = realloc(d_dev_.len, d_dev_.cap * sizeof(*d_dev_.len));
+      if (!d_dev_.start || !d_dev_.len) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    d_dev_.start[d_dev_.n] = p;
+    d_dev_.len[d_dev_.n++] = bytes;
     return p;
   }
+#else
+  (void)kind;
 #endif
   p = malloc(bytes);
   if (!p) {
@@ -211,13 +239,24 @@ static inline void *mem_alloc(size_t bytes) {
   return p;
 }
 
+/* A buffer for any MPI call: this rank's kind (device on every rank in a collective test run
+ * mixed). */
+static inline void *mem_alloc(size_t bytes) { return d_alloc_kind(d_.kind, bytes); }
+
+/* A buffer only point-to-point calls use: in a mixed run it follows the rank's parity even in a
+ * collective test (even device, odd host), so sends and receives cross memory kinds. */
+static inline void *mem_alloc_p2p(size_t bytes) { return d_alloc_kind(d_.p2p_kind, bytes); }
+
 static inline void mem_free(void *p) {
   if (!p) return;
 #ifdef DROPIN_CUDA
-  if (d_.kind == D_DEVICE) {
-    D_CUDA(cudaFree(p));
-    return;
-  }
+  for (size_t k = 0; k < d_dev_.n; k++)
+    if (d_dev_.start[k] == p) {
+      d_dev_.start[k] = d_dev_.start[d_dev_.n - 1];
+      d_dev_.len[k] = d_dev_.len[--d_dev_.n];
+      D_CUDA(cudaFree(p));
+      return;
+    }
 #endif
   free(p);
 }
@@ -225,7 +264,7 @@ static inline void mem_free(void *p) {
 static inline void mem_put(void *dst_mem, const void *src_host, size_t bytes) {
   if (bytes == 0) return;
 #ifdef DROPIN_CUDA
-  if (d_.kind == D_DEVICE) {
+  if (d_is_device(dst_mem)) {
     D_CUDA(cudaMemcpy(dst_mem, src_host, bytes, cudaMemcpyHostToDevice));
     D_CUDA(cudaDeviceSynchronize());
     return;
@@ -237,7 +276,7 @@ static inline void mem_put(void *dst_mem, const void *src_host, size_t bytes) {
 static inline void mem_get(void *dst_host, const void *src_mem, size_t bytes) {
   if (bytes == 0) return;
 #ifdef DROPIN_CUDA
-  if (d_.kind == D_DEVICE) {
+  if (d_is_device(src_mem)) {
     D_CUDA(cudaMemcpy(dst_host, src_mem, bytes, cudaMemcpyDeviceToHost));
     return;
   }
@@ -248,7 +287,7 @@ static inline void mem_get(void *dst_host, const void *src_mem, size_t bytes) {
 static inline void mem_set(void *mem, int byte, size_t bytes) {
   if (bytes == 0) return;
 #ifdef DROPIN_CUDA
-  if (d_.kind == D_DEVICE) {
+  if (d_is_device(mem)) {
     D_CUDA(cudaMemset(mem, byte, bytes));
     D_CUDA(cudaDeviceSynchronize()); /* cudaMemset may return before the device has run it */
     return;
@@ -264,9 +303,14 @@ static inline void *mem_fetch(const void *mem, size_t bytes) {
   return h;
 }
 
-/* mem_alloc filled from a host array. */
+/* mem_alloc / mem_alloc_p2p filled from a host array. */
 static inline void *mem_dup(const void *host, size_t bytes) {
   void *m = mem_alloc(bytes);
+  mem_put(m, host, bytes);
+  return m;
+}
+static inline void *mem_dup_p2p(const void *host, size_t bytes) {
+  void *m = mem_alloc_p2p(bytes);
   mem_put(m, host, bytes);
   return m;
 }
@@ -344,13 +388,17 @@ static inline void d_init(int *argc, char ***argv, const char *name, enum d_scop
     MPI_Finalize();
     exit(worst < 0 ? 1 : D_SKIP_CODE);
   }
-  if (strcmp(d_.mode, "device") == 0)
-    d_.kind = D_DEVICE;
-  else if (strcmp(d_.mode, "mixed") == 0)
-    d_.kind = (scope == D_SCOPE_COLL || d_.rank % 2 == 0) ? D_DEVICE : D_HOST;
+  if (strcmp(d_.mode, "device") == 0) {
+    d_.kind = d_.p2p_kind = D_DEVICE;
+  } else if (strcmp(d_.mode, "mixed") == 0) {
+    d_.p2p_kind = d_.rank % 2 == 0 ? D_DEVICE : D_HOST;
+    d_.kind = scope == D_SCOPE_COLL ? D_DEVICE : d_.p2p_kind;
+  }
   if (d_.rank == 0) {
     printf("%s: %d rank(s), memory=%s%s", name, d_.size, d_.mode,
-           strcmp(d_.mode, "mixed") == 0 && scope == D_SCOPE_COLL ? " (device on every rank)" : "");
+           strcmp(d_.mode, "mixed") == 0 && scope == D_SCOPE_COLL
+               ? " (collective buffers device on every rank)"
+               : "");
     if (d_.device >= 0) printf(", CUDA device %d", d_.device);
     printf("\n");
     fflush(stdout);
@@ -377,6 +425,8 @@ static inline int d_finish(void) {
       printf("PASS %s\n", d_.name);
   }
   fflush(stdout);
+  free(d_dev_.start); /* the registry itself; a test frees its own buffers */
+  free(d_dev_.len);
   MPI_Finalize();
   return total ? 1 : 0;
 }

@@ -69,7 +69,24 @@ size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob) {
   return sizeof(b);
 }
 
-/* The peer's allocation, opened once and kept until the comm closes. */
+/* Close every mapping of peer's memory, after the pulls in flight (they run on p->stream). */
+static void close_peer(cuda_p2p_t *p, int peer) {
+  cudaStreamSynchronize(p->stream);
+  for (opened_t **link = &p->ipc->opened; *link;) {
+    opened_t *o = *link;
+    if (o->peer != peer) {
+      link = &o->next;
+      continue;
+    }
+    *link = o->next;
+    cudaIpcCloseMemHandle(o->base);
+    free(o);
+  }
+  GMPI_TRACE("closed the stale CUDA IPC mappings of rank %d", peer);
+}
+
+/* The peer's allocation, opened once and kept until the comm closes (or until the peer reuses
+ * its memory for a new allocation: close_peer). */
 static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemHandle_t *h,
                                       char **base) {
   if (!p->ipc && !(p->ipc = calloc(1, sizeof(*p->ipc))))
@@ -83,6 +100,13 @@ static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemH
   opened_t *o = calloc(1, sizeof(*o));
   if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
   cudaError_t e = cudaIpcOpenMemHandle((void **)&o->base, *h, cudaIpcMemLazyEnablePeerAccess);
+  if (e == cudaErrorAlreadyMapped) {
+    /* The peer freed an allocation we still map and made a new one over its memory: the old
+     * mappings of that peer are stale. Drop them (once no pull reads them) and open again. */
+    cudaGetLastError();
+    close_peer(p, peer);
+    e = cudaIpcOpenMemHandle((void **)&o->base, *h, cudaIpcMemLazyEnablePeerAccess);
+  }
   if (e != cudaSuccess) {
     free(o);
     return gmpi_cuda_error(e, "cudaIpcOpenMemHandle (a device buffer of a rank on this host)");
