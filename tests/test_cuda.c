@@ -152,6 +152,41 @@ static void stream_ordered(void) {
   cudaStreamDestroy(s);
 }
 
+/* A buffer written by cudaMemcpy from pageable memory (which may return before its copy lands)
+ * or a kernel-free cudaMemset on the default stream, then passed at once -- no synchronize --
+ * to a blocking allreduce and a send: gmpi must order its work after the default stream's
+ * (mpi_bench found stale elements on the H200 before it did). 4 MiB, so the copy is long. */
+static void after_default_stream(void) {
+  enum { N = 1 << 20 };
+  int *h = malloc(N * sizeof(int)), *d = t_alloc(N * sizeof(int)), *r = t_alloc(N * sizeof(int));
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++)
+      h[i] = round * 1000 + rank + i % 13;
+    cudaMemcpy(d, h, N * sizeof(int), cudaMemcpyHostToDevice);
+    T_OK(gmpi_allreduce(d, r, N, GMPI_INT32, GMPI_SUM, comm));
+    t_get(h, r, N * sizeof(int));
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += h[i] != size * (round * 1000 + i % 13) + size * (size - 1) / 2;
+    T_EQ_INT(bad, 0);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    gmpi_request_t rq = NULL;
+    cudaMemset(r, 0, N * sizeof(int));
+    T_OK(gmpi_irecv(r, N, GMPI_INT32, left, 5, comm, &rq));
+    cudaMemset(d, round + 1, N * sizeof(int)); /* every byte round + 1 */
+    T_OK(gmpi_send(d, N, GMPI_INT32, right, 5, comm));
+    T_OK(gmpi_wait(&rq, NULL));
+    t_get(h, r, N * sizeof(int));
+    bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += h[i] != (round + 1) * 0x01010101;
+    T_EQ_INT(bad, 0);
+  }
+  free(h);
+  t_free(d);
+  t_free(r);
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   gmpi_comm_rank(comm, &rank);
@@ -174,5 +209,6 @@ int main(int argc, char **argv) {
   mixing();
   other_device();
   stream_ordered();
+  after_default_stream();
   return t_finish("cuda");
 }

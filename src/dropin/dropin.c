@@ -37,6 +37,17 @@ static int read_mode(dropin_mode_t *mode) {
   return 1;
 }
 
+/* GMPI_INTERPOSE_MATCHING: across (default; one matching engine per comm) or per-kind (host
+ * messages on MPI at its speed, device messages on gmpi; a receive then matches sends of its own
+ * memory kind only -- for programs that never send host memory to device memory). */
+static int read_matching(int *per_kind) {
+  const char *v = getenv("GMPI_INTERPOSE_MATCHING");
+  *per_kind = v && !strcmp(v, "per-kind");
+  if (!v || !*v || *per_kind || !strcmp(v, "across")) return 1;
+  fprintf(stderr, "[gmpi_mpi] GMPI_INTERPOSE_MATCHING='%s' is not one of across, per-kind\n", v);
+  return 0;
+}
+
 static double read_timeout(void) {
   const char *v = getenv("GMPI_TIMEOUT");
   char *end = NULL;
@@ -55,7 +66,8 @@ gmpi_comm_t dropin_twin(MPI_Comm comm) {
       /* MPI_COMM_SELF's twin: one rank, so made locally whenever it is first needed. */
       dropin_enter();
       gmpi_status_t st = gmpi_init(MPI_COMM_SELF, &dropin.self);
-      if (st == GMPI_SUCCESS) st = gmpi_comm_set_matching(dropin.self, GMPI_MATCH_ACROSS_KINDS);
+      if (st == GMPI_SUCCESS && !dropin.per_kind)
+        st = gmpi_comm_set_matching(dropin.self, GMPI_MATCH_ACROSS_KINDS);
       dropin_leave();
       if (st != GMPI_SUCCESS) {
         dropin_fail(MPI_COMM_SELF, "MPI_COMM_SELF's gmpi communicator", st);
@@ -143,8 +155,9 @@ dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
 }
 
 gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf) {
-  (void)buf; /* one matching engine per comm: the kind of buf does not choose the engine */
   if (!dropin.active || dropin_depth) return NULL;
+  /* one matching engine per comm: the kind of buf does not choose it, unless per-kind */
+  if (dropin.per_kind && dropin.mode != INTERPOSE_ALL && !dropin_is_device(buf)) return NULL;
   return dropin_twin(comm);
 }
 
@@ -194,14 +207,16 @@ static int noop_delete(MPI_Comm comm, int keyval, void *val, void *extra) {
 }
 
 static void start(void) {
-  if (!read_mode(&dropin.mode)) PMPI_Abort(MPI_COMM_WORLD, 2);
+  if (!read_mode(&dropin.mode) || !read_matching(&dropin.per_kind)) PMPI_Abort(MPI_COMM_WORLD, 2);
   dropin.timeout_s = read_timeout();
   if (dropin.mode == INTERPOSE_OFF) return;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, noop_delete, &dropin.keyval, NULL);
   dropin_enter();
   gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &dropin.world);
   gmpi_backend_t backend = GMPI_BACKEND_CPU;
-  if (st == GMPI_SUCCESS) st = gmpi_comm_set_matching(dropin.world, GMPI_MATCH_ACROSS_KINDS);
+  if (st == GMPI_SUCCESS)
+    st = gmpi_comm_set_matching(dropin.world,
+                                dropin.per_kind ? GMPI_MATCH_PER_KIND : GMPI_MATCH_ACROSS_KINDS);
   if (st == GMPI_SUCCESS) st = gmpi_comm_backend(dropin.world, &backend);
   dropin_leave();
   if (st != GMPI_SUCCESS) {

@@ -26,6 +26,7 @@ typedef struct {
   gmpi_comm_t world;  /* the twin of MPI_COMM_WORLD (memory kinds are asked of it) */
   gmpi_comm_t self;   /* MPI_COMM_SELF's twin, made at first use (one rank: local) */
   double timeout_s;   /* GMPI_TIMEOUT: bounds waits on arrays that hold gmpi requests */
+  int per_kind;       /* GMPI_INTERPOSE_MATCHING=per-kind: host messages stay on MPI */
 } dropin_t;
 
 extern dropin_t dropin;

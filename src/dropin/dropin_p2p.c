@@ -356,19 +356,21 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_
   return PMPI_Irecv(buf, count, type, source, tag, comm, request);
 }
 
+/* A receive and a send, each routed by its own buffer (under per-kind matching the two may take
+ * different engines), completed together. */
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                  MPI_Comm comm, MPI_Status *status) {
-  gmpi_comm_t g = dropin_take_p2p(comm, sendbuf);
-  if (!g)
+  if (!dropin.active || dropin_depth)
+    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                         source, recvtag, comm, status);
+  if (!dropin_twin(comm))
     return staged_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
                            recvtype, source, recvtag, comm, status);
   MPI_Request req[2];
-  int rc =
-      post_recv(g, comm, recvbuf, recvcount, recvtype, source, recvtag, "MPI_Sendrecv", &req[0]);
+  int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &req[0]);
   if (rc != MPI_SUCCESS) return rc;
-  rc = post_send(g, comm, sendbuf, sendcount, sendtype, dest, sendtag, DROPIN_SEND_STANDARD,
-                 "MPI_Sendrecv", &req[1]);
+  rc = MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &req[1]);
   if (rc != MPI_SUCCESS) {
     MPI_Wait(&req[0], MPI_STATUS_IGNORE);
     return rc;

@@ -19,6 +19,7 @@ typedef struct {
   ncclComm_t nccl;
   cudaStream_t stream;      /* gmpi's own stream for this comm */
   cudaStream_t user_stream; /* stream-ordered mode when set */
+  cudaEvent_t default_mark; /* blocking mode: where the legacy default stream was (see below) */
   struct gmpi_envelope_engine *env;
   struct cuda_p2p *p2p; /* the engine's mover (owned by the engine) */
   int capturing;        /* a plan is being captured from stream: touch nothing else */
@@ -60,6 +61,13 @@ void cuda_comm_release_scratch(cuda_comm_t *cc);
 gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char *what);
 /* NCCL's asynchronous error, if any (then the NCCL comm is aborted and the comm failed). */
 gmpi_status_t cuda_poll_errors(gmpi_comm_t comm, cuda_comm_t *cc);
+/* Blocking mode: make gmpi's stream s wait (on the device; the host goes on) for the work the
+ * program queued on the legacy default stream. cudaMemcpy from pageable memory returns before
+ * its copy has landed, and kernels on stream 0 run after their launch returns: a program that
+ * passes such a buffer to a blocking MPI-style call expects to send what it wrote (found by
+ * mpi_bench on the H200: allreduce read stale elements). Nothing in stream-ordered mode (the
+ * user's stream orders it) or while a plan is captured. */
+gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s);
 /* Abort the comm's NCCL communicator (work that can never complete), failing comm with why. */
 void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
 

@@ -163,6 +163,15 @@ gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char
   }
 }
 
+gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
+  if (cc->user_stream || cc->capturing) return GMPI_SUCCESS;
+  if (!cc->default_mark)
+    GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&cc->default_mark, cudaEventDisableTiming));
+  GMPI_CUDA_CHECK(cudaEventRecord(cc->default_mark, cudaStreamLegacy));
+  GMPI_CUDA_CHECK(cudaStreamWaitEvent(s, cc->default_mark, 0));
+  return GMPI_SUCCESS;
+}
+
 /* ---- init, split, teardown -------------------------------------------------------------- */
 
 static ncclConfig_t nonblocking_config(void) {
@@ -264,6 +273,7 @@ static void cuda_comm_fini(gmpi_comm_t comm) {
   nccl_destroy(comm, cc);
   cuda_comm_release_scratch(cc);
   cudaStreamDestroy(cc->stream);
+  if (cc->default_mark) cudaEventDestroy(cc->default_mark);
   cuda_mem_teardown();
   free(cc);
   comm->be = NULL;

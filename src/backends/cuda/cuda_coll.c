@@ -438,6 +438,7 @@ static gmpi_status_t enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaSt
 
 gmpi_status_t cuda_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a) {
   cuda_comm_t *cc = state;
+  GMPI_CHECK(cuda_after_default_stream(cc, cuda_stream(cc)));
   GMPI_CHECK(enqueue(comm, a, cuda_stream(cc), 0));
   if (cc->user_stream) return GMPI_SUCCESS; /* stream-ordered: enqueued is done */
   return cuda_wait_stream(comm, cuda_stream(cc), gmpi_coll_name(a->kind));
@@ -453,6 +454,7 @@ gmpi_status_t cuda_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_arg
                               gmpi_request_t req) {
   cuda_comm_t *cc = state;
   cudaEvent_t done;
+  GMPI_CHECK(cuda_after_default_stream(cc, cuda_stream(cc)));
   GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   gmpi_status_t st = enqueue(comm, a, cuda_stream(cc), 1);
   if (st == GMPI_SUCCESS) {

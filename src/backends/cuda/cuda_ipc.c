@@ -139,6 +139,7 @@ gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t le
     GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->done, p->cc->user_stream), st, destroy_event);
     GMPI_CUDA_CHECK_GOTO(cudaStreamWaitEvent(p->stream, x->done, 0), st, destroy_event);
   }
+  GMPI_CHECK_GOTO(cuda_after_default_stream(p->cc, p->stream), st, destroy_event);
   /* dst may be host memory (matching across kinds): the copy then lands before it returns. */
   GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(dst, base + b.offset, bytes, cudaMemcpyDefault, p->stream),
                        st, destroy_event);

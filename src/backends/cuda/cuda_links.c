@@ -234,11 +234,13 @@ gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, s
   *x = (xfer_t){.kind = XFER_LINK, .link = link, .is_send = is_send, .buf = buf, .bytes = bytes};
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming), st, free_x);
-  if (p->cc->user_stream) { /* stream-ordered: the data is ready when the user's stream is */
-    GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->ready, cudaEventDisableTiming), st,
-                         destroy_done);
-    GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->ready, p->cc->user_stream), st, destroy_ready);
-  }
+  /* The data is ready (and the buffer free to fill) when the program's stream gets here: the
+   * user's in stream-ordered mode, else the legacy default stream (cuda_after_default_stream). */
+  GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->ready, cudaEventDisableTiming), st,
+                       destroy_done);
+  GMPI_CUDA_CHECK_GOTO(
+      cudaEventRecord(x->ready, p->cc->user_stream ? p->cc->user_stream : cudaStreamLegacy), st,
+      destroy_ready);
   if (cuda_p2p_is_host(p, buf)) GMPI_CHECK_GOTO(stage_host_end(p, x), st, destroy_ready);
   *handle = x;
   if (link->state == LINK_READY) return issue(x);

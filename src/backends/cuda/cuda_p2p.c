@@ -27,6 +27,7 @@ static gmpi_status_t copy_now(cuda_p2p_t *p, void *dst, const void *src, size_t 
     return GMPI_SUCCESS;
   }
   cudaStream_t s = p->cc->user_stream ? p->cc->user_stream : p->stream;
+  GMPI_CHECK(cuda_after_default_stream(p->cc, s));
   GMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
   return cuda_wait_stream(p->comm, s, what);
 }
@@ -47,8 +48,8 @@ static size_t expose(void *ctx, int peer, const void *buf, size_t bytes, void *b
   if (!p->can_pull[peer] || cuda_p2p_is_host(p, buf)) return 0; /* host memory: the link */
   /* The receiver reads buf as soon as it matches: in stream-ordered mode the data must be
    * there first. */
-  if (p->cc->user_stream && cuda_wait_stream(p->comm, p->cc->user_stream,
-                                             "the user's stream before a send") != GMPI_SUCCESS)
+  cudaStream_t ready = p->cc->user_stream ? p->cc->user_stream : cudaStreamLegacy;
+  if (cuda_wait_stream(p->comm, ready, "the program's stream before a send") != GMPI_SUCCESS)
     return 0;
   return cuda_ipc_expose(p, buf, blob);
 }

@@ -153,6 +153,7 @@ gmpi_status_t cuda_plan_replay(gmpi_comm_t comm, void *state, struct gmpi_plan *
   cuda_comm_t *cc = state;
   cuda_plan_t *cp = lowered;
   if (!cp->exec) return GMPI_SUCCESS; /* an empty plan */
+  GMPI_CHECK(cuda_after_default_stream(cc, cuda_stream(cc)));
   GMPI_CUDA_CHECK(cudaGraphLaunch(cp->exec, cuda_stream(cc)));
   if (cc->user_stream) return GMPI_SUCCESS;
   return cuda_wait_stream(comm, cc->stream, "a plan replay");
