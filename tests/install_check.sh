@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install gmpi into a scratch prefix, then use it as users do, from outside the source tree:
 #   - the installed gmpi-info runs with no LD_LIBRARY_PATH (run path $ORIGIN/../lib);
+#   - the installed libgmpi_mpi.so, preloaded, runs tests/dropin/dropin_p2p.c (plain MPI);
 #   - examples/halo.c (C) and examples/cxx/hello.cpp (a C++-only CMake project) build with
 #     find_package(gmpi) and with pkg-config (no run-path flag of our own: gmpi.pc carries it);
 #   - each program runs at 2 ranks and prints ok on both.
@@ -37,6 +38,14 @@ cmake --install "$build" --prefix "$work/prefix" >/dev/null
 "$work/prefix/bin/gmpi-info" >"$work/info.txt" 2>&1 ||
   { cat "$work/info.txt"; echo "install_check: installed gmpi-info did not run"; exit 1; }
 echo "install_check: installed gmpi-info runs without LD_LIBRARY_PATH"
+# The installed drop-in layer, preloaded into a plain MPI program (host buffers through gmpi).
+mpicc -std=c11 -D_POSIX_C_SOURCE=200809L -o "$work/dropin_p2p" "$src/tests/dropin/dropin_p2p.c"
+out=$("$mpiexec" -n 2 "${extra[@]}" -x LD_PRELOAD="$work/prefix/lib/libgmpi_mpi.so" \
+  -x GMPI_INTERPOSE=all "$work/dropin_p2p" 2>&1) ||
+  { echo "$out"; echo "install_check: dropin_p2p under the installed libgmpi_mpi failed"; exit 1; }
+echo "$out" | grep -q "PASS dropin_p2p" ||
+  { echo "$out"; echo "install_check: dropin_p2p did not pass under libgmpi_mpi"; exit 1; }
+echo "install_check: a plain MPI program passes with the installed libgmpi_mpi preloaded"
 check_apps "$work/prefix" shared ""
 
 cmake -S "$src" -B "$work/static-build" -DBUILD_SHARED_LIBS=OFF -DGMPI_WITH_CUDA=OFF \
