@@ -128,6 +128,7 @@ static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *
 static int twin_free(MPI_Comm comm, const char *func) {
   gmpi_comm_t g = dropin_twin(comm);
   if (!g || g == dropin.world || g == dropin.self) return MPI_SUCCESS;
+  dropin_req_flush(comm); /* a freed comm's pending operations still complete (MPI) */
   PMPI_Comm_delete_attr(comm, dropin.keyval);
   twin_forget(g);
   dropin_enter();
@@ -244,9 +245,12 @@ int MPI_Init(int *argc, char ***argv) {
   return rc;
 }
 
+/* The layer's tables are not locked: it grants at most MPI_THREAD_SERIALIZED while active. */
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc == MPI_SUCCESS) start();
+  if (rc == MPI_SUCCESS && dropin.active && *provided > MPI_THREAD_SERIALIZED)
+    *provided = MPI_THREAD_SERIALIZED;
   return rc;
 }
 
@@ -297,6 +301,25 @@ int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int period
                     MPI_Comm *newcomm) {
   int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
   return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Cart_create");
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
+  int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
+  return rc != MPI_SUCCESS || dropin_depth ? rc
+                                           : twin_make(comm, *newcomm, 1, "MPI_Comm_dup_with_info");
+}
+
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) {
+  int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
+  return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Cart_sub");
+}
+
+int MPI_Comm_disconnect(MPI_Comm *comm) {
+  if (comm && !dropin_depth && dropin.active) {
+    int rc = twin_free(*comm, "MPI_Comm_disconnect");
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return PMPI_Comm_disconnect(comm);
 }
 
 int MPI_Comm_free(MPI_Comm *comm) {

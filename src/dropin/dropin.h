@@ -117,6 +117,8 @@ struct dropin_req {
 };
 /* Wrap gmpi request g in an MPI request the program can wait on; r may carry after-work. */
 int dropin_req_wrap(MPI_Comm comm, gmpi_request_t g, dropin_req_t **out, MPI_Request *request);
+/* A request that is complete already (a buffered send: its data was copied). */
+int dropin_req_done(MPI_Comm comm, MPI_Request *request);
 /* Wrap MPI's request on staged host copies: the stages are freed (stage[1] copied back to the
  * device) when it completes. */
 int dropin_req_staged(MPI_Comm comm, MPI_Request inner, const dropin_stage_t stage[2],
@@ -124,5 +126,11 @@ int dropin_req_staged(MPI_Comm comm, MPI_Request inner, const dropin_stage_t sta
 /* Number of live wrapped requests: 0 means every wait/test is MPI's own. */
 extern int dropin_live_requests;
 void dropin_req_finalize(void);
+/* Complete an MPI request that MPI alone will finish (rc: the call that started it), driving
+ * gmpi's live requests meanwhile: a rank inside MPI must still progress gmpi, whose messages
+ * its peers may be waiting for (MPI's progress rule). */
+int dropin_polled(int rc, MPI_Request *request);
+/* Finish every gmpi request on comm (before its twin is freed). */
+void dropin_req_flush(MPI_Comm comm);
 
 #endif

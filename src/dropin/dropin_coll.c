@@ -842,3 +842,27 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
     VIA_GMPI_START(comm, "MPI_Ibarrier", gmpi_ibarrier(g, &g_), request);
   return PMPI_Ibarrier(comm, request);
 }
+
+/* ---- prefix reductions: gmpi has none, so device buffers are staged -------------------------- */
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+             MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  if (dropin_via(comm, sendbuf, recvbuf, 0, &g) != VIA_STAGING)
+    return PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
+  staged_t s;
+  int rc = stage(&s, sendbuf, count, type, recvbuf, count, type, "MPI_Scan", "gmpi has no scan");
+  if (rc != MPI_SUCCESS) return rc;
+  return unstage(&s, PMPI_Scan(s.sb, s.rb, count, type, op, comm));
+}
+
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+               MPI_Comm comm) {
+  gmpi_comm_t g = NULL;
+  if (dropin_via(comm, sendbuf, recvbuf, 0, &g) != VIA_STAGING)
+    return PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);
+  staged_t s;
+  int rc = stage(&s, sendbuf, count, type, recvbuf, count, type, "MPI_Exscan", "gmpi has no scan");
+  if (rc != MPI_SUCCESS) return rc;
+  return unstage(&s, PMPI_Exscan(s.sb, s.rb, count, type, op, comm));
+}

@@ -129,8 +129,14 @@ static int post_send(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count, M
     return rc;
   }
   r->owned = local.owned;
-  if (request) *request = h;
-  return request ? MPI_SUCCESS : MPI_Request_free(&h); /* buffered: completes on its own */
+  if (kind != DROPIN_SEND_BUFFERED) {
+    *request = h;
+    return MPI_SUCCESS;
+  }
+  /* Buffered: the program's request is complete at once (the data is copied); gmpi's send
+   * finishes on its own, driven by later calls and MPI_Finalize. */
+  rc = MPI_Request_free(&h);
+  return rc == MPI_SUCCESS && request ? dropin_req_done(comm, request) : rc;
 }
 
 static int post_recv(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Datatype type,
@@ -303,6 +309,39 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, 
   return PMPI_Bsend(buf, count, type, dest, tag, comm);
 }
 
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request) {
+  gmpi_comm_t g = dropin_take_p2p(comm, buf);
+  if (g)
+    return post_send(g, comm, buf, count, type, dest, tag, DROPIN_SEND_BUFFERED, "MPI_Ibsend",
+                     request);
+  if (untwinned_device(buf)) return refuse_untwinned(comm, "MPI_Ibsend");
+  return PMPI_Ibsend(buf, count, type, dest, tag, comm, request);
+}
+
+/* Matched probes hand the program a message MPI holds; gmpi's messages are not MPI's, so on a
+ * comm with a twin they are refused with a clear error (rather than a probe that never sees a
+ * message and hangs). */
+static int refuse_mprobe(MPI_Comm comm, const char *func) {
+  fprintf(stderr,
+          "[gmpi_mpi] %s: matched probes are not supported on communicators whose "
+          "messages go through gmpi (use MPI_Probe and MPI_Recv)\n",
+          func);
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_UNSUPPORTED_OPERATION);
+  return MPI_ERR_UNSUPPORTED_OPERATION;
+}
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
+  if (dropin_take_p2p(comm, NULL)) return refuse_mprobe(comm, "MPI_Mprobe");
+  return PMPI_Mprobe(source, tag, comm, message, status);
+}
+
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status) {
+  if (dropin_take_p2p(comm, NULL)) return refuse_mprobe(comm, "MPI_Improbe");
+  return PMPI_Improbe(source, tag, comm, flag, message, status);
+}
+
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              MPI_Status *status) {
   gmpi_comm_t g = dropin_take_p2p(comm, buf);
@@ -372,7 +411,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
   if (rc != MPI_SUCCESS) return rc;
   rc = MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &req[1]);
   if (rc != MPI_SUCCESS) {
-    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    MPI_Request_free(&req[0]); /* its message may never come: completes on its own if it does */
     return rc;
   }
   MPI_Status st[2];
@@ -394,18 +433,30 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int 
   PMPI_Type_get_extent(type, &lb, &extent);
   PMPI_Type_get_true_extent(type, &tlb, &textent);
   size_t span = count > 0 ? (size_t)((count - 1) * extent + textent) : 0;
-  char *copy = malloc(span ? span : 1);
-  if (!copy) return MPI_ERR_NO_MEM;
+  /* The copy is memory of buf's kind (so per-kind matching routes it alike) and starts as buf
+   * (the holes of a derived type come back as they were). */
+  int device = dropin_is_device(buf);
+  char *copy = NULL;
+  dropin_enter();
+  gmpi_status_t s = device ? gmpi_mem_alloc(dropin.world, span ? span : 1, (void **)&copy)
+                           : ((copy = malloc(span ? span : 1)) ? GMPI_SUCCESS : GMPI_ERR_NO_MEMORY);
+  if (s == GMPI_SUCCESS && span) s = gmpi_mem_copy(dropin.world, copy, (char *)buf + tlb, span);
+  dropin_leave();
   MPI_Status st;
-  int rc = MPI_Sendrecv(buf, count, type, dest, sendtag, copy - tlb, count, type, source, recvtag,
-                        comm, &st);
+  int rc = s == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Sendrecv_replace", s);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Sendrecv(buf, count, type, dest, sendtag, copy - tlb, count, type, source, recvtag,
+                      comm, &st);
   if (rc == MPI_SUCCESS && span) {
     dropin_enter();
-    gmpi_status_t s = gmpi_mem_copy(dropin.world, (char *)buf + tlb, copy, span);
+    s = gmpi_mem_copy(dropin.world, (char *)buf + tlb, copy, span);
     dropin_leave();
     if (s != GMPI_SUCCESS) rc = dropin_fail(comm, "MPI_Sendrecv_replace", s);
   }
-  free(copy);
+  dropin_enter();
+  if (device && copy) gmpi_mem_free(dropin.world, copy);
+  dropin_leave();
+  if (!device) free(copy);
   if (rc == MPI_SUCCESS && status != MPI_STATUS_IGNORE) *status = st;
   return rc;
 }

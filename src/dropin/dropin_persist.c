@@ -77,6 +77,13 @@ int MPI_Rsend_init(const void *buf, int count, MPI_Datatype type, int dest, int 
   return make(1, DROPIN_SEND_STANDARD, buf, count, type, dest, tag, comm, request);
 }
 
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                   MPI_Request *request) {
+  if (!dropin_take_p2p(comm, buf))
+    return PMPI_Bsend_init(buf, count, type, dest, tag, comm, request);
+  return make(1, DROPIN_SEND_BUFFERED, buf, count, type, dest, tag, comm, request);
+}
+
 int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
                   MPI_Request *request) {
   if (!dropin_take_p2p(comm, buf))

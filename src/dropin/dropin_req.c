@@ -122,12 +122,23 @@ int dropin_req_wrap(MPI_Comm comm, gmpi_request_t g, dropin_req_t **out, MPI_Req
   return MPI_SUCCESS;
 }
 
+int dropin_req_done(MPI_Comm comm, MPI_Request *request) {
+  dropin_req_t *r = NULL;
+  int rc = start(comm, &r, request);
+  if (rc != MPI_SUCCESS) return rc;
+  r->complete = 1;
+  return PMPI_Grequest_complete(r->mpi);
+}
+
 int dropin_req_staged(MPI_Comm comm, MPI_Request inner, const dropin_stage_t stage[2],
                       MPI_Request *request) {
   dropin_req_t *r = NULL;
   int rc = start(comm, &r, request);
   if (rc != MPI_SUCCESS) {
-    PMPI_Wait(&inner, MPI_STATUS_IGNORE);
+    int done = PMPI_Wait(&inner, MPI_STATUS_IGNORE);
+    dropin_stage_t copy[2] = {stage[0], stage[1]};
+    dropin_stage_out(&copy[0], 0);
+    dropin_stage_out(&copy[1], done == MPI_SUCCESS);
     return rc;
   }
   r->inner = inner;
@@ -139,7 +150,7 @@ int dropin_req_staged(MPI_Comm comm, MPI_Request inner, const dropin_stage_t sta
 /* A staged call: MPI's request on the host copies; when done, the result goes to the device. */
 static int test_inner(dropin_req_t *r, int wait, int *done) {
   MPI_Status st;
-  int rc = wait ? PMPI_Wait(&r->inner, &st) : PMPI_Test(&r->inner, done, &st);
+  int rc = wait ? dropin_polled(MPI_SUCCESS, &r->inner) : PMPI_Test(&r->inner, done, &st);
   if (wait) *done = 1;
   if (!*done) return rc;
   dropin_stage_out(&r->stage[0], 0);
@@ -167,6 +178,11 @@ static void drive(dropin_req_t *r, int wait) {
   if (st != GMPI_SUCCESS) {
     r->error = dropin_error_code(st);
     if (st != GMPI_ERR_TRUNCATE) fprintf(stderr, "[gmpi_mpi] request: %s\n", gmpi_last_error());
+    if (r->g) { /* a failed test leaves gmpi's request: give it up before its buffers go */
+      dropin_enter();
+      gmpi_wait(&r->g, NULL);
+      dropin_leave();
+    }
     done = 1;
   } else if (wait || done) {
     if (gs.source >= 0 || gs.source == GMPI_PROC_NULL)
@@ -229,10 +245,77 @@ static int over_time(double start, const char *func) {
 
 static int quiet(void) { return !dropin_live_requests || dropin_depth; }
 
+/* Let gmpi progress (MPI's progress rule: a send of ours may wait on this rank while it sits in
+ * MPI) and finish what is done. */
+static void drive_live(void) {
+  drive_detached();
+  for (int b = 0; b < BUCKETS; b++)
+    for (dropin_req_t *r = bucket[b], *next; r; r = next) {
+      next = r->next;
+      if (!r->complete) drive(r, 0);
+    }
+}
+
+int dropin_polled(int rc, MPI_Request *request) {
+  if (rc != MPI_SUCCESS || quiet())
+    return rc == MPI_SUCCESS ? PMPI_Wait(request, MPI_STATUS_IGNORE) : rc;
+  for (int flag = 0;;) {
+    rc = PMPI_Test(request, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    drive_live();
+  }
+}
+
+static int polled_wait(MPI_Request *request, MPI_Status *status) {
+  for (int flag = 0;;) {
+    int rc = PMPI_Test(request, &flag, status);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    drive_live();
+  }
+}
+
+void dropin_req_flush(MPI_Comm comm) {
+  for (dropin_req_t *r = detached, *next; r; r = next) {
+    next = r->next;
+    if (r->comm == comm) drive(r, 1);
+  }
+  for (int b = 0; b < BUCKETS; b++)
+    for (dropin_req_t *r = bucket[b]; r; r = r->next)
+      if (r->comm == comm && !r->complete) drive(r, 1);
+}
+
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
+  MPI_Request *use = dropin_persist_swap(1, &request);
+  if (!quiet()) drive_array(1, use, 0);
+  int rc = PMPI_Request_get_status(*use, flag, status);
+  dropin_persist_unswap(1, &request, use);
+  return rc;
+}
+
+/* gmpi cannot take back a posted operation: cancelling one of its requests is refused (the
+ * request then completes normally) rather than left to wait for a message that never comes. */
+int MPI_Cancel(MPI_Request *request) {
+  MPI_Request *use = dropin_persist_swap(1, request);
+  dropin_req_t *r = !quiet() && use ? find(*use) : NULL;
+  int rc = MPI_SUCCESS;
+  if (r && !r->complete && r->inner == MPI_REQUEST_NULL) {
+    fprintf(stderr, "[gmpi_mpi] MPI_Cancel: gmpi cannot cancel a started operation\n");
+    rc = MPI_ERR_REQUEST;
+    PMPI_Comm_call_errhandler(r->comm, rc);
+  } else {
+    rc = PMPI_Cancel(use);
+  }
+  dropin_persist_unswap(1, request, use);
+  return rc;
+}
+
 static int wait_impl(MPI_Request *request, MPI_Status *status) {
   if (!quiet() && request) {
     dropin_req_t *r = find(*request);
-    if (r) drive(r, 1); /* gmpi_wait: bounded by GMPI_TIMEOUT */
+    if (r)
+      drive(r, 1); /* gmpi_wait: bounded by GMPI_TIMEOUT */
+    else
+      return polled_wait(request, status);
   }
   return PMPI_Wait(request, status);
 }
@@ -243,8 +326,13 @@ static int test_impl(MPI_Request *request, int *flag, MPI_Status *status) {
 }
 
 static int waitall_impl(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  if (!quiet() && requests) drive_array(count, requests, 1);
-  return PMPI_Waitall(count, requests, statuses);
+  if (quiet() || !requests) return PMPI_Waitall(count, requests, statuses);
+  drive_array(count, requests, 1);
+  for (int flag = 0;;) { /* MPI's requests left: gmpi's elsewhere may be what they wait for */
+    int rc = PMPI_Testall(count, requests, &flag, statuses);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    drive_live();
+  }
 }
 
 static int testall_impl(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
