@@ -13,6 +13,34 @@
 static const gmpi_msg_status_t empty_status = {GMPI_ANY_SOURCE, GMPI_ANY_TAG, 0};
 
 /* Post one send or receive for the public call func (named in its errors). */
+static gmpi_p2p_args_t p2p_args(gmpi_p2p_dir_t dir, const void *buf, size_t count,
+                                gmpi_dtype_t dtype, int peer, int tag) {
+  gmpi_p2p_args_t a = {0};
+  a.dir = dir;
+  a.buf = (void *)buf;
+  a.count = count;
+  a.dtype = dtype;
+  a.peer = peer;
+  a.tag = tag;
+  return a;
+}
+
+/* A synchronous send: complete once a receive matched it. */
+static gmpi_p2p_args_t sync_args(const void *buf, size_t count, gmpi_dtype_t dtype, int peer,
+                                 int tag) {
+  gmpi_p2p_args_t a = p2p_args(GMPI_P2P_SEND, buf, count, dtype, peer, tag);
+  a.sync = 1;
+  return a;
+}
+
+/* sendrecv's send: waited with its receive, so it needs no eager copy. */
+static gmpi_p2p_args_t paired_args(const void *buf, size_t count, gmpi_dtype_t dtype, int peer,
+                                   int tag) {
+  gmpi_p2p_args_t a = p2p_args(GMPI_P2P_SEND, buf, count, dtype, peer, tag);
+  a.paired = 1;
+  return a;
+}
+
 static gmpi_status_t post(const char *func, gmpi_comm_t comm, gmpi_p2p_args_t a,
                           gmpi_request_t *request) {
   GMPI_CHECK(gmpi_comm_enter(func, comm));
@@ -22,31 +50,25 @@ static gmpi_status_t post(const char *func, gmpi_comm_t comm, gmpi_p2p_args_t a,
 
 gmpi_status_t gmpi_isend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
                          gmpi_comm_t comm, gmpi_request_t *request) {
-  return post(__func__, comm,
-              (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag, 0}, request);
+  return post(__func__, comm, p2p_args(GMPI_P2P_SEND, buf, count, dtype, dest, tag), request);
 }
 
 gmpi_status_t gmpi_issend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
                           gmpi_comm_t comm, gmpi_request_t *request) {
-  return post(__func__, comm,
-              (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag, .sync = 1},
-              request);
+  return post(__func__, comm, sync_args(buf, count, dtype, dest, tag), request);
 }
 
 gmpi_status_t gmpi_ssend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
                          gmpi_comm_t comm) {
   gmpi_request_t req = NULL;
-  GMPI_CHECK(post(__func__, comm,
-                  (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag, .sync = 1},
-                  &req));
+  GMPI_CHECK(post(__func__, comm, sync_args(buf, count, dtype, dest, tag), &req));
   if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
   return gmpi_request_wait(req, NULL);
 }
 
 gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
                          gmpi_comm_t comm, gmpi_request_t *request) {
-  return post(__func__, comm, (gmpi_p2p_args_t){GMPI_P2P_RECV, buf, count, dtype, source, tag, 0},
-              request);
+  return post(__func__, comm, p2p_args(GMPI_P2P_RECV, buf, count, dtype, source, tag), request);
 }
 
 /* A request may be waited only while its comm lives; a failed comm ends it with STATE. */
@@ -343,8 +365,7 @@ gmpi_status_t gmpi_testall(int count, gmpi_request_t *requests, int *flag,
 gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
                         gmpi_comm_t comm) {
   gmpi_request_t req = NULL;
-  GMPI_CHECK(post(__func__, comm,
-                  (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)buf, count, dtype, dest, tag, 0}, &req));
+  GMPI_CHECK(post(__func__, comm, p2p_args(GMPI_P2P_SEND, buf, count, dtype, dest, tag), &req));
   if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
   return gmpi_request_wait(req, NULL);
 }
@@ -352,8 +373,7 @@ gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int d
 gmpi_status_t gmpi_recv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
                         gmpi_comm_t comm, gmpi_msg_status_t *status) {
   gmpi_request_t req = NULL;
-  GMPI_CHECK(post(__func__, comm,
-                  (gmpi_p2p_args_t){GMPI_P2P_RECV, buf, count, dtype, source, tag, 0}, &req));
+  GMPI_CHECK(post(__func__, comm, p2p_args(GMPI_P2P_RECV, buf, count, dtype, source, tag), &req));
   if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
   return gmpi_request_wait(req, status);
 }
@@ -363,14 +383,11 @@ gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t 
                             int source, int recvtag, gmpi_comm_t comm, gmpi_msg_status_t *status) {
   gmpi_request_t reqs[2] = {NULL, NULL};
   gmpi_msg_status_t statuses[2];
-  GMPI_CHECK(
-      post(__func__, comm,
-           (gmpi_p2p_args_t){GMPI_P2P_RECV, recvbuf, recvcount, recvtype, source, recvtag, 0},
-           &reqs[0]));
+  GMPI_CHECK(post(__func__, comm,
+                  p2p_args(GMPI_P2P_RECV, recvbuf, recvcount, recvtype, source, recvtag),
+                  &reqs[0]));
   gmpi_status_t st =
-      post(__func__, comm,
-           (gmpi_p2p_args_t){GMPI_P2P_SEND, (void *)sendbuf, sendcount, sendtype, dest, sendtag, 0},
-           &reqs[1]);
+      post(__func__, comm, paired_args(sendbuf, sendcount, sendtype, dest, sendtag), &reqs[1]);
   if (st != GMPI_SUCCESS) {
     gmpi_request_abandon(reqs[0]);
     return st;

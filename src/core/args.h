@@ -53,7 +53,8 @@ typedef struct {
   gmpi_dtype_t dtype;
   int peer;
   int tag;
-  int sync; /* a synchronous send (gmpi_issend): complete once a receive matched it */
+  int sync;   /* a synchronous send (gmpi_issend): complete once a receive matched it */
+  int paired; /* a send waited together with its receive (gmpi_sendrecv): no eager copy */
 } gmpi_p2p_args_t;
 
 #endif

@@ -53,6 +53,9 @@ size_t gmpi_cpu_tag_elem_size(int mpi_tag) {
   return c < N_CLASSES ? class_size[c] : 1;
 }
 
+/* sendrecv's send skips the eager copy from this size on (docs/performance.md, issue 10). */
+#define PAIRED_COPY_FREE_BYTES ((size_t)2048)
+
 /* MPI_Isend or MPI_Irecv of the request's bytes (a receive may be from ANY_SOURCE). */
 static gmpi_status_t post_to_mpi(gmpi_cpu_t *cpu, gmpi_request_t req) {
   const gmpi_p2p_args_t *a = &req->args;
@@ -80,7 +83,12 @@ release_type:
 
 static gmpi_status_t post_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
   if (req->args.peer == req->comm->rank) return gmpi_cpu_self_send(cpu->native, req);
-  if (bytes_of(&req->args) <= GMPI_ENV_EAGER_BYTES && !req->args.sync)
+  /* An eager send is copied so that it completes with no receive posted -- unless the caller
+   * waits it together with its own receive (sendrecv) and it is large enough that the copy
+   * costs more than tracking MPI's request (measured: from 2 KiB; below, the copy wins). */
+  size_t bytes = bytes_of(&req->args);
+  int copy_free = req->args.paired && bytes >= PAIRED_COPY_FREE_BYTES;
+  if (bytes <= GMPI_ENV_EAGER_BYTES && !req->args.sync && !copy_free)
     return gmpi_cpu_detached_send(cpu, req);
   return post_to_mpi(cpu, req);
 }
