@@ -139,10 +139,16 @@ static int twin_free(MPI_Comm comm, const char *func) {
 
 /* ---- routing ---------------------------------------------------------------------------- */
 
+/* A pointer gmpi cannot classify (another GPU's memory, or any pointer once the world twin has
+ * failed) counts as device memory: gmpi then refuses the call with its reason, where MPI would
+ * have read device memory and crashed. */
 int dropin_is_device(const void *ptr) {
   if (!ptr || ptr == MPI_IN_PLACE || !dropin.world) return 0;
   int dev = 0;
-  return gmpi_mem_is_device(dropin.world, ptr, &dev) == GMPI_SUCCESS && dev;
+  dropin_enter();
+  gmpi_status_t st = gmpi_mem_is_device(dropin.world, ptr, &dev);
+  dropin_leave();
+  return st != GMPI_SUCCESS || dev;
 }
 
 dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
