@@ -181,7 +181,7 @@ GMPI_API gmpi_status_t gmpi_comm_set_matching(gmpi_comm_t comm, gmpi_matching_t 
 GMPI_API gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_device);
 /* One line through gmpi's log at level info (GMPI_DEBUG=info or trace), prefixed by the rank
  * like gmpi's own lines: for layers built on gmpi (the drop-in layer, bindings). */
-GMPI_API void gmpi_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+GMPI_API gmpi_status_t gmpi_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- memory ------------------------------------------------------------------------ */
 /* Memory the comm's backend moves fastest: host on cpu, device on cuda. */

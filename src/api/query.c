@@ -118,14 +118,17 @@ gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_devi
   return gmpi_route_is_device(comm, ptr, is_device);
 }
 
-void gmpi_log_info(const char *fmt, ...) {
-  if (!gmpi_log_enabled(GMPI_LOG_INFO)) return;
+gmpi_status_t gmpi_log_info(const char *fmt, ...) {
+  gmpi_call_begin_nocomm(__func__);
+  NEED_OUT(fmt);
+  if (!gmpi_log_enabled(GMPI_LOG_INFO)) return GMPI_SUCCESS;
   char line[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof(line), fmt, ap);
   va_end(ap);
   gmpi_log(GMPI_LOG_INFO, "%s", line);
+  return GMPI_SUCCESS;
 }
 
 gmpi_status_t gmpi_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr) {

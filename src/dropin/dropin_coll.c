@@ -115,52 +115,51 @@ static int unstage_later(staged_t *s, MPI_Comm comm, int rc, MPI_Request *reques
 
 /* ---- reductions ----------------------------------------------------------------------------- */
 
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                  MPI_Comm comm) {
+/* Each collective is written once: request NULL is the blocking call, else the nonblocking one
+ * (gmpi's i-form wrapped as an MPI request; a staged call keeps its host copies until MPI's
+ * request completes). */
+
+static int allreduce_any(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                         MPI_Op op, MPI_Comm comm, MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   gmpi_dtype_t d;
   gmpi_op_t o;
   int native = count >= 0 && reducible(type, op, &d, &o);
   switch (dropin_via(comm, sendbuf, recvbuf, native, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_CALL(comm, "MPI_Allreduce",
-                  gmpi_allreduce(in_place(sendbuf, recvbuf), recvbuf, (size_t)count, d, o, g));
+  case VIA_GMPI: {
+    const void *sb = in_place(sendbuf, recvbuf);
+    if (request)
+      VIA_GMPI_START(comm, func, gmpi_iallreduce(sb, recvbuf, (size_t)count, d, o, g, &g_),
+                     request);
+    VIA_GMPI_CALL(comm, func, gmpi_allreduce(sb, recvbuf, (size_t)count, d, o, g));
+  }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sendbuf, count, type, recvbuf, count, type, "MPI_Allreduce",
-                   why_staged(comm, type, op));
+    int rc =
+        stage(&s, sendbuf, count, type, recvbuf, count, type, func, why_staged(comm, type, op));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Allreduce(s.sb, s.rb, count, type, op, comm));
+    if (!request) return unstage(&s, PMPI_Allreduce(s.sb, s.rb, count, type, op, comm));
+    rc = PMPI_Iallreduce(s.sb, s.rb, count, type, op, comm, request);
+    return unstage_later(&s, comm, rc, request);
   }
-  default: return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+  default:
+    if (request) return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
+    return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
   }
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm) {
+  return allreduce_any(sendbuf, recvbuf, count, type, op, comm, NULL, "MPI_Allreduce");
 }
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request) {
-  gmpi_comm_t g = NULL;
-  gmpi_dtype_t d;
-  gmpi_op_t o;
-  int native = count >= 0 && reducible(type, op, &d, &o);
-  switch (dropin_via(comm, sendbuf, recvbuf, native, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_START(
-        comm, "MPI_Iallreduce",
-        gmpi_iallreduce(in_place(sendbuf, recvbuf), recvbuf, (size_t)count, d, o, g, &g_), request);
-  case VIA_STAGING: {
-    staged_t s;
-    int rc = stage(&s, sendbuf, count, type, recvbuf, count, type, "MPI_Iallreduce",
-                   why_staged(comm, type, op));
-    if (rc != MPI_SUCCESS) return rc;
-    return unstage_later(&s, comm, PMPI_Iallreduce(s.sb, s.rb, count, type, op, comm, request),
-                         request);
-  }
-  default: return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
-  }
+  return allreduce_any(sendbuf, recvbuf, count, type, op, comm, request, "MPI_Iallreduce");
 }
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-               int root, MPI_Comm comm) {
+static int reduce_any(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                      int root, MPI_Comm comm, MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   gmpi_dtype_t d;
   gmpi_op_t o;
@@ -168,43 +167,35 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
   void *rb = at_root ? recvbuf : NULL; /* significant at the root only */
   int native = count >= 0 && reducible(type, op, &d, &o);
   switch (dropin_via(comm, sendbuf, rb, native, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_CALL(comm, "MPI_Reduce",
-                  gmpi_reduce(in_place(sendbuf, rb), rb, (size_t)count, d, o, root, g));
+  case VIA_GMPI: {
+    const void *sb = in_place(sendbuf, rb);
+    if (request)
+      VIA_GMPI_START(comm, func, gmpi_ireduce(sb, rb, (size_t)count, d, o, root, g, &g_), request);
+    VIA_GMPI_CALL(comm, func, gmpi_reduce(sb, rb, (size_t)count, d, o, root, g));
+  }
   case VIA_STAGING: {
     staged_t s;
-    int rc =
-        stage(&s, sendbuf, count, type, rb, count, type, "MPI_Reduce", why_staged(comm, type, op));
+    int rc = stage(&s, sendbuf, count, type, rb, count, type, func, why_staged(comm, type, op));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Reduce(s.sb, at_root ? s.rb : recvbuf, count, type, op, root, comm));
+    void *r = at_root ? s.rb : recvbuf;
+    if (!request) return unstage(&s, PMPI_Reduce(s.sb, r, count, type, op, root, comm));
+    rc = PMPI_Ireduce(s.sb, r, count, type, op, root, comm, request);
+    return unstage_later(&s, comm, rc, request);
   }
-  default: return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+  default:
+    if (request) return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request);
+    return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
   }
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+               int root, MPI_Comm comm) {
+  return reduce_any(sendbuf, recvbuf, count, type, op, root, comm, NULL, "MPI_Reduce");
 }
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 int root, MPI_Comm comm, MPI_Request *request) {
-  gmpi_comm_t g = NULL;
-  gmpi_dtype_t d;
-  gmpi_op_t o;
-  int at_root = rank_of(comm) == root;
-  void *rb = at_root ? recvbuf : NULL;
-  int native = count >= 0 && reducible(type, op, &d, &o);
-  switch (dropin_via(comm, sendbuf, rb, native, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_START(comm, "MPI_Ireduce",
-                   gmpi_ireduce(in_place(sendbuf, rb), rb, (size_t)count, d, o, root, g, &g_),
-                   request);
-  case VIA_STAGING: {
-    staged_t s;
-    int rc =
-        stage(&s, sendbuf, count, type, rb, count, type, "MPI_Ireduce", why_staged(comm, type, op));
-    if (rc != MPI_SUCCESS) return rc;
-    rc = PMPI_Ireduce(s.sb, at_root ? s.rb : recvbuf, count, type, op, root, comm, request);
-    return unstage_later(&s, comm, rc, request);
-  }
-  default: return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request);
-  }
+  return reduce_any(sendbuf, recvbuf, count, type, op, root, comm, request, "MPI_Ireduce");
 }
 
 static int reduce_scatter_block_any(const void *sendbuf, void *recvbuf, int recvcount,
@@ -306,141 +297,133 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 
 /* ---- data movement -------------------------------------------------------------------------- */
 
-int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+static int bcast_any(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                     MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   size_t size = bytes_of(type);
   switch (dropin_via(comm, buf, NULL, count >= 0 && size, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_CALL(comm, "MPI_Bcast", gmpi_bcast(buf, (size_t)count * size, GMPI_BYTE, root, g));
+  case VIA_GMPI: {
+    size_t bytes = (size_t)count * size;
+    if (request)
+      VIA_GMPI_START(comm, func, gmpi_ibcast(buf, bytes, GMPI_BYTE, root, g, &g_), request);
+    VIA_GMPI_CALL(comm, func, gmpi_bcast(buf, bytes, GMPI_BYTE, root, g));
+  }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, NULL, 0, type, buf, count, type, "MPI_Bcast",
-                   why_staged(comm, type, MPI_OP_NULL));
+    int rc = stage(&s, NULL, 0, type, buf, count, type, func, why_staged(comm, type, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Bcast(s.rb, count, type, root, comm));
+    if (!request) return unstage(&s, PMPI_Bcast(s.rb, count, type, root, comm));
+    return unstage_later(&s, comm, PMPI_Ibcast(s.rb, count, type, root, comm, request), request);
   }
-  default: return PMPI_Bcast(buf, count, type, root, comm);
+  default:
+    if (request) return PMPI_Ibcast(buf, count, type, root, comm, request);
+    return PMPI_Bcast(buf, count, type, root, comm);
   }
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  return bcast_any(buf, count, type, root, comm, NULL, "MPI_Bcast");
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
                MPI_Request *request) {
+  return bcast_any(buf, count, type, root, comm, request, "MPI_Ibcast");
+}
+
+static int allgather_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                         const char *func) {
   gmpi_comm_t g = NULL;
-  size_t size = bytes_of(type);
-  switch (dropin_via(comm, buf, NULL, count >= 0 && size, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_START(comm, "MPI_Ibcast",
-                   gmpi_ibcast(buf, (size_t)count * size, GMPI_BYTE, root, g, &g_), request);
+  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
+  int n = size_of(comm);
+  switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
+  case VIA_GMPI: {
+    size_t block = (size_t)recvcount * rsize;
+    const void *sb =
+        sendbuf == MPI_IN_PLACE ? (char *)recvbuf + block * (size_t)rank_of(comm) : sendbuf;
+    if (request)
+      VIA_GMPI_START(comm, func, gmpi_iallgather(sb, recvbuf, block, GMPI_BYTE, g, &g_), request);
+    VIA_GMPI_CALL(comm, func, gmpi_allgather(sb, recvbuf, block, GMPI_BYTE, g));
+  }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, NULL, 0, type, buf, count, type, "MPI_Ibcast",
-                   why_staged(comm, type, MPI_OP_NULL));
+    int rc = stage(&s, sendbuf, sendcount, sendtype, recvbuf, (MPI_Aint)recvcount * n, recvtype,
+                   func, why_staged(comm, recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage_later(&s, comm, PMPI_Ibcast(s.rb, count, type, root, comm, request), request);
+    if (!request)
+      return unstage(&s,
+                     PMPI_Allgather(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm));
+    rc = PMPI_Iallgather(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm, request);
+    return unstage_later(&s, comm, rc, request);
   }
-  default: return PMPI_Ibcast(buf, count, type, root, comm, request);
+  default:
+    if (request)
+      return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                             request);
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
 }
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  gmpi_comm_t g = NULL;
-  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
-  int n = size_of(comm);
-  switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
-  case VIA_GMPI: {
-    size_t block = (size_t)recvcount * rsize;
-    const void *sb =
-        sendbuf == MPI_IN_PLACE ? (char *)recvbuf + block * (size_t)rank_of(comm) : sendbuf;
-    VIA_GMPI_CALL(comm, "MPI_Allgather", gmpi_allgather(sb, recvbuf, block, GMPI_BYTE, g));
-  }
-  case VIA_STAGING: {
-    staged_t s;
-    int rc = stage(&s, sendbuf, sendcount, sendtype, recvbuf, (MPI_Aint)recvcount * n, recvtype,
-                   "MPI_Allgather", why_staged(comm, recvtype, MPI_OP_NULL));
-    if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Allgather(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm));
-  }
-  default: return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
+  return allgather_any(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL,
+                       "MPI_Allgather");
 }
 
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  return allgather_any(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+                       "MPI_Iallgather");
+}
+
+static int alltoall_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                        const char *func) {
   gmpi_comm_t g = NULL;
   size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
   int n = size_of(comm);
   switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
   case VIA_GMPI: {
+    const void *sb = in_place(sendbuf, recvbuf);
     size_t block = (size_t)recvcount * rsize;
-    const void *sb =
-        sendbuf == MPI_IN_PLACE ? (char *)recvbuf + block * (size_t)rank_of(comm) : sendbuf;
-    VIA_GMPI_START(comm, "MPI_Iallgather", gmpi_iallgather(sb, recvbuf, block, GMPI_BYTE, g, &g_),
-                   request);
+    if (request)
+      VIA_GMPI_START(comm, func, gmpi_ialltoall(sb, recvbuf, block, GMPI_BYTE, g, &g_), request);
+    VIA_GMPI_CALL(comm, func, gmpi_alltoall(sb, recvbuf, block, GMPI_BYTE, g));
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sendbuf, sendcount, sendtype, recvbuf, (MPI_Aint)recvcount * n, recvtype,
-                   "MPI_Iallgather", why_staged(comm, recvtype, MPI_OP_NULL));
+    int rc = stage(&s, sendbuf, (MPI_Aint)sendcount * n, sendtype, recvbuf, (MPI_Aint)recvcount * n,
+                   recvtype, func, why_staged(comm, recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
-    rc = PMPI_Iallgather(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm, request);
+    if (!request)
+      return unstage(&s, PMPI_Alltoall(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm));
+    rc = PMPI_Ialltoall(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm, request);
     return unstage_later(&s, comm, rc, request);
   }
   default:
-    return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                           request);
+    if (request)
+      return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                            request);
+    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
 }
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  gmpi_comm_t g = NULL;
-  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
-  int n = size_of(comm);
-  switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_CALL(comm, "MPI_Alltoall",
-                  gmpi_alltoall(in_place(sendbuf, recvbuf), recvbuf, (size_t)recvcount * rsize,
-                                GMPI_BYTE, g));
-  case VIA_STAGING: {
-    staged_t s;
-    int rc = stage(&s, sendbuf, (MPI_Aint)sendcount * n, sendtype, recvbuf, (MPI_Aint)recvcount * n,
-                   recvtype, "MPI_Alltoall", why_staged(comm, recvtype, MPI_OP_NULL));
-    if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Alltoall(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm));
-  }
-  default: return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
+  return alltoall_any(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL,
+                      "MPI_Alltoall");
 }
 
 int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
-  gmpi_comm_t g = NULL;
-  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
-  int n = size_of(comm);
-  switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_START(comm, "MPI_Ialltoall",
-                   gmpi_ialltoall(in_place(sendbuf, recvbuf), recvbuf, (size_t)recvcount * rsize,
-                                  GMPI_BYTE, g, &g_),
-                   request);
-  case VIA_STAGING: {
-    staged_t s;
-    int rc = stage(&s, sendbuf, (MPI_Aint)sendcount * n, sendtype, recvbuf, (MPI_Aint)recvcount * n,
-                   recvtype, "MPI_Ialltoall", why_staged(comm, recvtype, MPI_OP_NULL));
-    if (rc != MPI_SUCCESS) return rc;
-    rc = PMPI_Ialltoall(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm, request);
-    return unstage_later(&s, comm, rc, request);
-  }
-  default:
-    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                          request);
-  }
+  return alltoall_any(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+                      "MPI_Ialltoall");
 }
 
 /* Rooted: the root's block size comes from its recv (gather) or send (scatter) side. */
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+static int gather_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                      MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   int at_root = rank_of(comm) == root, n = size_of(comm);
   void *rb = at_root ? recvbuf : NULL;
@@ -448,53 +431,48 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
       at_root ? (size_t)recvcount * bytes_of(recvtype) : (size_t)sendcount * bytes_of(sendtype);
   int native = block || (at_root ? bytes_of(recvtype) : bytes_of(sendtype));
   switch (dropin_via(comm, sendbuf, rb, native && sendcount >= 0, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_CALL(comm, "MPI_Gather",
-                  gmpi_gather(in_place(sendbuf, rb), rb, block, GMPI_BYTE, root, g));
+  case VIA_GMPI: {
+    const void *sb = in_place(sendbuf, rb);
+    if (request)
+      VIA_GMPI_START(comm, func, gmpi_igather(sb, rb, block, GMPI_BYTE, root, g, &g_), request);
+    VIA_GMPI_CALL(comm, func, gmpi_gather(sb, rb, block, GMPI_BYTE, root, g));
+  }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sendbuf, sendcount, sendtype, rb, (MPI_Aint)recvcount * n, recvtype,
-                   "MPI_Gather", why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
+    int rc = stage(&s, sendbuf, sendcount, sendtype, rb, (MPI_Aint)recvcount * n, recvtype, func,
+                   why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Gather(s.sb, sendcount, sendtype, at_root ? s.rb : recvbuf, recvcount,
-                                   recvtype, root, comm));
+    void *r = at_root ? s.rb : recvbuf;
+    if (!request)
+      return unstage(&s,
+                     PMPI_Gather(s.sb, sendcount, sendtype, r, recvcount, recvtype, root, comm));
+    rc = PMPI_Igather(s.sb, sendcount, sendtype, r, recvcount, recvtype, root, comm, request);
+    return unstage_later(&s, comm, rc, request);
   }
   default:
+    if (request)
+      return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                          request);
     return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
   }
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return gather_any(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL,
+                    "MPI_Gather");
 }
 
 int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                 MPI_Request *request) {
-  gmpi_comm_t g = NULL;
-  int at_root = rank_of(comm) == root, n = size_of(comm);
-  void *rb = at_root ? recvbuf : NULL;
-  size_t block =
-      at_root ? (size_t)recvcount * bytes_of(recvtype) : (size_t)sendcount * bytes_of(sendtype);
-  int native = block || (at_root ? bytes_of(recvtype) : bytes_of(sendtype));
-  switch (dropin_via(comm, sendbuf, rb, native && sendcount >= 0, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_START(comm, "MPI_Igather",
-                   gmpi_igather(in_place(sendbuf, rb), rb, block, GMPI_BYTE, root, g, &g_),
-                   request);
-  case VIA_STAGING: {
-    staged_t s;
-    int rc = stage(&s, sendbuf, sendcount, sendtype, rb, (MPI_Aint)recvcount * n, recvtype,
-                   "MPI_Igather", why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
-    if (rc != MPI_SUCCESS) return rc;
-    rc = PMPI_Igather(s.sb, sendcount, sendtype, at_root ? s.rb : recvbuf, recvcount, recvtype,
-                      root, comm, request);
-    return unstage_later(&s, comm, rc, request);
-  }
-  default:
-    return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-                        request);
-  }
+  return gather_any(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+                    "MPI_Igather");
 }
 
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+static int scatter_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                       MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   int at_root = rank_of(comm) == root, n = size_of(comm);
   const void *sb = at_root ? sendbuf : NULL;
@@ -505,47 +483,40 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
   int native = block || (at_root ? bytes_of(sendtype) : bytes_of(recvtype));
   switch (dropin_via(comm, sb, rb, native && recvcount >= 0, &g)) {
   case VIA_GMPI:
-    VIA_GMPI_CALL(comm, "MPI_Scatter", gmpi_scatter(sb, rb, block, GMPI_BYTE, root, g));
+    if (request)
+      VIA_GMPI_START(comm, func, gmpi_iscatter(sb, rb, block, GMPI_BYTE, root, g, &g_), request);
+    VIA_GMPI_CALL(comm, func, gmpi_scatter(sb, rb, block, GMPI_BYTE, root, g));
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sb, (MPI_Aint)sendcount * n, sendtype, recvbuf, recvcount, recvtype,
-                   "MPI_Scatter", why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
+    int rc = stage(&s, sb, (MPI_Aint)sendcount * n, sendtype, recvbuf, recvcount, recvtype, func,
+                   why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
-    return unstage(&s, PMPI_Scatter(at_root ? s.sb : sendbuf, sendcount, sendtype, s.rb, recvcount,
-                                    recvtype, root, comm));
+    const void *from = at_root ? s.sb : sendbuf;
+    if (!request)
+      return unstage(
+          &s, PMPI_Scatter(from, sendcount, sendtype, s.rb, recvcount, recvtype, root, comm));
+    rc = PMPI_Iscatter(from, sendcount, sendtype, s.rb, recvcount, recvtype, root, comm, request);
+    return unstage_later(&s, comm, rc, request);
   }
   default:
+    if (request)
+      return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                           request);
     return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
   }
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return scatter_any(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL,
+                     "MPI_Scatter");
 }
 
 int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                  MPI_Request *request) {
-  gmpi_comm_t g = NULL;
-  int at_root = rank_of(comm) == root, n = size_of(comm);
-  const void *sb = at_root ? sendbuf : NULL;
-  void *rb = recvbuf == MPI_IN_PLACE ? (void *)sb : recvbuf;
-  size_t block =
-      at_root ? (size_t)sendcount * bytes_of(sendtype) : (size_t)recvcount * bytes_of(recvtype);
-  int native = block || (at_root ? bytes_of(sendtype) : bytes_of(recvtype));
-  switch (dropin_via(comm, sb, rb, native && recvcount >= 0, &g)) {
-  case VIA_GMPI:
-    VIA_GMPI_START(comm, "MPI_Iscatter", gmpi_iscatter(sb, rb, block, GMPI_BYTE, root, g, &g_),
-                   request);
-  case VIA_STAGING: {
-    staged_t s;
-    int rc = stage(&s, sb, (MPI_Aint)sendcount * n, sendtype, recvbuf, recvcount, recvtype,
-                   "MPI_Iscatter", why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
-    if (rc != MPI_SUCCESS) return rc;
-    rc = PMPI_Iscatter(at_root ? s.sb : sendbuf, sendcount, sendtype, s.rb, recvcount, recvtype,
-                       root, comm, request);
-    return unstage_later(&s, comm, rc, request);
-  }
-  default:
-    return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-                         request);
-  }
+  return scatter_any(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                     request, "MPI_Iscatter");
 }
 
 /* ---- v-variants: element counts become gmpi's byte arrays ----------------------------------- */

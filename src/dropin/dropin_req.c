@@ -256,22 +256,17 @@ static void drive_live(void) {
     }
 }
 
-int dropin_polled(int rc, MPI_Request *request) {
-  if (rc != MPI_SUCCESS || quiet())
-    return rc == MPI_SUCCESS ? PMPI_Wait(request, MPI_STATUS_IGNORE) : rc;
-  for (int flag = 0;;) {
-    rc = PMPI_Test(request, &flag, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS || flag) return rc;
-    drive_live();
-  }
-}
-
 static int polled_wait(MPI_Request *request, MPI_Status *status) {
   for (int flag = 0;;) {
     int rc = PMPI_Test(request, &flag, status);
     if (rc != MPI_SUCCESS || flag) return rc;
     drive_live();
   }
+}
+
+int dropin_polled(int rc, MPI_Request *request) {
+  if (rc != MPI_SUCCESS) return rc;
+  return quiet() ? PMPI_Wait(request, MPI_STATUS_IGNORE) : polled_wait(request, MPI_STATUS_IGNORE);
 }
 
 void dropin_req_flush(MPI_Comm comm) {
