@@ -241,6 +241,47 @@ static void sendrecv_ring(size_t n) {
   t_free(r);
 }
 
+/* A sendrecv whose message is longer than its receive buffer: GMPI_ERR_TRUNCATE on every rank,
+ * the status not written, and the comm still works. */
+static void sendrecv_truncation(void) {
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  void *s = pattern_buf(GMPI_FLOAT64, 10, rank), *r = t_alloc(10 * 8);
+  gmpi_msg_status_t st = {-5, -5, 99};
+  T_STATUS(gmpi_sendrecv(s, 10, GMPI_FLOAT64, next, 31, r, 5, GMPI_FLOAT64, prev, 31, comm, &st),
+           GMPI_ERR_TRUNCATE);
+  T_ERROR_MENTIONS("longer");
+  T_EQ_INT(st.source, -5);
+  T_EQ_SIZE(st.count, 99);
+  T_OK(gmpi_sendrecv(s, 10, GMPI_FLOAT64, next, 32, r, 10, GMPI_FLOAT64, prev, 32, comm, &st));
+  T_EQ_SIZE(st.count, 10);
+  expect_pattern("sendrecv after truncation", GMPI_FLOAT64, r, 10, prev);
+  t_free(s);
+  t_free(r);
+}
+
+/* Non-overtaking across the calls: an isend posted before a sendrecv to the same rank and tag
+ * is received first, by the receive posted first. Nothing relies on buffering: every receive
+ * is posted before the sendrecv waits. */
+static void sendrecv_keeps_order(size_t n) {
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  void *a = pattern_buf(GMPI_INT32, n, rank), *b = pattern_buf(GMPI_INT32, n, rank + 100);
+  void *x = t_alloc(n * 4), *y = t_alloc(n * 4);
+  gmpi_request_t reqs[2] = {NULL, NULL};
+  gmpi_msg_status_t st;
+  T_OK(gmpi_irecv(x, n, GMPI_INT32, prev, 21, comm, &reqs[0]));
+  T_OK(gmpi_isend(a, n, GMPI_INT32, next, 21, comm, &reqs[1]));
+  T_OK(gmpi_sendrecv(b, n, GMPI_INT32, next, 21, y, n, GMPI_INT32, prev, 21, comm, &st));
+  T_OK(gmpi_waitall(2, reqs, NULL));
+  T_EQ_INT(st.source, prev);
+  T_EQ_INT(st.tag, 21);
+  expect_pattern("first message (isend)", GMPI_INT32, x, n, prev);
+  expect_pattern("second message (sendrecv)", GMPI_INT32, y, n, prev + 100);
+  t_free(a);
+  t_free(b);
+  t_free(x);
+  t_free(y);
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   T_OK(gmpi_comm_rank(comm, &rank));
@@ -258,5 +299,8 @@ int main(int argc, char **argv) {
   zero_length();
   sendrecv_ring(1000);
   sendrecv_ring((size_t)1 << 18);
+  sendrecv_truncation();
+  sendrecv_keeps_order(7);
+  sendrecv_keeps_order((size_t)1 << 16);
   return t_finish("p2p");
 }

@@ -2,7 +2,7 @@
  * GMPI_ERR_TIMEOUT, well before the test's own limit; the comm then answers GMPI_ERR_STATE
  * and finalizes cleanly; a new comm works. Scenarios: a collective that only rank 0 calls; a
  * receive nobody sends to (on device buffers when the backend is cuda); a wait after one
- * member of a waitall timed out. */
+ * member of a waitall timed out; a sendrecv whose receive nobody sends to. */
 #include <time.h>
 
 #include "test_util.h"
@@ -64,6 +64,25 @@ static void unmatched_receive(double timeout) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* A sendrecv whose receive nobody sends to: GMPI_ERR_TIMEOUT naming the call, bounded. */
+static void unmatched_sendrecv(double timeout) {
+  gmpi_comm_t c = NULL;
+  T_OK(gmpi_init(MPI_COMM_WORLD, &c));
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  int *out = t_alloc(256 * sizeof(int)), *in = t_alloc(256 * sizeof(int));
+  gmpi_msg_status_t st = {-5, -5, 99};
+  double t0 = now();
+  T_STATUS(gmpi_sendrecv(out, 256, GMPI_INT32, next, 97, in, 256, GMPI_INT32, prev, 96, c, &st),
+           GMPI_ERR_TIMEOUT);
+  T_ERROR_MENTIONS("GMPI_TIMEOUT");
+  bounded(t0, timeout);
+  T_EQ_INT(st.source, -5);
+  failed_then_finalized(&c);
+  t_free(out);
+  t_free(in);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv) {
   gmpi_comm_t comm = t_init(&argc, &argv);
   gmpi_comm_rank(comm, &rank);
@@ -74,6 +93,7 @@ int main(int argc, char **argv) {
     return t_skip("timeouts", "set GMPI_TIMEOUT to a few seconds (ctest sets 1)");
   if (size > 1) skipped_collective(timeout);
   unmatched_receive(timeout);
+  unmatched_sendrecv(timeout);
   /* The comm made before all this is untouched. */
   int one = 1, sum = 0;
   T_OK(gmpi_allreduce(&one, &sum, 1, GMPI_INT32, GMPI_SUM, comm));

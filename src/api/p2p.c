@@ -33,14 +33,6 @@ static gmpi_p2p_args_t sync_args(const void *buf, size_t count, gmpi_dtype_t dty
   return a;
 }
 
-/* sendrecv's send: waited with its receive, so it needs no eager copy. */
-static gmpi_p2p_args_t paired_args(const void *buf, size_t count, gmpi_dtype_t dtype, int peer,
-                                   int tag) {
-  gmpi_p2p_args_t a = p2p_args(GMPI_P2P_SEND, buf, count, dtype, peer, tag);
-  a.paired = 1;
-  return a;
-}
-
 static gmpi_status_t post(const char *func, gmpi_comm_t comm, gmpi_p2p_args_t a,
                           gmpi_request_t *request) {
   GMPI_CHECK(gmpi_comm_enter(func, comm));
@@ -381,13 +373,17 @@ gmpi_status_t gmpi_recv(void *buf, size_t count, gmpi_dtype_t dtype, int source,
 gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t sendtype, int dest,
                             int sendtag, void *recvbuf, size_t recvcount, gmpi_dtype_t recvtype,
                             int source, int recvtag, gmpi_comm_t comm, gmpi_msg_status_t *status) {
+  GMPI_API_ENTER(comm);
+  gmpi_p2p_args_t recv = p2p_args(GMPI_P2P_RECV, recvbuf, recvcount, recvtype, source, recvtag);
+  gmpi_p2p_args_t send = p2p_args(GMPI_P2P_SEND, sendbuf, sendcount, sendtype, dest, sendtag);
+  int ran = 0;
+  gmpi_status_t st = gmpi_p2p_exchange(comm, &send, &recv, status, &ran);
+  if (st != GMPI_SUCCESS || ran) return st;
+  /* Otherwise (self, wildcards, plans, GMPI_CHECK...): a receive and a send request. */
   gmpi_request_t reqs[2] = {NULL, NULL};
   gmpi_msg_status_t statuses[2];
-  GMPI_CHECK(post(__func__, comm,
-                  p2p_args(GMPI_P2P_RECV, recvbuf, recvcount, recvtype, source, recvtag),
-                  &reqs[0]));
-  gmpi_status_t st =
-      post(__func__, comm, paired_args(sendbuf, sendcount, sendtype, dest, sendtag), &reqs[1]);
+  GMPI_CHECK(gmpi_request_start(comm, &recv, &reqs[0]));
+  st = gmpi_request_start(comm, &send, &reqs[1]);
   if (st != GMPI_SUCCESS) {
     gmpi_request_abandon(reqs[0]);
     return st;

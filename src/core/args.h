@@ -53,8 +53,7 @@ typedef struct {
   gmpi_dtype_t dtype;
   int peer;
   int tag;
-  int sync;   /* a synchronous send (gmpi_issend): complete once a receive matched it */
-  int paired; /* a send waited together with its receive (gmpi_sendrecv): no eager copy */
+  int sync; /* a synchronous send (gmpi_issend): complete once a receive matched it */
 } gmpi_p2p_args_t;
 
 #endif

@@ -35,6 +35,14 @@ typedef struct gmpi_engine_ops {
    * receive would get; nothing is received. Never blocks. */
   gmpi_status_t (*p2p_probe)(void *state, gmpi_comm_t comm, int source, int tag, int *flag,
                              gmpi_msg_status_t *status);
+  /* Can p2p_exchange run a sendrecv now? NULL: never (every sendrecv is two requests). */
+  int (*p2p_can_exchange)(void *state);
+  /* gmpi_sendrecv's validated send and receive, both this engine's memory, their peers two
+   * other ranks (no wildcard source), run together to completion with no request: on success
+   * *status is the receive's; GMPI_ERR_TIMEOUT (no message written) when GMPI_TIMEOUT passed,
+   * with whatever did not end let go, as p2p_abandon does. */
+  gmpi_status_t (*p2p_exchange)(void *state, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+                                const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status);
   /* Start a validated collective whose buffers are this engine's memory without waiting for it
    * (the nonblocking collectives): whatever tracks it goes in req->be. Collectives start in
    * call order on the comm, interleaved with blocking ones, as every rank calls them. */

@@ -42,6 +42,11 @@ gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_
 /* Probe for a message (wait: until one arrives, bounded by GMPI_TIMEOUT; else one look). */
 gmpi_status_t gmpi_p2p_probe(gmpi_comm_t comm, int source, int tag, int wait, int *flag,
                              gmpi_msg_status_t *status);
+/* gmpi_sendrecv as one exchange on one engine, with no request (engine.h p2p_exchange), when
+ * it can be: not recording, not synchronous, a definite other rank on both sides, both buffers
+ * on one engine that can. *ran 0: nothing was done (but validation), post two requests. */
+gmpi_status_t gmpi_p2p_exchange(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+                                const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status, int *ran);
 /* Validate a point-to-point operation's arguments. */
 gmpi_status_t gmpi_p2p_validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a);
 

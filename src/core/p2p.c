@@ -3,6 +3,7 @@
 #include "error.h"
 #include "ops.h"
 #include "progress.h"
+#include "route.h"
 #include "wait.h"
 
 static gmpi_status_t check_peer(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
@@ -77,4 +78,40 @@ gmpi_status_t gmpi_p2p_probe(gmpi_comm_t comm, int source, int tag, int wait, in
   if (flag) *flag = got;
   if (got && status) *status = found;
   return GMPI_SUCCESS;
+}
+
+/* Self messages and wildcard sources are matched with gmpi's own queues: never an exchange. */
+static int other_rank(gmpi_comm_t comm, int peer) { return peer >= 0 && peer != comm->rank; }
+
+static gmpi_status_t exchange_expired(gmpi_comm_t comm, uint64_t seq, const gmpi_p2p_args_t *send,
+                                      const gmpi_p2p_args_t *recv) {
+  gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
+  gmpi_flight_end(&comm->flight, seq, GMPI_ERR_TIMEOUT);
+  gmpi_flight_dump(&comm->flight, "timeout");
+  return gmpi_error(GMPI_ERR_TIMEOUT,
+                    "sendrecv to rank %d (tag %d, %zu elements) and from rank %d (tag %d, %zu "
+                    "elements) did not complete within GMPI_TIMEOUT = %g s; the communicator is "
+                    "now failed",
+                    send->peer, send->tag, send->count, recv->peer, recv->tag, recv->count,
+                    comm->cfg.timeout_s);
+}
+
+gmpi_status_t gmpi_p2p_exchange(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+                                const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status, int *ran) {
+  *ran = 0;
+  GMPI_CHECK(gmpi_p2p_validate(comm, send));
+  GMPI_CHECK(gmpi_p2p_validate(comm, recv));
+  if (comm->rec || send->sync || !other_rank(comm, send->peer) || !other_rank(comm, recv->peer))
+    return GMPI_SUCCESS;
+  const gmpi_engine_t *engine = NULL;
+  GMPI_CHECK(gmpi_route_p2p_pair(comm, send, recv, &engine));
+  if (!engine || !engine->ops->p2p_can_exchange || !engine->ops->p2p_can_exchange(engine->state))
+    return GMPI_SUCCESS;
+  *ran = 1;
+  comm->p2p_started = 1;
+  uint64_t seq = gmpi_flight_start(&comm->flight, "sendrecv", recv->count, recv->peer, recv->tag);
+  gmpi_status_t st = engine->ops->p2p_exchange(engine->state, comm, send, recv, status);
+  if (st == GMPI_ERR_TIMEOUT) return exchange_expired(comm, seq, send, recv);
+  gmpi_flight_end(&comm->flight, seq, st);
+  return st;
 }

@@ -62,19 +62,31 @@ gmpi_status_t gmpi_route_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_route_p2p(gmpi_request_t req) {
-  gmpi_comm_t comm = req->comm;
-  /* Matching across kinds: the device engine matches every message (its mover stages host
-   * ends); on cpu the host engine is the only one anyway. */
+/* The engine for one point-to-point buffer. Matching across kinds: the device engine matches
+ * every message (its mover stages host ends); on cpu the host engine is the only one anyway. */
+static gmpi_status_t p2p_engine(gmpi_comm_t comm, const void *buf, const gmpi_engine_t **engine) {
   if (comm->match_across_kinds && comm->device_engine.ops) {
-    req->engine = &comm->device_engine;
+    *engine = &comm->device_engine;
     return GMPI_SUCCESS;
   }
   gmpi_mem_kind_t kind = GMPI_MEM_NONE;
-  GMPI_CHECK(classify(comm, req->args.buf, "buf", &kind));
+  GMPI_CHECK(classify(comm, buf, "buf", &kind));
   /* Messages match within one engine: a device receive matches device sends, a host receive
    * host sends (and a NULL buffer counts as host memory). docs/design.md says why. */
-  req->engine = kind == GMPI_MEM_DEVICE ? &comm->device_engine : &comm->host_engine;
+  *engine = kind == GMPI_MEM_DEVICE ? &comm->device_engine : &comm->host_engine;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_route_p2p(gmpi_request_t req) {
+  return p2p_engine(req->comm, req->args.buf, &req->engine);
+}
+
+gmpi_status_t gmpi_route_p2p_pair(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+                                  const gmpi_p2p_args_t *recv, const gmpi_engine_t **engine) {
+  const gmpi_engine_t *s = NULL, *r = NULL;
+  GMPI_CHECK(p2p_engine(comm, send->buf, &s));
+  GMPI_CHECK(p2p_engine(comm, recv->buf, &r));
+  *engine = s == r ? s : NULL;
   return GMPI_SUCCESS;
 }
 

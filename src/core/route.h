@@ -14,6 +14,9 @@ gmpi_status_t gmpi_route_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                               const gmpi_coll_extent_t *ext, const gmpi_engine_t **engine);
 /* Set req->engine from the kind of its buffer. */
 gmpi_status_t gmpi_route_p2p(gmpi_request_t req);
+/* The one engine both ends of a sendrecv go to; NULL when their buffers go to different ones. */
+gmpi_status_t gmpi_route_p2p_pair(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+                                  const gmpi_p2p_args_t *recv, const gmpi_engine_t **engine);
 /* Does comm's backend move ptr as device memory? (gmpi_mem_is_device) */
 gmpi_status_t gmpi_route_is_device(gmpi_comm_t comm, const void *ptr, int *is_device);
 /* The engine for a whole plan: one memory kind per plan (a CUDA graph cannot hold MPI calls,

@@ -4,7 +4,7 @@
 #define GMPI_CORE_WAIT_H
 
 typedef struct {
-  double deadline; /* monotonic seconds; 0 = never */
+  double deadline; /* monotonic seconds; 0 = never; < 0: the clock not read yet (wait.c) */
   double timeout;  /* the configured timeout, for messages */
   unsigned spins;  /* polls so far, for back-off and cheap clock checks */
 } gmpi_deadline_t;

@@ -45,6 +45,10 @@ void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req);
 gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, int me, int source, int tag, int *flag,
                                  gmpi_msg_status_t *status);
 void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu); /* before MPI_Comm_free(data) */
+/* sendrecv with two other ranks, straight to MPI (cpu_exchange.c): native mode only. */
+int gmpi_cpu_p2p_can_exchange(const gmpi_cpu_t *cpu);
+gmpi_status_t gmpi_cpu_p2p_exchange(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+                                    const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status);
 /* An envelope engine (core/envelope.h) on host memory whose links are the MPI model of NCCL's
  * semantics on data_comm (mover_model.c): GMPI_P2P=envelope or GMPI_CHECK=1, CI's deadlock
  * finder. */

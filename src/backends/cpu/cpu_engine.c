@@ -78,6 +78,11 @@ static gmpi_status_t engine_p2p_probe(void *state, gmpi_comm_t comm, int source,
                                       gmpi_msg_status_t *status) {
   return gmpi_cpu_p2p_probe(state, comm->rank, source, tag, flag, status);
 }
+static int engine_p2p_can_exchange(void *state) { return gmpi_cpu_p2p_can_exchange(state); }
+static gmpi_status_t engine_p2p_exchange(void *state, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+                                         const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status) {
+  return gmpi_cpu_p2p_exchange(state, comm, send, recv, status);
+}
 static gmpi_status_t engine_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a,
                                        gmpi_request_t req) {
   return gmpi_cpu_coll_start(comm, state, a, req);
@@ -106,6 +111,8 @@ const gmpi_engine_ops_t gmpi_engine_mpi = {
     .p2p_test = engine_p2p_test,
     .p2p_abandon = engine_p2p_abandon,
     .p2p_probe = engine_p2p_probe,
+    .p2p_can_exchange = engine_p2p_can_exchange,
+    .p2p_exchange = engine_p2p_exchange,
     .coll_start = engine_coll_start,
     .coll_test = engine_coll_test,
     .coll_abandon = engine_coll_abandon,

@@ -94,7 +94,11 @@ void gmpi_cpu_self_probe(cpu_native_t *nat, int me, int tag, int *flag, gmpi_msg
 void gmpi_cpu_self_free_all(cpu_native_t *nat);
 
 /* cpu_p2p.c */
-/* Record how a receive ended in MPI (MPI_Test or MPI_Wait's status and return code). */
-void gmpi_cpu_recv_end_mpi(cpu_req_t *cr, const MPI_Status *s, int rc);
+/* How a receive ended in MPI (MPI_Test or MPI_Wait's status and return code). */
+void gmpi_cpu_recv_end(const MPI_Status *s, int rc, cpu_recv_end_t *end);
+/* A receive's outcome from how it ended: its status (count in a's elements), and an error
+ * described for the call that waits it (truncated, failed, or not whole elements). */
+gmpi_status_t gmpi_cpu_recv_result(const gmpi_p2p_args_t *a, const cpu_recv_end_t *e,
+                                   gmpi_msg_status_t *status);
 
 #endif

@@ -53,9 +53,6 @@ size_t gmpi_cpu_tag_elem_size(int mpi_tag) {
   return c < N_CLASSES ? class_size[c] : 1;
 }
 
-/* sendrecv's send skips the eager copy from this size on (docs/performance.md, issue 10). */
-#define PAIRED_COPY_FREE_BYTES ((size_t)2048)
-
 /* MPI_Isend or MPI_Irecv of the request's bytes (a receive may be from ANY_SOURCE). */
 static gmpi_status_t post_to_mpi(gmpi_cpu_t *cpu, gmpi_request_t req) {
   const gmpi_p2p_args_t *a = &req->args;
@@ -83,12 +80,8 @@ release_type:
 
 static gmpi_status_t post_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
   if (req->args.peer == req->comm->rank) return gmpi_cpu_self_send(cpu->native, req);
-  /* An eager send is copied so that it completes with no receive posted -- unless the caller
-   * waits it together with its own receive (sendrecv) and it is large enough that the copy
-   * costs more than tracking MPI's request (measured: from 2 KiB; below, the copy wins). */
-  size_t bytes = bytes_of(&req->args);
-  int copy_free = req->args.paired && bytes >= PAIRED_COPY_FREE_BYTES;
-  if (bytes <= GMPI_ENV_EAGER_BYTES && !req->args.sync && !copy_free)
+  /* An eager send is copied so that it completes with no receive posted. */
+  if (bytes_of(&req->args) <= GMPI_ENV_EAGER_BYTES && !req->args.sync)
     return gmpi_cpu_detached_send(cpu, req);
   return post_to_mpi(cpu, req);
 }
@@ -132,40 +125,34 @@ static void release(gmpi_request_t req) {
   req->be = NULL;
 }
 
-void gmpi_cpu_recv_end_mpi(cpu_req_t *cr, const MPI_Status *s, int rc) {
+void gmpi_cpu_recv_end(const MPI_Status *s, int rc, cpu_recv_end_t *end) {
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
   MPI_Count bytes = 0;
   if (rc == MPI_SUCCESS) MPI_Get_elements_x(s, MPI_BYTE, &bytes);
-  cr->end = (cpu_recv_end_t){.source = s->MPI_SOURCE,
-                             .tag = gmpi_cpu_user_tag(s->MPI_TAG),
-                             .bytes = (size_t)bytes,
-                             .truncated = cls == MPI_ERR_TRUNCATE,
-                             .mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc};
+  end->source = s->MPI_SOURCE;
+  end->tag = gmpi_cpu_user_tag(s->MPI_TAG);
+  end->bytes = (size_t)bytes;
+  end->truncated = cls == MPI_ERR_TRUNCATE;
+  end->mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc;
 }
 
-/* Fill the request's final status from how the receive ended. */
-static void finish_recv(gmpi_request_t req, const cpu_recv_end_t *e) {
-  size_t es = gmpi_dtype_size(req->args.dtype);
-  req->status.source = e->source;
-  req->status.tag = e->tag;
-  req->status.count = e->bytes / es;
-  if (e->truncated) {
-    req->result = gmpi_error(GMPI_ERR_TRUNCATE,
-                             "irecv from rank %d tag %d: the message is longer than the receive "
-                             "buffer of %zu %s elements",
-                             e->source, e->tag, req->args.count, gmpi_dtype_name(req->args.dtype));
-    return;
-  }
-  if (e->mpi_rc != MPI_SUCCESS) {
-    req->result = gmpi_mpi_error(e->mpi_rc, "MPI_Wait");
-    return;
-  }
+gmpi_status_t gmpi_cpu_recv_result(const gmpi_p2p_args_t *a, const cpu_recv_end_t *e,
+                                   gmpi_msg_status_t *status) {
+  size_t es = gmpi_dtype_size(a->dtype);
+  *status = (gmpi_msg_status_t){e->source, e->tag, e->bytes / es};
+  if (e->truncated)
+    return gmpi_error(GMPI_ERR_TRUNCATE,
+                      "receive from rank %d tag %d: the message is longer than the receive "
+                      "buffer of %zu %s elements",
+                      e->source, e->tag, a->count, gmpi_dtype_name(a->dtype));
+  if (e->mpi_rc != MPI_SUCCESS) return gmpi_mpi_error(e->mpi_rc, "MPI_Wait");
   if (e->bytes % es)
-    req->result = gmpi_error(GMPI_ERR_MISMATCH,
-                             "irecv from rank %d tag %d: %zu bytes arrived, not a whole number of "
-                             "%s elements (the sender used another dtype)",
-                             e->source, e->tag, e->bytes, gmpi_dtype_name(req->args.dtype));
+    return gmpi_error(GMPI_ERR_MISMATCH,
+                      "receive from rank %d tag %d: %zu bytes arrived, not a whole number of %s "
+                      "elements (the sender used another dtype)",
+                      e->source, e->tag, e->bytes, gmpi_dtype_name(a->dtype));
+  return GMPI_SUCCESS;
 }
 
 /* Has MPI finished the request's MPI part? A receive's end is recorded, and it leaves the
@@ -180,7 +167,7 @@ static gmpi_status_t test_mpi(gmpi_cpu_t *cpu, gmpi_request_t req, int *finished
   if (rc != MPI_SUCCESS && cls != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Test");
   *finished = flag || rc != MPI_SUCCESS;
   if (*finished && req->args.dir == GMPI_P2P_RECV) {
-    gmpi_cpu_recv_end_mpi(cr, &s, rc);
+    gmpi_cpu_recv_end(&s, rc, &cr->end);
     gmpi_cpu_self_pending_remove(cpu->native, req);
   }
   return GMPI_SUCCESS;
@@ -200,7 +187,7 @@ gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) 
   }
   req->result = GMPI_SUCCESS;
   if (req->args.dir == GMPI_P2P_RECV)
-    finish_recv(req, &cr->end);
+    req->result = gmpi_cpu_recv_result(&req->args, &cr->end, &req->status);
   else
     req->status = (gmpi_msg_status_t){req->args.peer, req->args.tag, req->args.count};
   release(req);

@@ -85,7 +85,7 @@ static gmpi_status_t claim_from_mpi(gmpi_request_t recv, int *claimed) {
   if (rc == MPI_SUCCESS) rc = MPI_Test_cancelled(&s, &cancelled);
   if (rc == MPI_SUCCESS && cancelled) return GMPI_SUCCESS;
   *claimed = 0;
-  gmpi_cpu_recv_end_mpi(cr, &s, rc);
+  gmpi_cpu_recv_end(&s, rc, &cr->end);
   cr->complete = 1;
   return GMPI_SUCCESS;
 }
