@@ -102,6 +102,7 @@ struct dropin_req {
   gmpi_request_t g;        /* gmpi's request; NULL once complete */
   MPI_Comm comm;           /* for the error handler */
   int complete;            /* gmpi finished it and MPI was told */
+  int driving;             /* being driven: a polled wait inside drives every other one */
   int detached;            /* MPI_Request_free'd before completion: freed when done */
   int error;               /* MPI error code of the outcome */
   int source, tag;         /* status of a receive */
@@ -130,6 +131,10 @@ void dropin_req_finalize(void);
  * gmpi's live requests meanwhile: a rank inside MPI must still progress gmpi, whose messages
  * its peers may be waiting for (MPI's progress rule). */
 int dropin_polled(int rc, MPI_Request *request);
+/* The same with the request's status (a host receive or send that replaces a blocking call). */
+int dropin_polled_status(int rc, MPI_Request *request, MPI_Status *status);
+/* 1 when no gmpi request of this process is live: a blocking MPI call cannot starve gmpi. */
+int dropin_quiet(void);
 /* Finish every gmpi request on comm (before its twin is freed). */
 void dropin_req_flush(MPI_Comm comm);
 

@@ -280,7 +280,14 @@ static int send_any(const void *buf, int count, MPI_Datatype type, int dest, int
   gmpi_comm_t g = dropin_take_p2p(comm, buf);
   if (g) return gmpi_send_blocking(g, comm, buf, count, type, dest, tag, kind, func);
   if (untwinned_device(buf)) return staged_send(buf, count, type, dest, tag, comm, func);
-  return pmpi(buf, count, type, dest, tag, comm);
+  if (dropin_quiet()) return pmpi(buf, count, type, dest, tag, comm);
+  /* gmpi requests are live: blocked in MPI this rank would not drive them, and a peer may wait
+   * on them before it receives this message (MPI's progress rule; found on the H200 under
+   * per-kind matching). */
+  MPI_Request q;
+  int rc = kind == DROPIN_SEND_SYNC ? PMPI_Issend(buf, count, type, dest, tag, comm, &q)
+                                    : PMPI_Isend(buf, count, type, dest, tag, comm, &q);
+  return dropin_polled(rc, &q);
 }
 
 int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
@@ -348,7 +355,9 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_C
   if (g) return gmpi_recv_blocking(g, comm, buf, count, type, source, tag, status, "MPI_Recv");
   if (untwinned_device(buf))
     return staged_recv(buf, count, type, source, tag, comm, status, "MPI_Recv");
-  return PMPI_Recv(buf, count, type, source, tag, comm, status);
+  if (dropin_quiet()) return PMPI_Recv(buf, count, type, source, tag, comm, status);
+  MPI_Request q; /* polled while gmpi requests are live, as send_any's */
+  return dropin_polled_status(PMPI_Irecv(buf, count, type, source, tag, comm, &q), &q, status);
 }
 
 static int isend_any(const void *buf, int count, MPI_Datatype type, int dest, int tag,

@@ -162,13 +162,17 @@ static int test_inner(dropin_req_t *r, int wait, int *done) {
 
 static void finish(dropin_req_t *r);
 
-/* Test (or wait for) r's gmpi request; once it is done, run its after-work and tell MPI. */
+/* Test (or wait for) r's gmpi request; once it is done, run its after-work and tell MPI. A
+ * staged request's wait polls and drives every live request meanwhile -- r itself is skipped
+ * there (found on the H200: driven twice, it was completed and freed twice). */
 static void drive(dropin_req_t *r, int wait) {
-  if (r->complete) return;
+  if (r->complete || r->driving) return;
   gmpi_msg_status_t gs = {0};
   int done = 0;
   if (r->inner != MPI_REQUEST_NULL) {
+    r->driving = 1;
     r->error = test_inner(r, wait, &done);
+    r->driving = 0;
     if (done) finish(r);
     return;
   }
@@ -264,10 +268,16 @@ static int polled_wait(MPI_Request *request, MPI_Status *status) {
   }
 }
 
-int dropin_polled(int rc, MPI_Request *request) {
+int dropin_polled_status(int rc, MPI_Request *request, MPI_Status *status) {
   if (rc != MPI_SUCCESS) return rc;
-  return quiet() ? PMPI_Wait(request, MPI_STATUS_IGNORE) : polled_wait(request, MPI_STATUS_IGNORE);
+  return quiet() ? PMPI_Wait(request, status) : polled_wait(request, status);
 }
+
+int dropin_polled(int rc, MPI_Request *request) {
+  return dropin_polled_status(rc, request, MPI_STATUS_IGNORE);
+}
+
+int dropin_quiet(void) { return quiet(); }
 
 void dropin_req_flush(MPI_Comm comm) {
   for (dropin_req_t *r = detached, *next; r; r = next) {

@@ -12,6 +12,7 @@
 #include "../../core/oob.h"
 #include "../../core/progress.h"
 #include "../../core/request.h"
+#include "../../core/vote.h"
 #include "cuda.h"
 #include "cuda_check.h"
 
@@ -269,6 +270,12 @@ static void cuda_comm_fini(gmpi_comm_t comm) {
   cuda_comm_t *cc = comm->be;
   if (!cc) return;
   if (comm->failure == GMPI_SUCCESS) cudaStreamSynchronize(cc->stream);
+  /* Point-to-point links are aborted at close (cuda_links.c), and NCCL's proxy may still be
+   * sending data whose send completed: no rank closes before every rank has arrived here, so
+   * every receive the program waited for has landed (found on the H200: a peer's receive cut
+   * by "Connection closed by remote peer" after a buffered send and MPI_Comm_free). */
+  if (comm->failure == GMPI_SUCCESS && comm->size > 1)
+    (void)gmpi_vote(comm, GMPI_SUCCESS, 0, NULL, "arrive at the communicator's free");
   cuda_p2p_close(comm, cc);
   nccl_destroy(comm, cc);
   cuda_comm_release_scratch(cc);

@@ -297,9 +297,9 @@ size_t cuda_links_device_bytes(const cuda_p2p_t *p) {
   return sum;
 }
 
-/* Close a link. Its transfers have completed (finalize is collective and waits), so the
- * communicator is aborted rather than finalized: abort needs no cooperation from the peer,
- * whose links close in another order. */
+/* Close a link. Its transfers have completed (every rank arrived at the comm's free first:
+ * cuda_comm_fini), so the communicator is aborted rather than finalized: abort needs no
+ * cooperation from the peer, whose links close in another order. */
 static void link_close(link_t *link) {
   if (link->state == LINK_NONE) return;
   for (xfer_t *x = link->head, *n; x; x = n)
