@@ -135,6 +135,8 @@ int dropin_polled(int rc, MPI_Request *request);
 int dropin_polled_status(int rc, MPI_Request *request, MPI_Status *status);
 /* 1 when no gmpi request of this process is live: a blocking MPI call cannot starve gmpi. */
 int dropin_quiet(void);
+/* Monotonic seconds, for the layer's own GMPI_TIMEOUT bounds. */
+double dropin_now(void);
 /* Finish every gmpi request on comm (before its twin is freed). */
 void dropin_req_flush(MPI_Comm comm);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dropin.h"
 
@@ -470,8 +471,41 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int 
   return rc;
 }
 
+/* Under per-kind matching a message may be in either engine: gmpi's (device buffers) or MPI's
+ * (host). One look at each, gmpi first; the blocking form polls both within GMPI_TIMEOUT
+ * (found on the H200: probing MPI alone blocked forever on a device message). */
+static int probe_either(gmpi_comm_t g, int source, int tag, MPI_Comm comm, int wait, int *flag,
+                        MPI_Status *status, const char *func) {
+  double start = dropin_now();
+  for (;;) {
+    gmpi_msg_status_t gs = {0};
+    dropin_enter();
+    gmpi_status_t st = gmpi_iprobe(to_gmpi_rank(source), to_gmpi_tag(tag), g, flag, &gs);
+    dropin_leave();
+    if (st != GMPI_SUCCESS) return dropin_fail(comm, func, st);
+    if (*flag) {
+      fill_status(status, &gs);
+      return MPI_SUCCESS;
+    }
+    int rc = PMPI_Iprobe(source, tag, comm, flag, status);
+    if (rc != MPI_SUCCESS || *flag || !wait) return rc;
+    if (dropin.timeout_s > 0 && dropin_now() - start > dropin.timeout_s) {
+      fprintf(stderr, "[gmpi_mpi] %s: no message arrived within GMPI_TIMEOUT = %g s\n", func,
+              dropin.timeout_s);
+      PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+      return MPI_ERR_OTHER;
+    }
+  }
+}
+
+static int per_kind(void) { return dropin.per_kind && dropin.mode != INTERPOSE_ALL; }
+
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
   gmpi_comm_t g = dropin_take_p2p(comm, NULL);
+  if (!g && per_kind() && dropin.active && !dropin_depth && (g = dropin_twin(comm))) {
+    int flag = 0;
+    return probe_either(g, source, tag, comm, 1, &flag, status, "MPI_Probe");
+  }
   if (!g) return PMPI_Probe(source, tag, comm, status);
   gmpi_msg_status_t gs = {0};
   dropin_enter();
@@ -484,6 +518,8 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
   gmpi_comm_t g = dropin_take_p2p(comm, NULL);
+  if (!g && per_kind() && dropin.active && !dropin_depth && (g = dropin_twin(comm)))
+    return probe_either(g, source, tag, comm, 0, flag, status, "MPI_Iprobe");
   if (!g) return PMPI_Iprobe(source, tag, comm, flag, status);
   gmpi_msg_status_t gs = {0};
   dropin_enter();

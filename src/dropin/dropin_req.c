@@ -231,7 +231,7 @@ static int drive_array(int n, const MPI_Request reqs[], int wait) {
   return running;
 }
 
-static double now(void) {
+double dropin_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
@@ -239,7 +239,7 @@ static double now(void) {
 
 /* A polled wait over an array holding gmpi requests is bounded by GMPI_TIMEOUT. */
 static int over_time(double start, const char *func) {
-  if (dropin.timeout_s <= 0 || now() - start <= dropin.timeout_s) return 0;
+  if (dropin.timeout_s <= 0 || dropin_now() - start <= dropin.timeout_s) return 0;
   fprintf(stderr,
           "[gmpi_mpi] %s: no request completed within GMPI_TIMEOUT = %g s (gmpi requests in the "
           "array)\n",
@@ -360,7 +360,7 @@ static int testsome_impl(int incount, MPI_Request requests[], int *outcount, int
 static int waitany_impl(int count, MPI_Request requests[], int *index, MPI_Status *status) {
   if (quiet() || !requests || !drive_array(count, requests, 0))
     return PMPI_Waitany(count, requests, index, status);
-  double start = now();
+  double start = dropin_now();
   for (;;) {
     int flag = 0, rc = PMPI_Testany(count, requests, index, &flag, status);
     if (rc != MPI_SUCCESS || flag) return rc;
@@ -373,7 +373,7 @@ static int waitsome_impl(int incount, MPI_Request requests[], int *outcount, int
                          MPI_Status statuses[]) {
   if (quiet() || !requests || !drive_array(incount, requests, 0))
     return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-  double start = now();
+  double start = dropin_now();
   for (;;) {
     int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
     if (rc != MPI_SUCCESS || *outcount != 0) return rc;
