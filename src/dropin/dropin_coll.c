@@ -800,10 +800,14 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
 
 /* ---- barriers: no buffer, so gmpi takes them only under GMPI_INTERPOSE=all ----------------- */
 
+/* Through gmpi whenever the layer is active: gmpi's barrier drives gmpi's engines until every
+ * rank has arrived, so a rank here still moves the device (or matched-across-kinds) sends a
+ * peer's receive waits on -- MPI's progress rule, which PMPI_Barrier cannot keep for gmpi
+ * (found on the H200: isend, MPI_Request_free, barrier against a peer's receive). Every rank
+ * decides alike: no buffer is classified. */
 int MPI_Barrier(MPI_Comm comm) {
-  gmpi_comm_t g = NULL;
-  if (dropin.mode == INTERPOSE_ALL && dropin_via(comm, NULL, NULL, 1, &g) == VIA_GMPI)
-    VIA_GMPI_CALL(comm, "MPI_Barrier", gmpi_barrier(g));
+  gmpi_comm_t g = dropin.active && !dropin_depth ? dropin_twin(comm) : NULL;
+  if (g) VIA_GMPI_CALL(comm, "MPI_Barrier", gmpi_barrier(g));
   return PMPI_Barrier(comm);
 }
 
