@@ -806,8 +806,8 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
  * (found on the H200: isend, MPI_Request_free, barrier against a peer's receive). Every rank
  * decides alike: no buffer is classified. */
 int MPI_Barrier(MPI_Comm comm) {
-  gmpi_comm_t g = dropin.active && !dropin_depth ? dropin_twin(comm) : NULL;
-  if (g) VIA_GMPI_CALL(comm, "MPI_Barrier", gmpi_barrier(g));
+  if (dropin.active && !dropin_depth && dropin_twin(comm))
+    return dropin_arrive(comm, "MPI_Barrier");
   return PMPI_Barrier(comm);
 }
 
