@@ -5,12 +5,14 @@
 #include "../core/error.h"
 #include "../core/ops.h"
 
-static gmpi_status_t run(gmpi_comm_t comm, gmpi_coll_args_t a) { return gmpi_coll_run(comm, &a); }
+/* Each call builds its arguments in its own frame and passes their address: passed by value,
+ * the struct was stored field by field and reloaded in wider pieces, a store-forwarding stall
+ * that was about a fifth of a small gmpi_bcast's own time (perf, one rank). */
 
 /* The caller has entered the public call (GMPI_API_ENTER). */
-static gmpi_status_t start(gmpi_comm_t comm, gmpi_coll_args_t a, gmpi_request_t *request) {
+static gmpi_status_t start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_request_t *request) {
   if (!request) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'request' is NULL");
-  return gmpi_coll_start(comm, &a, request);
+  return gmpi_coll_start(comm, a, request);
 }
 
 /* The arguments of each collective, shared by its blocking and nonblocking calls. */
@@ -167,90 +169,107 @@ static gmpi_coll_args_t rooted_args(gmpi_coll_kind_t kind, const void *sendbuf, 
 gmpi_status_t gmpi_allreduce(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
                              gmpi_op_t op, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, allreduce_args(sendbuf, recvbuf, count, dtype, op));
+  const gmpi_coll_args_t a = allreduce_args(sendbuf, recvbuf, count, dtype, op);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_bcast(void *buf, size_t count, gmpi_dtype_t dtype, int root, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, bcast_args(buf, count, dtype, root));
+  const gmpi_coll_args_t a = bcast_args(buf, count, dtype, root);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_reduce(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
                           gmpi_op_t op, int root, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, reduce_args(sendbuf, recvbuf, count, dtype, op, root));
+  const gmpi_coll_args_t a = reduce_args(sendbuf, recvbuf, count, dtype, op, root);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                              gmpi_dtype_t dtype, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, allgather_args(sendbuf, recvbuf, sendcount, dtype));
+  const gmpi_coll_args_t a = allgather_args(sendbuf, recvbuf, sendcount, dtype);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                   gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, reduce_scatter_args(sendbuf, recvbuf, recvcount, dtype, op));
+  const gmpi_coll_args_t a = reduce_scatter_args(sendbuf, recvbuf, recvcount, dtype, op);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_alltoall(const void *sendbuf, void *recvbuf, size_t count_per_peer,
                             gmpi_dtype_t dtype, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, alltoall_args(sendbuf, recvbuf, count_per_peer, dtype));
+  const gmpi_coll_args_t a = alltoall_args(sendbuf, recvbuf, count_per_peer, dtype);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_barrier(gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, barrier_args());
+  const gmpi_coll_args_t a = barrier_args();
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_gather(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
                           int root, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, rooted_args(GMPI_COLL_GATHER, sendbuf, recvbuf, count, dtype, root, comm));
+  const gmpi_coll_args_t a =
+      rooted_args(GMPI_COLL_GATHER, sendbuf, recvbuf, count, dtype, root, comm);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_scatter(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
                            int root, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, rooted_args(GMPI_COLL_SCATTER, sendbuf, recvbuf, count, dtype, root, comm));
+  const gmpi_coll_args_t a =
+      rooted_args(GMPI_COLL_SCATTER, sendbuf, recvbuf, count, dtype, root, comm);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
                               const size_t *recvcounts, const size_t *displs, gmpi_dtype_t dtype,
                               gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, allgatherv_args(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype));
+  const gmpi_coll_args_t a =
+      allgatherv_args(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
                            const size_t *recvcounts, const size_t *displs, gmpi_dtype_t dtype,
                            int root, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm,
-             gatherv_args(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, root, comm));
+  const gmpi_coll_args_t a =
+      gatherv_args(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, root, comm);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_scatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
                             void *recvbuf, size_t recvcount, gmpi_dtype_t dtype, int root,
                             gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm,
-             scatterv_args(sendbuf, sendcounts, displs, recvbuf, recvcount, dtype, root, comm));
+  const gmpi_coll_args_t a =
+      scatterv_args(sendbuf, sendcounts, displs, recvbuf, recvcount, dtype, root, comm);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
                              void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
                              gmpi_dtype_t dtype, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm,
-             alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype));
+  const gmpi_coll_args_t a =
+      alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype);
+  return gmpi_coll_run(comm, &a);
 }
 
 gmpi_status_t gmpi_reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
                                    gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm) {
   GMPI_API_ENTER(comm);
-  return run(comm, reduce_scatterv_args(sendbuf, recvbuf, recvcounts, dtype, op));
+  const gmpi_coll_args_t a = reduce_scatterv_args(sendbuf, recvbuf, recvcounts, dtype, op);
+  return gmpi_coll_run(comm, &a);
 }
 
 /* ---- nonblocking ------------------------------------------------------------------------- */
@@ -258,90 +277,100 @@ gmpi_status_t gmpi_reduce_scatterv(const void *sendbuf, void *recvbuf, const siz
 gmpi_status_t gmpi_iallreduce(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
                               gmpi_op_t op, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, allreduce_args(sendbuf, recvbuf, count, dtype, op), request);
+  const gmpi_coll_args_t a = allreduce_args(sendbuf, recvbuf, count, dtype, op);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_ibcast(void *buf, size_t count, gmpi_dtype_t dtype, int root, gmpi_comm_t comm,
                           gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, bcast_args(buf, count, dtype, root), request);
+  const gmpi_coll_args_t a = bcast_args(buf, count, dtype, root);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_ireduce(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
                            gmpi_op_t op, int root, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, reduce_args(sendbuf, recvbuf, count, dtype, op, root), request);
+  const gmpi_coll_args_t a = reduce_args(sendbuf, recvbuf, count, dtype, op, root);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                               gmpi_dtype_t dtype, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, allgather_args(sendbuf, recvbuf, sendcount, dtype), request);
+  const gmpi_coll_args_t a = allgather_args(sendbuf, recvbuf, sendcount, dtype);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                    gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm,
                                    gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, reduce_scatter_args(sendbuf, recvbuf, recvcount, dtype, op), request);
+  const gmpi_coll_args_t a = reduce_scatter_args(sendbuf, recvbuf, recvcount, dtype, op);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_ialltoall(const void *sendbuf, void *recvbuf, size_t count_per_peer,
                              gmpi_dtype_t dtype, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, alltoall_args(sendbuf, recvbuf, count_per_peer, dtype), request);
+  const gmpi_coll_args_t a = alltoall_args(sendbuf, recvbuf, count_per_peer, dtype);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_ibarrier(gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, barrier_args(), request);
+  const gmpi_coll_args_t a = barrier_args();
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_igather(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
                            int root, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, rooted_args(GMPI_COLL_GATHER, sendbuf, recvbuf, count, dtype, root, comm),
-               request);
+  const gmpi_coll_args_t a =
+      rooted_args(GMPI_COLL_GATHER, sendbuf, recvbuf, count, dtype, root, comm);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_iscatter(const void *sendbuf, void *recvbuf, size_t count, gmpi_dtype_t dtype,
                             int root, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, rooted_args(GMPI_COLL_SCATTER, sendbuf, recvbuf, count, dtype, root, comm),
-               request);
+  const gmpi_coll_args_t a =
+      rooted_args(GMPI_COLL_SCATTER, sendbuf, recvbuf, count, dtype, root, comm);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
                                const size_t *recvcounts, const size_t *displs, gmpi_dtype_t dtype,
                                gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm, allgatherv_args(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype),
-               request);
+  const gmpi_coll_args_t a =
+      allgatherv_args(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
                             const size_t *recvcounts, const size_t *displs, gmpi_dtype_t dtype,
                             int root, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm,
-               gatherv_args(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, root, comm),
-               request);
+  const gmpi_coll_args_t a =
+      gatherv_args(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, root, comm);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_iscatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
                              void *recvbuf, size_t recvcount, gmpi_dtype_t dtype, int root,
                              gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm,
-               scatterv_args(sendbuf, sendcounts, displs, recvbuf, recvcount, dtype, root, comm),
-               request);
+  const gmpi_coll_args_t a =
+      scatterv_args(sendbuf, sendcounts, displs, recvbuf, recvcount, dtype, root, comm);
+  return start(comm, &a, request);
 }
 
 gmpi_status_t gmpi_ialltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
                               void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
                               gmpi_dtype_t dtype, gmpi_comm_t comm, gmpi_request_t *request) {
   GMPI_API_ENTER(comm);
-  return start(comm,
-               alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype),
-               request);
+  const gmpi_coll_args_t a =
+      alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype);
+  return start(comm, &a, request);
 }
