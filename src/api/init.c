@@ -69,7 +69,10 @@ static gmpi_status_t start_backend(gmpi_comm_t group, const gmpi_backend_ops_t *
   char failed[64];
   snprintf(failed, sizeof(failed), "failed to start the %s backend", ops->name);
   gmpi_status_t st = gmpi_vote(group, mine, 0, NULL, failed);
-  if (st != GMPI_SUCCESS && mine == GMPI_SUCCESS && comm) close_engines(comm);
+  if (st != GMPI_SUCCESS && mine == GMPI_SUCCESS && comm) {
+    gmpi_comm_fail(comm, st); /* engines close alone: a peer whose start failed is not there */
+    close_engines(comm);
+  }
   return st;
 }
 
@@ -165,10 +168,12 @@ static gmpi_status_t release_comm(gmpi_comm_t *pcomm) {
                       (void *)comm);
   gmpi_call_ctx()->rank = comm->rank;
   gmpi_watchdog_remove(comm); /* first: the watchdog reads the comm's flight record */
-  int failed = comm->failure != GMPI_SUCCESS;
   gmpi_plan_abort_recording(comm);
   gmpi_plan_orphan_all(comm);
   close_engines(comm);
+  /* Read after the engines closed: their last collective step (cuda: every rank arrives before
+   * links close) may have failed the comm, and then peers may be gone. */
+  int failed = comm->failure != GMPI_SUCCESS;
   gmpi_oob_destroy(comm->oob, failed);
   gmpi_flight_free(&comm->flight);
   gmpi_comm_unregister(comm);
@@ -220,6 +225,7 @@ static gmpi_status_t split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *ne
   *newcomm = child;
   return GMPI_SUCCESS;
 fini_child:
+  gmpi_comm_fail(child, st); /* only this rank failed: its engines close alone */
   close_engines(child);
 free_child:
   if (child) gmpi_flight_free(&child->flight);

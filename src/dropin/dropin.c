@@ -286,56 +286,61 @@ int MPI_Finalize(void) {
  * first (gmpi_barrier drives gmpi's engines while it waits), so no rank sits in MPI while a peer's
  * receive waits on one of its sends -- MPI's progress rule, which a blocking PMPI call cannot
  * keep for gmpi (found on the H200: MPI_Comm_dup after a 4 MiB buffered send, 4 shared ranks). */
-int dropin_arrive(MPI_Comm comm, const char *func) {
-  gmpi_comm_t g = dropin.active && !dropin_depth ? dropin_twin(comm) : NULL;
+int dropin_arrive(MPI_Comm comm, const char *func, int *arrived) {
+  int size = 0;
+  if (arrived) *arrived = 0;
+  if (!dropin.active || dropin_depth || PMPI_Comm_size(comm, &size) != MPI_SUCCESS || size < 2)
+    return MPI_SUCCESS; /* alone, nobody waits on this rank (and no twin is made for it) */
+  gmpi_comm_t g = dropin_twin(comm);
   if (!g) return MPI_SUCCESS;
   dropin_enter();
   gmpi_status_t st = gmpi_barrier(g);
   dropin_leave();
+  if (arrived) *arrived = 1;
   return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
-  int rc = dropin_arrive(comm, "MPI_Comm_dup");
+  int rc = dropin_arrive(comm, "MPI_Comm_dup", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_dup(comm, newcomm);
   return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 1, "MPI_Comm_dup");
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
-  int rc = dropin_arrive(comm, "MPI_Comm_split");
+  int rc = dropin_arrive(comm, "MPI_Comm_split", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_split(comm, color, key, newcomm);
   return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Comm_split");
 }
 
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
-  int rc = dropin_arrive(comm, "MPI_Comm_split_type");
+  int rc = dropin_arrive(comm, "MPI_Comm_split_type", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
   return rc != MPI_SUCCESS || dropin_depth ? rc
                                            : twin_make(comm, *newcomm, 0, "MPI_Comm_split_type");
 }
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
-  int rc = dropin_arrive(comm, "MPI_Comm_create");
+  int rc = dropin_arrive(comm, "MPI_Comm_create", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_create(comm, group, newcomm);
   return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Comm_create");
 }
 
 int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
                     MPI_Comm *newcomm) {
-  int rc = dropin_arrive(comm, "MPI_Cart_create");
+  int rc = dropin_arrive(comm, "MPI_Cart_create", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
   return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Cart_create");
 }
 
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
-  int rc = dropin_arrive(comm, "MPI_Comm_dup_with_info");
+  int rc = dropin_arrive(comm, "MPI_Comm_dup_with_info", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
   return rc != MPI_SUCCESS || dropin_depth ? rc
                                            : twin_make(comm, *newcomm, 1, "MPI_Comm_dup_with_info");
 }
 
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) {
-  int rc = dropin_arrive(comm, "MPI_Cart_sub");
+  int rc = dropin_arrive(comm, "MPI_Cart_sub", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
   return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Cart_sub");
 }

@@ -48,8 +48,9 @@ gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf);
 /* The twin of comm (NULL when it has none). */
 gmpi_comm_t dropin_twin(MPI_Comm comm);
 /* Every rank of comm arrives in gmpi (gmpi_barrier on its twin, which drives gmpi's engines
- * while it waits); MPI_SUCCESS at once when the layer is inactive or comm has no twin. */
-int dropin_arrive(MPI_Comm comm, const char *func);
+ * while it waits, within GMPI_TIMEOUT); *arrived (may be NULL) says whether it did. Nothing is
+ * done when the layer is inactive, comm has one rank or no twin. */
+int dropin_arrive(MPI_Comm comm, const char *func, int *arrived);
 int dropin_is_device(const void *ptr);
 
 /* A gmpi failure as MPI reports one: the detail on stderr, the comm's error handler called,

@@ -798,7 +798,7 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
                        recvtype, comm, request, "MPI_Ialltoallv");
 }
 
-/* ---- barriers: no buffer, so gmpi takes them only under GMPI_INTERPOSE=all ----------------- */
+/* ---- barriers: MPI_Barrier through gmpi when the layer is active, MPI_Ibarrier under all -- */
 
 /* Through gmpi whenever the layer is active: gmpi's barrier drives gmpi's engines until every
  * rank has arrived, so a rank here still moves the device (or matched-across-kinds) sends a
@@ -806,9 +806,9 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
  * (found on the H200: isend, MPI_Request_free, barrier against a peer's receive). Every rank
  * decides alike: no buffer is classified. */
 int MPI_Barrier(MPI_Comm comm) {
-  if (dropin.active && !dropin_depth && dropin_twin(comm))
-    return dropin_arrive(comm, "MPI_Barrier");
-  return PMPI_Barrier(comm);
+  int arrived = 0;
+  int rc = dropin_arrive(comm, "MPI_Barrier", &arrived);
+  return rc != MPI_SUCCESS || arrived ? rc : PMPI_Barrier(comm);
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
