@@ -280,9 +280,15 @@ int dropin_polled(int rc, MPI_Request *request) {
 int dropin_quiet(void) { return quiet(); }
 
 void dropin_req_flush(MPI_Comm comm) {
-  for (dropin_req_t *r = detached, *next; r; r = next) {
-    next = r->next;
-    if (r->comm == comm) drive(r, 1);
+  /* From the head again after each wait: waiting drives every live request, and a detached one
+   * that completes meanwhile is freed, so a saved next could dangle. */
+  for (dropin_req_t *r = detached; r;) {
+    if (r->comm != comm || r->complete || r->driving) {
+      r = r->next;
+      continue;
+    }
+    drive(r, 1);
+    r = detached;
   }
   for (int b = 0; b < BUCKETS; b++)
     for (dropin_req_t *r = bucket[b]; r; r = r->next)
