@@ -161,10 +161,20 @@ dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
   return device ? VIA_STAGING : VIA_MPI;
 }
 
+/* Host messages stay on MPI (GMPI_INTERPOSE_MATCHING=per-kind, unless all go through gmpi). */
+static int per_kind(void) { return dropin.per_kind && dropin.mode != INTERPOSE_ALL; }
+
 gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf) {
   if (!dropin.active || dropin_depth) return NULL;
   /* one matching engine per comm: the kind of buf does not choose it, unless per-kind */
-  if (dropin.per_kind && dropin.mode != INTERPOSE_ALL && !dropin_is_device(buf)) return NULL;
+  if (per_kind() && !dropin_is_device(buf)) return NULL;
+  return dropin_twin(comm);
+}
+
+gmpi_comm_t dropin_take_probe(MPI_Comm comm, int *either) {
+  *either = 0;
+  if (!dropin.active || dropin_depth) return NULL;
+  *either = per_kind();
   return dropin_twin(comm);
 }
 

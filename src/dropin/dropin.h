@@ -45,6 +45,9 @@ dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
 /* Point to point: every message of a comm with a twin goes to gmpi (one matching engine per
  * comm, docs/design.md), device or host. NULL: MPI takes it. */
 gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf);
+/* The twin a probe on comm asks (NULL: MPI alone answers); *either when under per-kind
+ * matching the message may wait in gmpi's engine or in MPI's, so both are asked. */
+gmpi_comm_t dropin_take_probe(MPI_Comm comm, int *either);
 /* The twin of comm (NULL when it has none). */
 gmpi_comm_t dropin_twin(MPI_Comm comm);
 /* Every rank of comm arrives in gmpi (gmpi_barrier on its twin, which drives gmpi's engines

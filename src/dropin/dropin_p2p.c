@@ -498,15 +498,11 @@ static int probe_either(gmpi_comm_t g, int source, int tag, MPI_Comm comm, int w
   }
 }
 
-static int per_kind(void) { return dropin.per_kind && dropin.mode != INTERPOSE_ALL; }
-
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
-  gmpi_comm_t g = dropin_take_p2p(comm, NULL);
-  if (!g && per_kind() && dropin.active && !dropin_depth && (g = dropin_twin(comm))) {
-    int flag = 0;
-    return probe_either(g, source, tag, comm, 1, &flag, status, "MPI_Probe");
-  }
+  int either = 0, flag = 0;
+  gmpi_comm_t g = dropin_take_probe(comm, &either);
   if (!g) return PMPI_Probe(source, tag, comm, status);
+  if (either) return probe_either(g, source, tag, comm, 1, &flag, status, "MPI_Probe");
   gmpi_msg_status_t gs = {0};
   dropin_enter();
   gmpi_status_t st = gmpi_probe(to_gmpi_rank(source), to_gmpi_tag(tag), g, &gs);
@@ -517,10 +513,10 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
 }
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
-  gmpi_comm_t g = dropin_take_p2p(comm, NULL);
-  if (!g && per_kind() && dropin.active && !dropin_depth && (g = dropin_twin(comm)))
-    return probe_either(g, source, tag, comm, 0, flag, status, "MPI_Iprobe");
+  int either = 0;
+  gmpi_comm_t g = dropin_take_probe(comm, &either);
   if (!g) return PMPI_Iprobe(source, tag, comm, flag, status);
+  if (either) return probe_either(g, source, tag, comm, 0, flag, status, "MPI_Iprobe");
   gmpi_msg_status_t gs = {0};
   dropin_enter();
   gmpi_status_t st = gmpi_iprobe(to_gmpi_rank(source), to_gmpi_tag(tag), g, flag, &gs);

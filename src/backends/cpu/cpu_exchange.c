@@ -40,26 +40,14 @@ static gmpi_status_t post_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p
   return GMPI_SUCCESS;
 }
 
-/* One MPI_Test of a part not yet ended; the receive's ending is recorded. */
-static gmpi_status_t test_part(exchange_t *x, int part) {
-  MPI_Status s;
-  int flag = 0, cls = MPI_SUCCESS;
-  int rc = MPI_Test(&x->mpi[part], &flag, &s);
-  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-  if (rc != MPI_SUCCESS && cls != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Test");
-  x->ended[part] = flag || rc != MPI_SUCCESS;
-  if (x->ended[part] && part == RECV) gmpi_cpu_recv_end(&s, rc, &x->end);
-  return GMPI_SUCCESS;
-}
-
 /* Both ended: GMPI_SUCCESS; the deadline passed: GMPI_ERR_TIMEOUT (no message: the caller,
  * which knows the call, writes it). */
 static gmpi_status_t wait_pair(gmpi_comm_t comm, exchange_t *x) {
   gmpi_deadline_t d;
   gmpi_deadline_start(&d, comm->cfg.timeout_s);
   for (;;) {
-    if (!x->ended[RECV]) GMPI_CHECK(test_part(x, RECV));
-    if (!x->ended[SEND]) GMPI_CHECK(test_part(x, SEND));
+    if (!x->ended[RECV]) GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[RECV], &x->ended[RECV], &x->end));
+    if (!x->ended[SEND]) GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[SEND], &x->ended[SEND], NULL));
     if (x->ended[RECV] && x->ended[SEND]) return GMPI_SUCCESS;
     if (gmpi_deadline_poll(&d)) return GMPI_ERR_TIMEOUT;
   }

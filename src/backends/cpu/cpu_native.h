@@ -96,6 +96,9 @@ void gmpi_cpu_self_free_all(cpu_native_t *nat);
 /* cpu_p2p.c */
 /* How a receive ended in MPI (MPI_Test or MPI_Wait's status and return code). */
 void gmpi_cpu_recv_end(const MPI_Status *s, int rc, cpu_recv_end_t *end);
+/* One MPI_Test of a request not ended yet: *ended once MPI finished it (a truncated receive
+ * included); a receive's ending goes to *end (NULL for a send). Other MPI errors are returned. */
+gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, int *ended, cpu_recv_end_t *end);
 /* A receive's outcome from how it ended: its status (count in a's elements), and an error
  * described for the call that waits it (truncated, failed, or not whole elements). */
 gmpi_status_t gmpi_cpu_recv_result(const gmpi_p2p_args_t *a, const cpu_recv_end_t *e,

@@ -157,19 +157,22 @@ gmpi_status_t gmpi_cpu_recv_result(const gmpi_p2p_args_t *a, const cpu_recv_end_
 
 /* Has MPI finished the request's MPI part? A receive's end is recorded, and it leaves the
  * self-pending list (an ANY_SOURCE receive that a remote message took). */
-static gmpi_status_t test_mpi(gmpi_cpu_t *cpu, gmpi_request_t req, int *finished) {
-  cpu_req_t *cr = req->be;
+gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, int *ended, cpu_recv_end_t *end) {
   MPI_Status s;
-  int flag = 0;
-  int rc = MPI_Test(&cr->mpi, &flag, &s);
-  int cls = MPI_SUCCESS;
+  int flag = 0, cls = MPI_SUCCESS;
+  int rc = MPI_Test(mpi, &flag, &s);
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
   if (rc != MPI_SUCCESS && cls != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Test");
-  *finished = flag || rc != MPI_SUCCESS;
-  if (*finished && req->args.dir == GMPI_P2P_RECV) {
-    gmpi_cpu_recv_end(&s, rc, &cr->end);
-    gmpi_cpu_self_pending_remove(cpu->native, req);
-  }
+  *ended = flag || rc != MPI_SUCCESS;
+  if (*ended && end) gmpi_cpu_recv_end(&s, rc, end);
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t test_mpi(gmpi_cpu_t *cpu, gmpi_request_t req, int *finished) {
+  cpu_req_t *cr = req->be;
+  int is_recv = req->args.dir == GMPI_P2P_RECV;
+  GMPI_CHECK(gmpi_cpu_test_one(&cr->mpi, finished, is_recv ? &cr->end : NULL));
+  if (*finished && is_recv) gmpi_cpu_self_pending_remove(cpu->native, req);
   return GMPI_SUCCESS;
 }
 
