@@ -1,7 +1,8 @@
 /* GMPI_CHECK=1 (set by ctest): ranks that call different collectives get GMPI_ERR_MISMATCH on
  * every rank, naming the ranks and fields, instead of a hang or wrong data; nothing moved, so
- * the comm stays usable. Point-to-point envelopes are checked too: another dtype is a
- * mismatch, a longer message a truncation, and the channel stays consistent afterwards. */
+ * the comm stays usable. Point-to-point messages are checked too: another dtype is a
+ * mismatch, a longer message a truncation, and the channel stays consistent afterwards -- on
+ * every path a message takes (eager, large without a copy, each half of a sendrecv). */
 #include "test_util.h"
 
 static int rank, size;
@@ -80,11 +81,64 @@ static void point_to_point(void) {
   t_free(r);
 }
 
+/* n int32 from the peer arrived in r (values rank * 100 + i on the sender). */
+static void expect_values(const int *r, size_t n) {
+  int *got = malloc(n * sizeof(int));
+  t_get(got, r, n * sizeof(int));
+  int peer = (rank ^ 1) < size ? rank ^ 1 : rank, wrong = 0;
+  for (size_t i = 0; i < n && !wrong; i++)
+    if (got[i] != peer * 100 + (int)i) {
+      T_EQ_INT(got[i], peer * 100 + (int)i);
+      wrong = 1;
+    }
+  free(got);
+}
+
+/* Messages too large for a copy (32 KiB: the checked native path sends the caller's buffer
+ * behind its header) and both halves of a sendrecv, small and large. */
+static void large_and_sendrecv(void) {
+  enum { N = 8192 };
+  int peer = (rank ^ 1) < size ? rank ^ 1 : rank;
+  int *s = t_alloc(N * sizeof(int)), *r = t_alloc(N * sizeof(int));
+  int *vals = malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++)
+    vals[i] = rank * 100 + i;
+  t_put(s, vals, N * sizeof(int));
+  int sender = rank % 2 == 0 || peer == rank, receiver = rank % 2 == 1 || peer == rank;
+  gmpi_request_t req[2] = {NULL, NULL};
+  if (sender) {
+    T_OK(gmpi_isend(s, N, GMPI_INT32, peer, 4, comm, &req[0]));
+    T_OK(gmpi_isend(s, N, GMPI_INT32, peer, 5, comm, &req[1]));
+  }
+  if (receiver) {
+    T_STATUS(gmpi_recv(r, N, GMPI_FLOAT32, peer, 4, comm, NULL), GMPI_ERR_MISMATCH);
+    T_ERROR_MENTIONS("float32");
+    gmpi_msg_status_t st;
+    T_OK(gmpi_recv(r, N, GMPI_INT32, peer, 5, comm, &st));
+    T_EQ_SIZE(st.count, N);
+    expect_values(r, N);
+  }
+  T_OK(gmpi_waitall(2, req, NULL));
+  for (size_t n = 8; n <= N; n *= 1024) {
+    T_STATUS(gmpi_sendrecv(s, n, GMPI_INT32, peer, 6, r, n, GMPI_FLOAT32, peer, 6, comm, NULL),
+             GMPI_ERR_MISMATCH);
+    T_ERROR_MENTIONS("int32");
+    gmpi_msg_status_t st;
+    T_OK(gmpi_sendrecv(s, n, GMPI_INT32, peer, 7, r, n, GMPI_INT32, peer, 7, comm, &st));
+    T_EQ_SIZE(st.count, n);
+    expect_values(r, n);
+  }
+  free(vals);
+  t_free(s);
+  t_free(r);
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   gmpi_comm_rank(comm, &rank);
   gmpi_comm_size(comm, &size);
   if (size > 1) collectives(); /* one rank cannot disagree with itself */
   point_to_point();
+  large_and_sendrecv();
   return t_finish("GMPI_CHECK");
 }

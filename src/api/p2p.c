@@ -379,7 +379,7 @@ gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t 
   int ran = 0;
   gmpi_status_t st = gmpi_p2p_exchange(comm, &send, &recv, status, &ran);
   if (st != GMPI_SUCCESS || ran) return st;
-  /* Otherwise (self, wildcards, plans, GMPI_CHECK...): a receive and a send request. */
+  /* Otherwise (self, wildcards, plans, envelope engines...): a receive and a send request. */
   gmpi_request_t reqs[2] = {NULL, NULL};
   gmpi_msg_status_t statuses[2];
   GMPI_CHECK(gmpi_request_start(comm, &recv, &reqs[0]));

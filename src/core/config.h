@@ -17,7 +17,7 @@ typedef enum {
 } gmpi_backend_want_t;
 
 typedef enum {
-  GMPI_P2P_AUTO = 0, /* native MPI matching on cpu unless GMPI_CHECK=1 */
+  GMPI_P2P_AUTO = 0, /* native MPI matching on cpu (framed under GMPI_CHECK=1) */
   GMPI_P2P_NATIVE,   /* cpu: MPI matches messages itself */
   GMPI_P2P_ENVELOPE  /* gmpi matches envelopes and moves data in order (what cuda does) */
 } gmpi_p2p_mode_t;

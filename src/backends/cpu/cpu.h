@@ -11,7 +11,8 @@ struct gmpi_envelope_engine;
 
 typedef struct {
   MPI_Comm data;                    /* gmpi's duplicate carrying host data */
-  struct gmpi_envelope_engine *env; /* envelope matching when GMPI_P2P=envelope or CHECK=1 */
+  struct gmpi_envelope_engine *env; /* envelope matching when GMPI_P2P=envelope */
+  int checked;                      /* GMPI_CHECK=1 on native p2p: framed messages */
   MPI_Comm plans;                   /* plans' persistent requests live here (made on demand) */
   struct gmpi_cpu_native *native;   /* native p2p: eager sends, self messages (cpu_native.h) */
 } gmpi_cpu_t;
@@ -50,9 +51,8 @@ int gmpi_cpu_p2p_can_exchange(const gmpi_cpu_t *cpu);
 gmpi_status_t gmpi_cpu_p2p_exchange(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                     const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status);
 /* An envelope engine (core/envelope.h) on host memory whose links are the MPI model of NCCL's
- * semantics on data_comm (mover_model.c): GMPI_P2P=envelope or GMPI_CHECK=1, CI's deadlock
- * finder. */
-gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm, int faithful,
+ * semantics on data_comm (mover_model.c): GMPI_P2P=envelope, CI's deadlock finder. */
+gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm,
                                     struct gmpi_envelope_engine **out);
 
 #endif

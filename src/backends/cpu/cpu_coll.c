@@ -491,9 +491,9 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
  *    and a call that cannot complete ends the job with a diagnosis after GMPI_TIMEOUT;
  *  - polled (GMPI_TIMEOUT_ACTION=status): MPI's nonblocking call waited by gmpi, which returns
  *    GMPI_ERR_TIMEOUT, at the cost of Open MPI's slower nonblocking collectives;
- *  - behind an arrival gate, when the comm has envelope engines (GMPI_P2P=envelope,
- *    GMPI_CHECK=1, a device engine): a rank blocked inside MPI cannot drive them, and a peer's
- *    gmpi_send may wait on them before it can join the collective -- both would wait forever.
+ *  - behind an arrival gate, when the comm has envelope engines (GMPI_P2P=envelope, a device
+ *    engine): a rank blocked inside MPI cannot drive them, and a peer's gmpi_send may wait on
+ *    them before it can join the collective -- both would wait forever.
  *    The gate is a nonblocking barrier polled while driving every engine: once it completes
  *    every rank has entered it, so every peer's earlier sends have completed, and past it each
  *    rank runs only this collective's MPI calls, which wait on no engine. Under GMPI_CHECK the

@@ -9,6 +9,7 @@
 
 #include "../../core/comm.h"
 #include "../../core/dtype.h"
+#include "../../core/envelope.h"
 #include "../../core/error.h"
 #include "../../core/log.h"
 #include "../../core/park.h"
@@ -37,17 +38,38 @@ static gmpi_status_t reserve_one(cpu_native_t *nat) {
   return GMPI_SUCCESS;
 }
 
+/* The copy MPI sends: the payload, or under GMPI_CHECK the framed message (cpu_frame.c). */
+static gmpi_status_t copy_of(const cpu_native_t *nat, gmpi_request_t req, void **copy,
+                             size_t *copy_bytes) {
+  const gmpi_p2p_args_t *a = &req->args;
+  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
+  *copy = NULL;
+  *copy_bytes = bytes;
+  if (nat->checked) {
+    cpu_frame_t f = {0};
+    void *buf;
+    int n;
+    MPI_Datatype type;
+    GMPI_CHECK(
+        gmpi_cpu_frame(&f, a, req->comm->cfg.max_chunk, GMPI_ENV_EAGER_BYTES, &buf, &n, &type));
+    *copy = f.staging; /* eager sizes are always copied: the frame is one buffer */
+    *copy_bytes = (size_t)n;
+    return GMPI_SUCCESS;
+  }
+  if (!bytes) return GMPI_SUCCESS;
+  *copy = malloc(bytes);
+  if (!*copy) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an eager send's copy");
+  memcpy(*copy, a->buf, bytes);
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
   cpu_native_t *nat = cpu->native;
   const gmpi_p2p_args_t *a = &req->args;
-  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
   GMPI_CHECK(reserve_one(nat));
-  void *copy = NULL;
-  if (bytes) {
-    copy = malloc(bytes);
-    if (!copy) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an eager send's copy");
-    memcpy(copy, a->buf, bytes);
-  }
+  void *copy;
+  size_t bytes;
+  GMPI_CHECK(copy_of(nat, req, &copy, &bytes));
   gmpi_status_t st = GMPI_SUCCESS;
   MPI_Datatype type;
   int n;

@@ -1,6 +1,6 @@
 /* The MPI engine: host memory on every comm, whatever the backend. Its state (gmpi_cpu_t) is
  * a private duplicate of the comm's MPI communicator, plus the envelope engine when
- * point-to-point is matched by gmpi (GMPI_P2P=envelope or GMPI_CHECK=1). */
+ * point-to-point is matched by gmpi (GMPI_P2P=envelope). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,13 +19,12 @@ gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
   GMPI_CHECK(gmpi_mpi_ops_acquire());
   GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(gmpi_oob_mpi_comm(comm), &cpu->data), st, release_ops);
   GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(cpu->data, MPI_ERRORS_RETURN), st, free_data);
-  int envelope =
-      comm->cfg.p2p == GMPI_P2P_ENVELOPE || (comm->cfg.p2p == GMPI_P2P_AUTO && comm->cfg.check);
-  /* GMPI_P2P=envelope asks for the NCCL model (the deadlock finder); GMPI_CHECK=1 alone only
-   * needs the envelopes' dtype checks, so its links are plain MPI. */
-  int faithful = comm->cfg.p2p == GMPI_P2P_ENVELOPE;
-  if (envelope)
-    GMPI_CHECK_GOTO(gmpi_env_create_model(comm, cpu->data, faithful, &cpu->env), st, free_data);
+  /* GMPI_P2P=envelope asks for the NCCL model (the deadlock finder). GMPI_CHECK=1 otherwise
+   * only needs each message's dtype: native messages with a header (cpu_frame.c). */
+  if (comm->cfg.p2p == GMPI_P2P_ENVELOPE)
+    GMPI_CHECK_GOTO(gmpi_env_create_model(comm, cpu->data, &cpu->env), st, free_data);
+  else
+    cpu->checked = comm->cfg.check;
   return GMPI_SUCCESS;
 free_data:
   MPI_Comm_free(&cpu->data);

@@ -4,10 +4,14 @@
  * The send half completes with its transfer, as MPI_Sendrecv's does: gmpi's 16 KiB eager
  * promise is for gmpi_send and gmpi_isend (README; copying it cost 1.2-1.6x MPI_Sendrecv from
  * 512 B to 16 KiB, docs/performance.md). Message order is MPI's, as for every native send (one
- * communicator, post order). */
+ * communicator, post order). Under GMPI_CHECK both messages are framed (cpu_frame.c) in the
+ * engine's two exchange frames, reused call after call. */
+#include <stdlib.h>
+
 #include "../../core/comm.h"
 #include "../../core/dtype.h"
 #include "../../core/error.h"
+#include "../../core/park.h"
 #include "../../core/wait.h"
 #include "../../mpi/mpi_check.h"
 #include "../../mpi/types.h"
@@ -20,23 +24,42 @@ typedef struct {
   MPI_Request mpi[2];   /* MPI_REQUEST_NULL once ended (or never posted) */
   MPI_Datatype type[2]; /* released at the end of the call: MPI keeps them alive as needed */
   int ended[2];
-  cpu_recv_end_t end; /* how the receive ended */
+  cpu_recv_end_t end;  /* how the receive ended */
+  cpu_frame_t *frames; /* GMPI_CHECK: the engine's exchange frames; else NULL */
 } exchange_t;
 
 int gmpi_cpu_p2p_can_exchange(const gmpi_cpu_t *cpu) { return cpu->env == NULL; }
 
+/* The MPI buffer, count and type of one half: its bytes, or framed. */
+static gmpi_status_t wire_of(const exchange_t *x, int half, const gmpi_p2p_args_t *a, size_t limit,
+                             void **buf, int *n, MPI_Datatype *type) {
+  if (x->frames)
+    return gmpi_cpu_frame(&x->frames[half], a, limit, CPU_FRAME_COPY_BYTES, buf, n, type);
+  *buf = a->buf;
+  return gmpi_mpi_bytes_type(a->count * gmpi_dtype_size(a->dtype), limit, type, n);
+}
+
 static gmpi_status_t post_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                const gmpi_p2p_args_t *recv, exchange_t *x) {
   size_t limit = comm->cfg.max_chunk;
+  void *buf[2];
   int n[2];
-  GMPI_CHECK(gmpi_mpi_bytes_type(recv->count * gmpi_dtype_size(recv->dtype), limit, &x->type[RECV],
-                                 &n[RECV]));
-  GMPI_CHECK(gmpi_mpi_bytes_type(send->count * gmpi_dtype_size(send->dtype), limit, &x->type[SEND],
-                                 &n[SEND]));
-  GMPI_MPI_CHECK(MPI_Irecv(recv->buf, n[RECV], x->type[RECV], recv->peer,
+  GMPI_CHECK(wire_of(x, RECV, recv, limit, &buf[RECV], &n[RECV], &x->type[RECV]));
+  GMPI_CHECK(wire_of(x, SEND, send, limit, &buf[SEND], &n[SEND], &x->type[SEND]));
+  GMPI_MPI_CHECK(MPI_Irecv(buf[RECV], n[RECV], x->type[RECV], recv->peer,
                            gmpi_cpu_mpi_tag(recv->tag, recv->dtype), cpu->data, &x->mpi[RECV]));
-  GMPI_MPI_CHECK(MPI_Isend(send->buf, n[SEND], x->type[SEND], send->peer,
+  GMPI_MPI_CHECK(MPI_Isend(buf[SEND], n[SEND], x->type[SEND], send->peer,
                            gmpi_cpu_mpi_tag(send->tag, send->dtype), cpu->data, &x->mpi[SEND]));
+  return GMPI_SUCCESS;
+}
+
+/* The engine's exchange frames (GMPI_CHECK), made at the first checked exchange. */
+static gmpi_status_t frames_of(gmpi_cpu_t *cpu, cpu_frame_t **frames) {
+  cpu_native_t *nat;
+  GMPI_CHECK(gmpi_cpu_native(cpu, &nat));
+  if (!nat->exchange_frames) nat->exchange_frames = calloc(2, sizeof(cpu_frame_t));
+  if (!nat->exchange_frames) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an exchange");
+  *frames = nat->exchange_frames;
   return GMPI_SUCCESS;
 }
 
@@ -55,12 +78,22 @@ static gmpi_status_t wait_pair(gmpi_comm_t comm, exchange_t *x) {
 
 /* What did not end is let go, as an abandoned request is: the receive cancelled, the send left
  * to MPI (docs/reliability.md: the caller's buffers stay in use after a timeout). */
-static void let_go(exchange_t *x) {
+static void let_go(gmpi_cpu_t *cpu, exchange_t *x) {
+  int live = 0;
   if (x->mpi[RECV] != MPI_REQUEST_NULL) MPI_Cancel(&x->mpi[RECV]);
   for (int i = 0; i < 2; i++) {
-    if (x->mpi[i] != MPI_REQUEST_NULL) MPI_Request_free(&x->mpi[i]);
+    if (x->mpi[i] != MPI_REQUEST_NULL) {
+      MPI_Request_free(&x->mpi[i]);
+      live = 1;
+    }
     gmpi_mpi_type_release(&x->type[i]);
   }
+  if (!live || !x->frames) return;
+  /* MPI may still use the frames: parked, and the next exchange makes new ones. */
+  for (int i = 0; i < 2; i++)
+    gmpi_cpu_frame_park(&x->frames[i]);
+  gmpi_park(x->frames);
+  cpu->native->exchange_frames = NULL;
 }
 
 gmpi_status_t gmpi_cpu_p2p_exchange(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
@@ -68,9 +101,11 @@ gmpi_status_t gmpi_cpu_p2p_exchange(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmp
   gmpi_cpu_detached_reap(cpu->native); /* as every native post does: the list stays short */
   exchange_t x = {.mpi = {MPI_REQUEST_NULL, MPI_REQUEST_NULL},
                   .type = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL}};
+  if (cpu->checked) GMPI_CHECK(frames_of(cpu, &x.frames));
   gmpi_status_t st = post_pair(cpu, comm, send, recv, &x);
   if (st == GMPI_SUCCESS) st = wait_pair(comm, &x);
-  let_go(&x);
+  if (st == GMPI_SUCCESS && x.frames) gmpi_cpu_unframe(&x.frames[RECV], recv, &x.end);
+  let_go(cpu, &x);
   if (st != GMPI_SUCCESS) return st;
   gmpi_msg_status_t got;
   st = gmpi_cpu_recv_result(recv, &x.end, &got);

@@ -1,26 +1,28 @@
 /* Point to point on host buffers. Natively MPI matches (source, tag, order) itself; messages
  * travel as bytes so one message may exceed INT_MAX elements. What native mode adds to MPI
- * (cpu_native.h): sends of at most GMPI_ENV_EAGER_BYTES complete at once (cpu_detached.c), and
- * messages to one's own rank are matched by gmpi, never by MPI (cpu_self.c). With
- * GMPI_P2P=envelope or GMPI_CHECK=1 the envelope engine matches instead (src/core/envelope.c), as
- * it does on cuda. */
+ * (cpu_native.h): sends of at most GMPI_ENV_EAGER_BYTES complete at once (cpu_detached.c),
+ * messages to one's own rank are matched by gmpi, never by MPI (cpu_self.c), and under
+ * GMPI_CHECK=1 each message carries its sender's dtype in a header (cpu_frame.c). With
+ * GMPI_P2P=envelope the envelope engine matches instead (src/core/envelope.c), as it does on
+ * cuda. */
 #include <stdlib.h>
 
 #include "../../core/comm.h"
 #include "../../core/dtype.h"
 #include "../../core/envelope.h"
 #include "../../core/error.h"
+#include "../../core/park.h"
 #include "../../core/request.h"
 #include "../../mpi/mpi_check.h"
 #include "../../mpi/types.h"
 #include "cpu.h"
 #include "cpu_native.h"
 
-/* The native state, made by the first native post of the engine. */
-static gmpi_status_t native_state(gmpi_cpu_t *cpu, cpu_native_t **out) {
+gmpi_status_t gmpi_cpu_native(gmpi_cpu_t *cpu, cpu_native_t **out) {
   if (!cpu->native) {
     cpu_native_t *nat = calloc(1, sizeof(*nat));
     if (!nat) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for point-to-point state");
+    nat->checked = cpu->checked;
     nat->self_tail = &nat->self_head;
     nat->pending_tail = &nat->pending_head;
     cpu->native = nat;
@@ -53,23 +55,36 @@ size_t gmpi_cpu_tag_elem_size(int mpi_tag) {
   return c < N_CLASSES ? class_size[c] : 1;
 }
 
-/* MPI_Isend or MPI_Irecv of the request's bytes (a receive may be from ANY_SOURCE). */
+/* The MPI buffer, count and type of the request's message: its bytes, or framed. */
+static gmpi_status_t wire_of(gmpi_cpu_t *cpu, gmpi_request_t req, void **buf, int *n) {
+  cpu_req_t *cr = req->be;
+  size_t limit = req->comm->cfg.max_chunk;
+  if (cpu->checked) {
+    cr->framed = 1;
+    return gmpi_cpu_frame(&cr->frame, &req->args, limit, CPU_FRAME_COPY_BYTES, buf, n, &cr->type);
+  }
+  *buf = req->args.buf;
+  return gmpi_mpi_bytes_type(bytes_of(&req->args), limit, &cr->type, n);
+}
+
+/* MPI_Isend or MPI_Irecv of the request's message (a receive may be from ANY_SOURCE). */
 static gmpi_status_t post_to_mpi(gmpi_cpu_t *cpu, gmpi_request_t req) {
   const gmpi_p2p_args_t *a = &req->args;
   cpu_req_t *cr = req->be;
+  void *buf;
   int n;
   gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_CHECK(gmpi_mpi_bytes_type(bytes_of(a), req->comm->cfg.max_chunk, &cr->type, &n));
+  GMPI_CHECK(wire_of(cpu, req, &buf, &n));
   if (a->dir == GMPI_P2P_SEND) {
     int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *) =
         a->sync ? MPI_Issend : MPI_Isend;
-    GMPI_MPI_CHECK_GOTO(isend(a->buf, n, cr->type, a->peer, gmpi_cpu_mpi_tag(a->tag, a->dtype),
-                              cpu->data, &cr->mpi),
-                        st, release_type);
+    GMPI_MPI_CHECK_GOTO(
+        isend(buf, n, cr->type, a->peer, gmpi_cpu_mpi_tag(a->tag, a->dtype), cpu->data, &cr->mpi),
+        st, release_type);
   } else {
     int src = a->peer == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE : a->peer;
     int tag = gmpi_cpu_mpi_tag(a->tag, a->dtype);
-    GMPI_MPI_CHECK_GOTO(MPI_Irecv(a->buf, n, cr->type, src, tag, cpu->data, &cr->mpi), st,
+    GMPI_MPI_CHECK_GOTO(MPI_Irecv(buf, n, cr->type, src, tag, cpu->data, &cr->mpi), st,
                         release_type);
   }
   return GMPI_SUCCESS;
@@ -103,7 +118,7 @@ static gmpi_status_t post_recv(gmpi_cpu_t *cpu, gmpi_request_t req) {
 gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req) {
   if (cpu->env) return gmpi_env_post(cpu->env, req);
   cpu_native_t *nat = NULL;
-  GMPI_CHECK(native_state(cpu, &nat));
+  GMPI_CHECK(gmpi_cpu_native(cpu, &nat));
   gmpi_cpu_detached_reap(nat);
   cpu_req_t *cr = calloc(1, sizeof(*cr));
   if (!cr) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
@@ -112,6 +127,7 @@ gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req) {
   req->be = cr;
   gmpi_status_t st = req->args.dir == GMPI_P2P_SEND ? post_send(cpu, req) : post_recv(cpu, req);
   if (st != GMPI_SUCCESS) { /* nothing refers to cr after a failed post */
+    gmpi_cpu_frame_free(&cr->frame);
     free(cr);
     req->be = NULL;
   }
@@ -121,6 +137,7 @@ gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req) {
 static void release(gmpi_request_t req) {
   cpu_req_t *cr = req->be;
   gmpi_mpi_type_release(&cr->type);
+  gmpi_cpu_frame_free(&cr->frame);
   free(cr);
   req->be = NULL;
 }
@@ -135,6 +152,28 @@ void gmpi_cpu_recv_end(const MPI_Status *s, int rc, cpu_recv_end_t *end) {
   end->bytes = (size_t)bytes;
   end->truncated = cls == MPI_ERR_TRUNCATE;
   end->mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc;
+  end->checked = 0;
+}
+
+void gmpi_cpu_request_recv_end(gmpi_request_t req, const MPI_Status *s, int rc) {
+  cpu_req_t *cr = req->be;
+  gmpi_cpu_recv_end(s, rc, &cr->end);
+  if (cr->framed) gmpi_cpu_unframe(&cr->frame, &req->args, &cr->end);
+}
+
+/* GMPI_CHECK's verdict on the sender's dtype (cpu_frame.c, cpu_self.c). */
+static gmpi_status_t check_sender_dtype(const gmpi_p2p_args_t *a, const cpu_recv_end_t *e) {
+  if (e->sender_dtype < 0)
+    return gmpi_error(GMPI_ERR_MISMATCH,
+                      "GMPI_CHECK: receive from rank %d tag %d got a message without a check "
+                      "header (set GMPI_CHECK alike on every rank)",
+                      e->source, e->tag);
+  if (e->sender_dtype != (int)a->dtype)
+    return gmpi_error(GMPI_ERR_MISMATCH,
+                      "GMPI_CHECK: receive from rank %d tag %d expects %s but rank %d sent %s",
+                      e->source, e->tag, gmpi_dtype_name(a->dtype), e->source,
+                      gmpi_dtype_name((gmpi_dtype_t)e->sender_dtype));
+  return GMPI_SUCCESS;
 }
 
 gmpi_status_t gmpi_cpu_recv_result(const gmpi_p2p_args_t *a, const cpu_recv_end_t *e,
@@ -147,6 +186,7 @@ gmpi_status_t gmpi_cpu_recv_result(const gmpi_p2p_args_t *a, const cpu_recv_end_
                       "buffer of %zu %s elements",
                       e->source, e->tag, a->count, gmpi_dtype_name(a->dtype));
   if (e->mpi_rc != MPI_SUCCESS) return gmpi_mpi_error(e->mpi_rc, "MPI_Wait");
+  if (e->checked) GMPI_CHECK(check_sender_dtype(a, e));
   if (e->bytes % es)
     return gmpi_error(GMPI_ERR_MISMATCH,
                       "receive from rank %d tag %d: %zu bytes arrived, not a whole number of %s "
@@ -172,7 +212,10 @@ static gmpi_status_t test_mpi(gmpi_cpu_t *cpu, gmpi_request_t req, int *finished
   cpu_req_t *cr = req->be;
   int is_recv = req->args.dir == GMPI_P2P_RECV;
   GMPI_CHECK(gmpi_cpu_test_one(&cr->mpi, finished, is_recv ? &cr->end : NULL));
-  if (*finished && is_recv) gmpi_cpu_self_pending_remove(cpu->native, req);
+  if (*finished && is_recv) {
+    if (cr->framed) gmpi_cpu_unframe(&cr->frame, &req->args, &cr->end);
+    gmpi_cpu_self_pending_remove(cpu->native, req);
+  }
   return GMPI_SUCCESS;
 }
 
@@ -210,6 +253,13 @@ void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req) {
   if (cr->mpi != MPI_REQUEST_NULL) {
     if (req->args.dir == GMPI_P2P_RECV) MPI_Cancel(&cr->mpi);
     MPI_Request_free(&cr->mpi);
+    if (cr->framed) { /* MPI may still use the header in cr and the staging buffer */
+      gmpi_cpu_frame_park(&cr->frame);
+      gmpi_mpi_type_release(&cr->type);
+      gmpi_park(cr);
+      req->be = NULL;
+      return;
+    }
   }
   release(req);
 }
@@ -219,6 +269,11 @@ void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
   if (!nat) return;
   gmpi_cpu_detached_drain(comm, nat);
   gmpi_cpu_self_free_all(nat);
+  if (nat->exchange_frames) {
+    gmpi_cpu_frame_free(&nat->exchange_frames[0]);
+    gmpi_cpu_frame_free(&nat->exchange_frames[1]);
+    free(nat->exchange_frames);
+  }
   free(nat);
   cpu->native = NULL;
 }
@@ -242,7 +297,7 @@ gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, int me, int source, int tag, i
   *flag = 0;
   if (cpu->env) return gmpi_env_probe(cpu->env, source, tag, flag, status);
   cpu_native_t *nat = NULL;
-  GMPI_CHECK(native_state(cpu, &nat));
+  GMPI_CHECK(gmpi_cpu_native(cpu, &nat));
   if (source == me || source == GMPI_ANY_SOURCE) {
     gmpi_cpu_self_probe(nat, me, tag, flag, status);
     if (*flag) return GMPI_SUCCESS;
@@ -252,6 +307,8 @@ gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, int me, int source, int tag, i
   if (!*flag) return GMPI_SUCCESS;
   MPI_Count bytes = 0;
   MPI_Get_elements_x(&s, MPI_BYTE, &bytes);
+  if (nat->checked) /* the check header is not the sender's data */
+    bytes = bytes >= (MPI_Count)sizeof(cpu_frame_hdr_t) ? bytes - sizeof(cpu_frame_hdr_t) : 0;
   *status = (gmpi_msg_status_t){s.MPI_SOURCE, gmpi_cpu_user_tag(s.MPI_TAG),
                                 (size_t)bytes / gmpi_cpu_tag_elem_size(s.MPI_TAG)};
   return GMPI_SUCCESS;

@@ -22,16 +22,26 @@ static int tag_matches(int wanted, int tag) { return wanted == GMPI_ANY_TAG || w
 
 static size_t bytes_of(const gmpi_p2p_args_t *a) { return a->count * gmpi_dtype_size(a->dtype); }
 
+/* A self message's particulars, wherever its data lives. */
+typedef struct {
+  int tag;
+  int dtype; /* the sender's */
+  const void *data;
+  size_t bytes;
+} self_msg_view_t;
+
 /* Give a self message to a receive: all of it, or nothing when it does not fit. */
-static void deliver(gmpi_request_t recv, int tag, const void *data, size_t bytes) {
+static void deliver(const cpu_native_t *nat, gmpi_request_t recv, const self_msg_view_t *m) {
   cpu_req_t *cr = recv->be;
-  int fits = bytes <= bytes_of(&recv->args);
-  if (fits && bytes) memcpy(recv->args.buf, data, bytes);
+  int fits = m->bytes <= bytes_of(&recv->args);
+  if (fits && m->bytes) memcpy(recv->args.buf, m->data, m->bytes);
   cr->end = (cpu_recv_end_t){.source = recv->comm->rank,
-                             .tag = tag,
-                             .bytes = bytes,
+                             .tag = m->tag,
+                             .bytes = m->bytes,
                              .truncated = !fits,
-                             .mpi_rc = MPI_SUCCESS};
+                             .mpi_rc = MPI_SUCCESS,
+                             .checked = nat->checked,
+                             .sender_dtype = m->dtype};
   cr->complete = 1;
 }
 
@@ -85,7 +95,7 @@ static gmpi_status_t claim_from_mpi(gmpi_request_t recv, int *claimed) {
   if (rc == MPI_SUCCESS) rc = MPI_Test_cancelled(&s, &cancelled);
   if (rc == MPI_SUCCESS && cancelled) return GMPI_SUCCESS;
   *claimed = 0;
-  gmpi_cpu_recv_end(&s, rc, &cr->end);
+  gmpi_cpu_request_recv_end(recv, &s, rc);
   cr->complete = 1;
   return GMPI_SUCCESS;
 }
@@ -121,6 +131,7 @@ static gmpi_status_t enqueue(cpu_native_t *nat, gmpi_request_t send) {
   m->tag = send->args.tag;
   m->bytes = bytes;
   m->elem_size = gmpi_dtype_size(send->args.dtype);
+  m->dtype = (int)send->args.dtype;
   if (bytes > GMPI_ENV_EAGER_BYTES || send->args.sync) {
     m->send = send; /* the data stays in the sender's buffer until a receive takes it */
     ((cpu_req_t *)send->be)->queued = m;
@@ -151,7 +162,8 @@ gmpi_status_t gmpi_cpu_self_send(cpu_native_t *nat, gmpi_request_t req) {
   gmpi_request_t recv;
   GMPI_CHECK(take_pending_receive(nat, req->args.tag, &recv));
   if (!recv) return enqueue(nat, req);
-  deliver(recv, req->args.tag, req->args.buf, bytes_of(&req->args));
+  const gmpi_p2p_args_t *a = &req->args;
+  deliver(nat, recv, &(self_msg_view_t){a->tag, (int)a->dtype, a->buf, bytes_of(a)});
   complete_send(req);
   return GMPI_SUCCESS;
 }
@@ -161,7 +173,8 @@ void gmpi_cpu_self_take(cpu_native_t *nat, gmpi_request_t req, int *matched) {
   for (cpu_self_msg_t **link = &nat->self_head; *link; link = &(*link)->next) {
     cpu_self_msg_t *m = *link;
     if (!tag_matches(req->args.tag, m->tag)) continue;
-    deliver(req, m->tag, m->send ? m->send->args.buf : m->copy, m->bytes);
+    deliver(nat, req,
+            &(self_msg_view_t){m->tag, m->dtype, m->send ? m->send->args.buf : m->copy, m->bytes});
     if (m->send) complete_send(m->send);
     drop_msg(nat, link);
     *matched = 1;

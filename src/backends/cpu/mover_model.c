@@ -8,10 +8,7 @@
  *  3. a send completes only once the peer has issued the matching receive (MPI_Issend).
  * Each transfer's MPI tag is its link position, so two ranks that issued a link's transfers in
  * different orders never pair the wrong ones: they wait, and the test that did it times out.
- *
- * Faithful (GMPI_P2P=envelope: the deadlock finder) it models 2 and 3; plain (GMPI_CHECK=1
- * alone, where the envelope engine is there to check dtypes, not to model NCCL) it starts every
- * transfer at once with MPI_Isend: the same pairing and completion order, at MPI's speed. */
+ * Used under GMPI_P2P=envelope (the deadlock finder). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +44,6 @@ typedef struct {
   MPI_Comm data;
   size_t chunk;
   int size;
-  int faithful;        /* model NCCL's one-at-a-time, synchronous links (else plain MPI) */
   model_link_t *links; /* per peer */
 } model_t;
 
@@ -81,9 +77,8 @@ static gmpi_status_t start_op(model_t *m, model_op_t *op) {
   int n;
   GMPI_CHECK(gmpi_mpi_bytes_type(op->bytes, m->chunk, &op->type, &n));
   int tag = (int)(op->k % HELLO_TAG);
-  int rc = !op->is_send  ? MPI_Irecv(op->buf, n, op->type, op->peer, tag, m->data, &op->req)
-           : m->faithful ? MPI_Issend(op->buf, n, op->type, op->peer, tag, m->data, &op->req)
-                         : MPI_Isend(op->buf, n, op->type, op->peer, tag, m->data, &op->req);
+  int rc = op->is_send ? MPI_Issend(op->buf, n, op->type, op->peer, tag, m->data, &op->req)
+                       : MPI_Irecv(op->buf, n, op->type, op->peer, tag, m->data, &op->req);
   if (rc != MPI_SUCCESS) return gmpi_mpi_error(rc, op->is_send ? "MPI_Isend" : "MPI_Irecv");
   op->started = 1;
   return GMPI_SUCCESS;
@@ -97,9 +92,6 @@ static gmpi_status_t pump(model_t *m, model_link_t *l) {
     if (!flag) return GMPI_SUCCESS;
     l->state = 2;
   }
-  if (l->state == 2 && !m->faithful) /* plain: everything issued is started */
-    for (model_op_t *op = l->head; op; op = op->next)
-      if (!op->started) GMPI_CHECK(start_op(m, op));
   while (l->state == 2 && l->head) {
     model_op_t *op = l->head;
     if (!op->started) GMPI_CHECK(start_op(m, op));
@@ -201,7 +193,7 @@ static const gmpi_mover_t model_mover = {
     .destroy = model_destroy,
 };
 
-gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm, int faithful,
+gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm,
                                     struct gmpi_envelope_engine **out) {
   model_t *m = calloc(1, sizeof(*m));
   if (!m || !(m->links = calloc((size_t)comm->size, sizeof(*m->links)))) {
@@ -211,6 +203,5 @@ gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm, int fa
   m->data = data_comm;
   m->chunk = comm->cfg.max_chunk;
   m->size = comm->size;
-  m->faithful = faithful;
   return gmpi_env_create(comm, &model_mover, m, out);
 }

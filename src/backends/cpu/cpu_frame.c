@@ -1,0 +1,103 @@
+/* Framed native messages under GMPI_CHECK=1 (cpu_native.h): [header][payload] as one MPI
+ * message, so the receive learns the sender's dtype and count with the data and no round of
+ * its own. The two ends choose how to build the message independently (a copy behind the
+ * header, or a struct type over the header and the caller's buffer): on the wire both are the
+ * same bytes, and MPI's type signatures are plain bytes either way. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/dtype.h"
+#include "../../core/error.h"
+#include "../../core/park.h"
+#include "../../mpi/mpi_check.h"
+#include "../../mpi/types.h"
+#include "cpu_native.h"
+
+#define CPU_FRAME_MAGIC 0x676d6368u /* "gmch" */
+#define HDR_BYTES       sizeof(cpu_frame_hdr_t)
+
+/* Staging for hdr + payload bytes, the old buffer reused when it is large enough. */
+static gmpi_status_t reserve_staging(cpu_frame_t *f, size_t payload) {
+  size_t need = HDR_BYTES + payload;
+  if (f->staging_cap >= need) return GMPI_SUCCESS;
+  void *grown = realloc(f->staging, need);
+  if (!grown) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a checked message's copy");
+  f->staging = grown;
+  f->staging_cap = need;
+  return GMPI_SUCCESS;
+}
+
+/* One struct type at absolute addresses: the header's bytes, then the payload's. */
+static gmpi_status_t struct_type(cpu_frame_t *f, void *payload, size_t bytes, size_t limit,
+                                 MPI_Datatype *type) {
+  MPI_Datatype body;
+  int body_n;
+  GMPI_CHECK(gmpi_mpi_bytes_type(bytes, limit, &body, &body_n));
+  int lens[2] = {(int)HDR_BYTES, body_n};
+  MPI_Aint where[2];
+  MPI_Datatype parts[2] = {MPI_BYTE, body};
+  MPI_Get_address(&f->hdr, &where[0]);
+  MPI_Get_address(payload, &where[1]);
+  int rc = MPI_Type_create_struct(2, lens, where, parts, type);
+  gmpi_mpi_type_release(&body);
+  if (rc != MPI_SUCCESS) return gmpi_mpi_error(rc, "MPI_Type_create_struct");
+  rc = MPI_Type_commit(type);
+  if (rc != MPI_SUCCESS) {
+    MPI_Type_free(type);
+    return gmpi_mpi_error(rc, "MPI_Type_commit");
+  }
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_cpu_frame(cpu_frame_t *f, const gmpi_p2p_args_t *a, size_t limit,
+                             size_t copy_max, void **buf, int *n, MPI_Datatype *type) {
+  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
+  int sending = a->dir == GMPI_P2P_SEND;
+  if (sending) f->hdr = (cpu_frame_hdr_t){CPU_FRAME_MAGIC, (int32_t)a->dtype, a->count};
+  f->copied = bytes <= copy_max;
+  if (!f->copied) {
+    GMPI_CHECK(struct_type(f, a->buf, bytes, limit, type));
+    *buf = MPI_BOTTOM;
+    *n = 1;
+    return GMPI_SUCCESS;
+  }
+  GMPI_CHECK(reserve_staging(f, bytes));
+  if (sending) {
+    memcpy(f->staging, &f->hdr, HDR_BYTES);
+    if (bytes) memcpy((char *)f->staging + HDR_BYTES, a->buf, bytes);
+  }
+  *buf = f->staging;
+  *n = (int)(HDR_BYTES + bytes);
+  *type = MPI_BYTE;
+  return GMPI_SUCCESS;
+}
+
+void gmpi_cpu_unframe(cpu_frame_t *f, const gmpi_p2p_args_t *a, cpu_recv_end_t *end) {
+  end->checked = 1;
+  end->sender_dtype = -1;
+  if (end->truncated || end->mpi_rc != MPI_SUCCESS) return;
+  if (end->bytes < HDR_BYTES) { /* no header: a rank without GMPI_CHECK sent it */
+    end->bytes = 0;
+    return;
+  }
+  size_t payload = end->bytes - HDR_BYTES;
+  if (f->copied) {
+    memcpy(&f->hdr, f->staging, HDR_BYTES);
+    /* The staging buffer holds at most a->count elements: MPI truncated anything longer. */
+    if (payload) memcpy(a->buf, (char *)f->staging + HDR_BYTES, payload);
+  }
+  end->bytes = payload;
+  if (f->hdr.magic == CPU_FRAME_MAGIC) end->sender_dtype = f->hdr.dtype;
+}
+
+void gmpi_cpu_frame_free(cpu_frame_t *f) {
+  free(f->staging);
+  f->staging = NULL;
+  f->staging_cap = 0;
+}
+
+void gmpi_cpu_frame_park(cpu_frame_t *f) {
+  if (f->staging) gmpi_park(f->staging);
+  f->staging = NULL;
+  f->staging_cap = 0;
+}
