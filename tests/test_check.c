@@ -133,6 +133,59 @@ static void large_and_sendrecv(void) {
   t_free(r);
 }
 
+/* Mismatches and truncation across the two ways a checked message travels (copied below
+ * 16 KiB, a struct type above): a mismatch writes nothing (small), another element size is a
+ * mismatch too (and the pair stays usable), a small message fits a large receive, a large one
+ * is truncated by a small receive, and a truncated sendrecv reports it on both ranks. */
+static void sizes_and_truncation(void) {
+  enum { N = 8192, SMALL = 1024 };
+  int peer = (rank ^ 1) < size ? rank ^ 1 : rank;
+  int *s = t_alloc(N * sizeof(int)), *r = t_alloc(N * sizeof(int));
+  int *vals = malloc(N * sizeof(int)), *got = malloc(N * sizeof(int));
+  for (int i = 0; i < N; i++)
+    vals[i] = rank * 100 + i;
+  t_put(s, vals, N * sizeof(int));
+  int sender = rank % 2 == 0 || peer == rank, receiver = rank % 2 == 1 || peer == rank;
+  gmpi_request_t req[5] = {NULL, NULL, NULL, NULL, NULL};
+  if (sender) {
+    T_OK(gmpi_isend(s, 4, GMPI_INT32, peer, 20, comm, &req[0]));   /* into float32 */
+    T_OK(gmpi_isend(s, 4, GMPI_FLOAT32, peer, 21, comm, &req[1])); /* into float64 */
+    T_OK(gmpi_isend(s, 4, GMPI_INT32, peer, 22, comm, &req[2]));   /* the pair goes on */
+    T_OK(gmpi_isend(s, 8, GMPI_INT32, peer, 23, comm, &req[3]));   /* into N */
+    T_OK(gmpi_isend(s, N, GMPI_INT32, peer, 24, comm, &req[4]));   /* into SMALL */
+  }
+  if (receiver) {
+    int *sentinel = malloc(N * sizeof(int));
+    for (int i = 0; i < N; i++)
+      sentinel[i] = -1;
+    t_put(r, sentinel, N * sizeof(int));
+    T_STATUS(gmpi_recv(r, 4, GMPI_FLOAT32, peer, 20, comm, NULL), GMPI_ERR_MISMATCH);
+    t_get(got, r, 4 * sizeof(int));
+    T_EQ_INT(got[0], -1); /* nothing written */
+    T_STATUS(gmpi_recv(r, 4, GMPI_FLOAT64, peer, 21, comm, NULL), GMPI_ERR_MISMATCH);
+    gmpi_msg_status_t st;
+    T_OK(gmpi_recv(r, 4, GMPI_INT32, peer, 22, comm, &st));
+    T_EQ_SIZE(st.count, 4);
+    expect_values(r, 4);
+    T_OK(gmpi_recv(r, N, GMPI_INT32, peer, 23, comm, &st));
+    T_EQ_SIZE(st.count, 8);
+    expect_values(r, 8);
+    T_STATUS(gmpi_recv(r, SMALL, GMPI_INT32, peer, 24, comm, NULL), GMPI_ERR_TRUNCATE);
+    free(sentinel);
+  }
+  T_OK(gmpi_waitall(5, req, NULL));
+  T_STATUS(gmpi_sendrecv(s, 16, GMPI_INT32, peer, 25, r, 8, GMPI_INT32, peer, 25, comm, NULL),
+           GMPI_ERR_TRUNCATE);
+  gmpi_msg_status_t st;
+  T_OK(gmpi_sendrecv(s, 8, GMPI_INT32, peer, 26, r, 8, GMPI_INT32, peer, 26, comm, &st));
+  T_EQ_SIZE(st.count, 8);
+  expect_values(r, 8);
+  free(vals);
+  free(got);
+  t_free(s);
+  t_free(r);
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   gmpi_comm_rank(comm, &rank);
@@ -140,5 +193,6 @@ int main(int argc, char **argv) {
   if (size > 1) collectives(); /* one rank cannot disagree with itself */
   point_to_point();
   large_and_sendrecv();
+  sizes_and_truncation();
   return t_finish("GMPI_CHECK");
 }

@@ -63,13 +63,24 @@ static gmpi_status_t frames_of(gmpi_cpu_t *cpu, cpu_frame_t **frames) {
   return GMPI_SUCCESS;
 }
 
+/* One test of the receive; under GMPI_CHECK, now and then a look for a message of another
+ * element size waiting for it (gmpi_cpu_other_size). */
+static gmpi_status_t test_recv(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *recv, exchange_t *x,
+                               unsigned polls) {
+  GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[RECV], &x->ended[RECV], &x->end));
+  if (x->ended[RECV] || !x->frames || recv->tag == GMPI_ANY_TAG || polls % CPU_OTHER_SIZE_POLLS)
+    return GMPI_SUCCESS;
+  return gmpi_cpu_other_size(cpu, recv, &x->mpi[RECV], &x->ended[RECV], &x->end);
+}
+
 /* Both ended: GMPI_SUCCESS; the deadline passed: GMPI_ERR_TIMEOUT (no message: the caller,
  * which knows the call, writes it). */
-static gmpi_status_t wait_pair(gmpi_comm_t comm, exchange_t *x) {
+static gmpi_status_t wait_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *recv,
+                               exchange_t *x) {
   gmpi_deadline_t d;
   gmpi_deadline_start(&d, comm->cfg.timeout_s);
-  for (;;) {
-    if (!x->ended[RECV]) GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[RECV], &x->ended[RECV], &x->end));
+  for (unsigned polls = 1;; polls++) {
+    if (!x->ended[RECV]) GMPI_CHECK(test_recv(cpu, recv, x, polls));
     if (!x->ended[SEND]) GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[SEND], &x->ended[SEND], NULL));
     if (x->ended[RECV] && x->ended[SEND]) return GMPI_SUCCESS;
     if (gmpi_deadline_poll(&d)) return GMPI_ERR_TIMEOUT;
@@ -103,8 +114,9 @@ gmpi_status_t gmpi_cpu_p2p_exchange(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmp
                   .type = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL}};
   if (cpu->checked) GMPI_CHECK(frames_of(cpu, &x.frames));
   gmpi_status_t st = post_pair(cpu, comm, send, recv, &x);
-  if (st == GMPI_SUCCESS) st = wait_pair(comm, &x);
-  if (st == GMPI_SUCCESS && x.frames) gmpi_cpu_unframe(&x.frames[RECV], recv, &x.end);
+  if (st == GMPI_SUCCESS) st = wait_pair(cpu, comm, recv, &x);
+  if (st == GMPI_SUCCESS && x.frames && !x.end.other_elem_size)
+    gmpi_cpu_unframe(&x.frames[RECV], recv, &x.end);
   let_go(cpu, &x);
   if (st != GMPI_SUCCESS) return st;
   gmpi_msg_status_t got;

@@ -81,13 +81,14 @@ void gmpi_cpu_unframe(cpu_frame_t *f, const gmpi_p2p_args_t *a, cpu_recv_end_t *
     return;
   }
   size_t payload = end->bytes - HDR_BYTES;
-  if (f->copied) {
-    memcpy(&f->hdr, f->staging, HDR_BYTES);
-    /* The staging buffer holds at most a->count elements: MPI truncated anything longer. */
-    if (payload) memcpy(a->buf, (char *)f->staging + HDR_BYTES, payload);
-  }
   end->bytes = payload;
-  if (f->hdr.magic == CPU_FRAME_MAGIC) end->sender_dtype = f->hdr.dtype;
+  if (f->copied) memcpy(&f->hdr, f->staging, HDR_BYTES);
+  if (f->hdr.magic != CPU_FRAME_MAGIC) return;
+  end->sender_dtype = f->hdr.dtype;
+  /* Another dtype writes nothing into the receive buffer (a struct-typed receive has, by now).
+   * The staging buffer holds at most a->count elements: MPI truncated anything longer. */
+  if (f->copied && payload && f->hdr.dtype == (int32_t)a->dtype)
+    memcpy(a->buf, (char *)f->staging + HDR_BYTES, payload);
 }
 
 void gmpi_cpu_frame_free(cpu_frame_t *f) {

@@ -29,11 +29,12 @@ size_t gmpi_cpu_tag_elem_size(int mpi_tag);
  * in the call that waits for the receive, not in the send that happened to deliver it. */
 typedef struct {
   int source, tag;
-  size_t bytes;     /* the message's length; 0 when MPI truncated it (MPI does not say) */
-  int truncated;    /* longer than the receive buffer */
-  int mpi_rc;       /* the MPI error that ended it, other than truncation; else MPI_SUCCESS */
-  int checked;      /* GMPI_CHECK: sender_dtype is what the sender said it sent */
-  int sender_dtype; /* a gmpi_dtype_t; -1: the message had no check header */
+  size_t bytes;           /* the message's length; 0 when MPI truncated it (MPI does not say) */
+  int truncated;          /* longer than the receive buffer */
+  int mpi_rc;             /* the MPI error that ended it, other than truncation; else MPI_SUCCESS */
+  int checked;            /* GMPI_CHECK: sender_dtype is what the sender said it sent */
+  int sender_dtype;       /* a gmpi_dtype_t; -1: the message had no check header */
+  size_t other_elem_size; /* GMPI_CHECK: ended by a message of this element size (no data) */
 } cpu_recv_end_t;
 
 /* ---- GMPI_CHECK=1 on native messages (cpu_frame.c) ----
@@ -49,6 +50,11 @@ typedef struct {
   int32_t dtype;  /* the sender's gmpi_dtype_t */
   uint64_t count; /* the sender's count */
 } cpu_frame_hdr_t;
+
+/* Native matching keeps a receive away from messages of another element size, which MPI would
+ * match to it (a type mismatch). Under GMPI_CHECK a receive with a source and a tag that is
+ * still waiting after this many tests looks for one (gmpi_cpu_other_size). */
+#define CPU_OTHER_SIZE_POLLS 1024
 
 /* Payloads up to this many bytes are copied behind their header; larger ones use a struct
  * type (~0.1 us to build, and Open MPI's slower path for non-contiguous data). Measured with
@@ -88,6 +94,7 @@ typedef struct {
   struct cpu_self_msg *queued; /* a large self send: its message, until a receive takes it */
   int pending;                 /* a receive in the self-pending list */
   int framed;                  /* its MPI message is framed (GMPI_CHECK): frame in use */
+  unsigned polls;              /* tests of a framed receive, for gmpi_cpu_other_size */
   cpu_frame_t frame;
   gmpi_request_t next_pending;
 } cpu_req_t;
@@ -154,6 +161,13 @@ void gmpi_cpu_request_recv_end(gmpi_request_t req, const MPI_Status *s, int rc);
 /* One MPI_Test of a request not ended yet: *ended once MPI finished it (a truncated receive
  * included); a receive's ending goes to *end (NULL for a send). Other MPI errors are returned. */
 gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, int *ended, cpu_recv_end_t *end);
+/* GMPI_CHECK, a receive from one other rank with a tag still waiting in *mpi: is a message
+ * with its source and tag but another element size waiting in MPI? Then the receive is taken
+ * back, that message received and dropped (its send completes, and the pair stays usable), and
+ * the receive ends (*ended, *end with other_elem_size) for GMPI_ERR_MISMATCH. When MPI matched
+ * the receive meanwhile it ends as it ended (*ended, *end; framed: unframe it). */
+gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, MPI_Request *mpi,
+                                  int *ended, cpu_recv_end_t *end);
 /* A receive's outcome from how it ended: its status (count in a's elements), and an error
  * described for the call that waits it (truncated, failed, another dtype under GMPI_CHECK, or
  * not whole elements). */

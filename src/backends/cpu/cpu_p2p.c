@@ -147,12 +147,11 @@ void gmpi_cpu_recv_end(const MPI_Status *s, int rc, cpu_recv_end_t *end) {
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
   MPI_Count bytes = 0;
   if (rc == MPI_SUCCESS) MPI_Get_elements_x(s, MPI_BYTE, &bytes);
-  end->source = s->MPI_SOURCE;
-  end->tag = gmpi_cpu_user_tag(s->MPI_TAG);
-  end->bytes = (size_t)bytes;
-  end->truncated = cls == MPI_ERR_TRUNCATE;
-  end->mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc;
-  end->checked = 0;
+  *end = (cpu_recv_end_t){.source = s->MPI_SOURCE,
+                          .tag = gmpi_cpu_user_tag(s->MPI_TAG),
+                          .bytes = (size_t)bytes,
+                          .truncated = cls == MPI_ERR_TRUNCATE,
+                          .mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc};
 }
 
 void gmpi_cpu_request_recv_end(gmpi_request_t req, const MPI_Status *s, int rc) {
@@ -186,6 +185,12 @@ gmpi_status_t gmpi_cpu_recv_result(const gmpi_p2p_args_t *a, const cpu_recv_end_
                       "buffer of %zu %s elements",
                       e->source, e->tag, a->count, gmpi_dtype_name(a->dtype));
   if (e->mpi_rc != MPI_SUCCESS) return gmpi_mpi_error(e->mpi_rc, "MPI_Wait");
+  if (e->other_elem_size)
+    return gmpi_error(GMPI_ERR_MISMATCH,
+                      "GMPI_CHECK: receive from rank %d tag %d expects %s (%zu-byte elements) but "
+                      "rank %d sent a message of %zu-byte elements (received and dropped)",
+                      e->source, e->tag, gmpi_dtype_name(a->dtype), es, e->source,
+                      e->other_elem_size);
   if (e->checked) GMPI_CHECK(check_sender_dtype(a, e));
   if (e->bytes % es)
     return gmpi_error(GMPI_ERR_MISMATCH,
@@ -204,15 +209,80 @@ gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, int *ended, cpu_recv_end_t *en
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
   if (rc != MPI_SUCCESS && cls != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Test");
   *ended = flag || rc != MPI_SUCCESS;
+  /* Open MPI keeps a request that ended in an error (truncation) allocated: freed here. */
+  if (rc != MPI_SUCCESS && *mpi != MPI_REQUEST_NULL) MPI_Request_free(mpi);
   if (*ended && end) gmpi_cpu_recv_end(&s, rc, end);
   return GMPI_SUCCESS;
+}
+
+/* The size class of another element size whose message for (peer, tag) waits; -1: none. */
+static gmpi_status_t other_class_waiting(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, int *cls) {
+  int own = size_class(gmpi_dtype_size(a->dtype)), flag = 0;
+  *cls = -1;
+  for (int c = 0; c < N_CLASSES && !flag; c++) {
+    if (c == own) continue;
+    GMPI_MPI_CHECK(
+        MPI_Iprobe(a->peer, (a->tag << TAG_CLASS_BITS) | c, cpu->data, &flag, MPI_STATUS_IGNORE));
+    if (flag) *cls = c;
+  }
+  return GMPI_SUCCESS;
+}
+
+/* Receive and drop the waiting message of class cls: one byte of room is enough, since a
+ * truncated receive still completes the message and its send. */
+static gmpi_status_t drop_message(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, int cls) {
+  MPI_Message msg;
+  int got = 0;
+  GMPI_MPI_CHECK(MPI_Improbe(a->peer, (a->tag << TAG_CLASS_BITS) | cls, cpu->data, &got, &msg,
+                             MPI_STATUS_IGNORE));
+  if (!got) return GMPI_SUCCESS;
+  char room;
+  int rc = MPI_Mrecv(&room, 1, MPI_BYTE, &msg, MPI_STATUS_IGNORE), ec = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &ec);
+  if (rc != MPI_SUCCESS && ec != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Mrecv");
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, MPI_Request *mpi,
+                                  int *ended, cpu_recv_end_t *end) {
+  int cls;
+  *ended = 0;
+  GMPI_CHECK(other_class_waiting(cpu, a, &cls));
+  if (cls < 0) return GMPI_SUCCESS;
+  GMPI_MPI_CHECK(MPI_Cancel(mpi));
+  MPI_Status s;
+  int cancelled = 0;
+  int rc = MPI_Wait(mpi, &s); /* bounded: cancelled, or matched before the cancel came */
+  if (rc != MPI_SUCCESS && *mpi != MPI_REQUEST_NULL) MPI_Request_free(mpi);
+  if (rc == MPI_SUCCESS) MPI_Test_cancelled(&s, &cancelled);
+  *ended = 1;
+  if (!cancelled) {
+    gmpi_cpu_recv_end(&s, rc, end);
+    return GMPI_SUCCESS;
+  }
+  GMPI_CHECK(drop_message(cpu, a, cls));
+  *end = (cpu_recv_end_t){
+      .source = a->peer, .tag = a->tag, .mpi_rc = MPI_SUCCESS, .other_elem_size = class_size[cls]};
+  return GMPI_SUCCESS;
+}
+
+/* Under GMPI_CHECK, every CPU_OTHER_SIZE_POLLS tests of a receive from one other rank with a
+ * tag: a message of another element size waiting for it ends it (gmpi_cpu_other_size). */
+static int looks_for_other_size(gmpi_request_t req) {
+  cpu_req_t *cr = req->be;
+  const gmpi_p2p_args_t *a = &req->args;
+  return cr->framed && a->dir == GMPI_P2P_RECV && a->tag != GMPI_ANY_TAG &&
+         a->peer != GMPI_ANY_SOURCE && a->peer != req->comm->rank &&
+         ++cr->polls % CPU_OTHER_SIZE_POLLS == 0;
 }
 
 static gmpi_status_t test_mpi(gmpi_cpu_t *cpu, gmpi_request_t req, int *finished) {
   cpu_req_t *cr = req->be;
   int is_recv = req->args.dir == GMPI_P2P_RECV;
   GMPI_CHECK(gmpi_cpu_test_one(&cr->mpi, finished, is_recv ? &cr->end : NULL));
-  if (*finished && is_recv) {
+  if (!*finished && looks_for_other_size(req))
+    GMPI_CHECK(gmpi_cpu_other_size(cpu, &req->args, &cr->mpi, finished, &cr->end));
+  if (*finished && is_recv && cr->end.other_elem_size == 0) {
     if (cr->framed) gmpi_cpu_unframe(&cr->frame, &req->args, &cr->end);
     gmpi_cpu_self_pending_remove(cpu->native, req);
   }

@@ -34,7 +34,8 @@ typedef struct {
 static void deliver(const cpu_native_t *nat, gmpi_request_t recv, const self_msg_view_t *m) {
   cpu_req_t *cr = recv->be;
   int fits = m->bytes <= bytes_of(&recv->args);
-  if (fits && m->bytes) memcpy(recv->args.buf, m->data, m->bytes);
+  int wanted = !nat->checked || m->dtype == (int)recv->args.dtype; /* else a mismatch */
+  if (fits && wanted && m->bytes) memcpy(recv->args.buf, m->data, m->bytes);
   cr->end = (cpu_recv_end_t){.source = recv->comm->rank,
                              .tag = m->tag,
                              .bytes = m->bytes,
@@ -92,6 +93,7 @@ static gmpi_status_t claim_from_mpi(gmpi_request_t recv, int *claimed) {
   MPI_Status s;
   int cancelled = 0;
   int rc = MPI_Wait(&cr->mpi, &s);
+  if (rc != MPI_SUCCESS && cr->mpi != MPI_REQUEST_NULL) MPI_Request_free(&cr->mpi); /* truncated */
   if (rc == MPI_SUCCESS) rc = MPI_Test_cancelled(&s, &cancelled);
   if (rc == MPI_SUCCESS && cancelled) return GMPI_SUCCESS;
   *claimed = 0;
