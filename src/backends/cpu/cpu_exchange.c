@@ -67,10 +67,10 @@ static gmpi_status_t frames_of(gmpi_cpu_t *cpu, cpu_frame_t **frames) {
  * element size waiting for it (gmpi_cpu_other_size). */
 static gmpi_status_t test_recv(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *recv, exchange_t *x,
                                unsigned polls) {
-  GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[RECV], &x->ended[RECV], &x->end));
+  GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[RECV], x->type[RECV], &x->ended[RECV], &x->end));
   if (x->ended[RECV] || !x->frames || recv->tag == GMPI_ANY_TAG || polls % CPU_OTHER_SIZE_POLLS)
     return GMPI_SUCCESS;
-  return gmpi_cpu_other_size(cpu, recv, &x->mpi[RECV], &x->ended[RECV], &x->end);
+  return gmpi_cpu_other_size(cpu, recv, &x->mpi[RECV], x->type[RECV], &x->ended[RECV], &x->end);
 }
 
 /* Both ended: GMPI_SUCCESS; the deadline passed: GMPI_ERR_TIMEOUT (no message: the caller,
@@ -81,7 +81,8 @@ static gmpi_status_t wait_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p
   gmpi_deadline_start(&d, comm->cfg.timeout_s);
   for (unsigned polls = 1;; polls++) {
     if (!x->ended[RECV]) GMPI_CHECK(test_recv(cpu, recv, x, polls));
-    if (!x->ended[SEND]) GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[SEND], &x->ended[SEND], NULL));
+    if (!x->ended[SEND])
+      GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[SEND], x->type[SEND], &x->ended[SEND], NULL));
     if (x->ended[RECV] && x->ended[SEND]) return GMPI_SUCCESS;
     if (gmpi_deadline_poll(&d)) return GMPI_ERR_TIMEOUT;
   }

@@ -154,20 +154,22 @@ void gmpi_cpu_self_free_all(cpu_native_t *nat);
 /* cpu_p2p.c */
 /* The engine's native state, made at its first use. */
 gmpi_status_t gmpi_cpu_native(gmpi_cpu_t *cpu, cpu_native_t **out);
-/* How a receive ended in MPI (MPI_Test or MPI_Wait's status and return code). */
-void gmpi_cpu_recv_end(const MPI_Status *s, int rc, cpu_recv_end_t *end);
+/* How a receive ended in MPI (MPI_Test or MPI_Wait's status and return code; type: the
+ * receive's, made of bytes). */
+void gmpi_cpu_recv_end(const MPI_Status *s, int rc, MPI_Datatype type, cpu_recv_end_t *end);
 /* The same for a request's receive, unframed when it is framed. */
 void gmpi_cpu_request_recv_end(gmpi_request_t req, const MPI_Status *s, int rc);
 /* One MPI_Test of a request not ended yet: *ended once MPI finished it (a truncated receive
  * included); a receive's ending goes to *end (NULL for a send). Other MPI errors are returned. */
-gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, int *ended, cpu_recv_end_t *end);
+gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, MPI_Datatype type, int *ended,
+                                cpu_recv_end_t *end);
 /* GMPI_CHECK, a receive from one other rank with a tag still waiting in *mpi: is a message
  * with its source and tag but another element size waiting in MPI? Then the receive is taken
  * back, that message received and dropped (its send completes, and the pair stays usable), and
  * the receive ends (*ended, *end with other_elem_size) for GMPI_ERR_MISMATCH. When MPI matched
  * the receive meanwhile it ends as it ended (*ended, *end; framed: unframe it). */
 gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, MPI_Request *mpi,
-                                  int *ended, cpu_recv_end_t *end);
+                                  MPI_Datatype type, int *ended, cpu_recv_end_t *end);
 /* A receive's outcome from how it ended: its status (count in a's elements), and an error
  * described for the call that waits it (truncated, failed, another dtype under GMPI_CHECK, or
  * not whole elements). */

@@ -142,11 +142,11 @@ static void release(gmpi_request_t req) {
   req->be = NULL;
 }
 
-void gmpi_cpu_recv_end(const MPI_Status *s, int rc, cpu_recv_end_t *end) {
+void gmpi_cpu_recv_end(const MPI_Status *s, int rc, MPI_Datatype type, cpu_recv_end_t *end) {
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
   MPI_Count bytes = 0;
-  if (rc == MPI_SUCCESS) MPI_Get_elements_x(s, MPI_BYTE, &bytes);
+  if (rc == MPI_SUCCESS) MPI_Get_elements_x(s, type, &bytes); /* bytes: every type is of bytes */
   *end = (cpu_recv_end_t){.source = s->MPI_SOURCE,
                           .tag = gmpi_cpu_user_tag(s->MPI_TAG),
                           .bytes = (size_t)bytes,
@@ -156,7 +156,7 @@ void gmpi_cpu_recv_end(const MPI_Status *s, int rc, cpu_recv_end_t *end) {
 
 void gmpi_cpu_request_recv_end(gmpi_request_t req, const MPI_Status *s, int rc) {
   cpu_req_t *cr = req->be;
-  gmpi_cpu_recv_end(s, rc, &cr->end);
+  gmpi_cpu_recv_end(s, rc, cr->type, &cr->end);
   if (cr->framed) gmpi_cpu_unframe(&cr->frame, &req->args, &cr->end);
 }
 
@@ -202,7 +202,8 @@ gmpi_status_t gmpi_cpu_recv_result(const gmpi_p2p_args_t *a, const cpu_recv_end_
 
 /* Has MPI finished the request's MPI part? A receive's end is recorded, and it leaves the
  * self-pending list (an ANY_SOURCE receive that a remote message took). */
-gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, int *ended, cpu_recv_end_t *end) {
+gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, MPI_Datatype type, int *ended,
+                                cpu_recv_end_t *end) {
   MPI_Status s;
   int flag = 0, cls = MPI_SUCCESS;
   int rc = MPI_Test(mpi, &flag, &s);
@@ -211,7 +212,7 @@ gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, int *ended, cpu_recv_end_t *en
   *ended = flag || rc != MPI_SUCCESS;
   /* Open MPI keeps a request that ended in an error (truncation) allocated: freed here. */
   if (rc != MPI_SUCCESS && *mpi != MPI_REQUEST_NULL) MPI_Request_free(mpi);
-  if (*ended && end) gmpi_cpu_recv_end(&s, rc, end);
+  if (*ended && end) gmpi_cpu_recv_end(&s, rc, type, end);
   return GMPI_SUCCESS;
 }
 
@@ -244,7 +245,7 @@ static gmpi_status_t drop_message(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, int
 }
 
 gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, MPI_Request *mpi,
-                                  int *ended, cpu_recv_end_t *end) {
+                                  MPI_Datatype type, int *ended, cpu_recv_end_t *end) {
   int cls;
   *ended = 0;
   GMPI_CHECK(other_class_waiting(cpu, a, &cls));
@@ -257,7 +258,7 @@ gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, MPI
   if (rc == MPI_SUCCESS) MPI_Test_cancelled(&s, &cancelled);
   *ended = 1;
   if (!cancelled) {
-    gmpi_cpu_recv_end(&s, rc, end);
+    gmpi_cpu_recv_end(&s, rc, type, end);
     return GMPI_SUCCESS;
   }
   GMPI_CHECK(drop_message(cpu, a, cls));
@@ -279,9 +280,9 @@ static int looks_for_other_size(gmpi_request_t req) {
 static gmpi_status_t test_mpi(gmpi_cpu_t *cpu, gmpi_request_t req, int *finished) {
   cpu_req_t *cr = req->be;
   int is_recv = req->args.dir == GMPI_P2P_RECV;
-  GMPI_CHECK(gmpi_cpu_test_one(&cr->mpi, finished, is_recv ? &cr->end : NULL));
+  GMPI_CHECK(gmpi_cpu_test_one(&cr->mpi, cr->type, finished, is_recv ? &cr->end : NULL));
   if (!*finished && looks_for_other_size(req))
-    GMPI_CHECK(gmpi_cpu_other_size(cpu, &req->args, &cr->mpi, finished, &cr->end));
+    GMPI_CHECK(gmpi_cpu_other_size(cpu, &req->args, &cr->mpi, cr->type, finished, &cr->end));
   if (*finished && is_recv && cr->end.other_elem_size == 0) {
     if (cr->framed) gmpi_cpu_unframe(&cr->frame, &req->args, &cr->end);
     gmpi_cpu_self_pending_remove(cpu->native, req);
