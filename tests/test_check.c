@@ -136,7 +136,8 @@ static void large_and_sendrecv(void) {
 /* Mismatches and truncation across the two ways a checked message travels (copied below
  * 16 KiB, a struct type above): a mismatch writes nothing (small), another element size is a
  * mismatch too (and the pair stays usable), a small message fits a large receive, a large one
- * is truncated by a small receive, and a truncated sendrecv reports it on both ranks. */
+ * is truncated by a small receive, and a sendrecv reports truncation and another element size
+ * on both ranks. */
 static void sizes_and_truncation(void) {
   enum { N = 8192, SMALL = 1024 };
   int peer = (rank ^ 1) < size ? rank ^ 1 : rank;
@@ -176,6 +177,9 @@ static void sizes_and_truncation(void) {
   T_OK(gmpi_waitall(5, req, NULL));
   T_STATUS(gmpi_sendrecv(s, 16, GMPI_INT32, peer, 25, r, 8, GMPI_INT32, peer, 25, comm, NULL),
            GMPI_ERR_TRUNCATE);
+  T_STATUS(gmpi_sendrecv(s, 4, GMPI_FLOAT32, peer, 27, r, 4, GMPI_FLOAT64, peer, 27, comm, NULL),
+           GMPI_ERR_MISMATCH);
+  T_ERROR_MENTIONS("float64");
   gmpi_msg_status_t st;
   T_OK(gmpi_sendrecv(s, 8, GMPI_INT32, peer, 26, r, 8, GMPI_INT32, peer, 26, comm, &st));
   T_EQ_SIZE(st.count, 8);
