@@ -1,7 +1,6 @@
 /* The cuda backend's life cycle: probe, bind one device per local rank, build the NCCL
  * communicator over MPI (unique id on rank 0, bcast, nonblocking init bounded by
  * GMPI_TIMEOUT), split, bounded completion, teardown; and its ops table. */
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,9 +119,7 @@ static gmpi_status_t timed_out(gmpi_comm_t comm, cuda_comm_t *cc, const char *wh
 
 /* Wait until the nonblocking communicator nc has nothing in progress (an init, a split, an
  * enqueue), bounded; progress_p2p keeps the comm's envelopes moving meanwhile (not during
- * init: there is no engine yet). NCCL finishes a nonblocking enqueue in a thread of its own,
- * so the core is handed over at every poll: on two H200s an 8-byte allreduce enqueue took
- * 3.9 ms with a hot poll, ~35 us yielding (scripts/experiments/nccl_modes_ranks.c). */
+ * init: there is no engine yet). */
 static gmpi_status_t wait_settled(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t nc,
                                   const char *what, int progress_p2p) {
   gmpi_deadline_t d;
@@ -131,7 +128,6 @@ static gmpi_status_t wait_settled(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t 
     int ready = 0;
     GMPI_CHECK(nccl_async(comm, cc, nc, &ready));
     if (ready) return GMPI_SUCCESS;
-    sched_yield();
     if (progress_p2p && !cc->capturing) gmpi_progress_all();
     if (gmpi_deadline_poll(&d)) {
       if (nc != cc->nccl) ncclCommAbort(nc); /* a child being split: the parent is aborted below */
