@@ -147,13 +147,14 @@ static void sizes_and_truncation(void) {
     vals[i] = rank * 100 + i;
   t_put(s, vals, N * sizeof(int));
   int sender = rank % 2 == 0 || peer == rank, receiver = rank % 2 == 1 || peer == rank;
-  gmpi_request_t req[5] = {NULL, NULL, NULL, NULL, NULL};
+  gmpi_request_t req[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
   if (sender) {
     T_OK(gmpi_isend(s, 4, GMPI_INT32, peer, 20, comm, &req[0]));   /* into float32 */
     T_OK(gmpi_isend(s, 4, GMPI_FLOAT32, peer, 21, comm, &req[1])); /* into float64 */
     T_OK(gmpi_isend(s, 4, GMPI_INT32, peer, 22, comm, &req[2]));   /* the pair goes on */
     T_OK(gmpi_isend(s, 8, GMPI_INT32, peer, 23, comm, &req[3]));   /* into N */
     T_OK(gmpi_isend(s, N, GMPI_INT32, peer, 24, comm, &req[4]));   /* into SMALL */
+    T_OK(gmpi_isend(s, N, GMPI_FLOAT32, peer, 28, comm, &req[5])); /* large, into float64 */
   }
   if (receiver) {
     int *sentinel = malloc(N * sizeof(int));
@@ -164,6 +165,12 @@ static void sizes_and_truncation(void) {
     t_get(got, r, 4 * sizeof(int));
     T_EQ_INT(got[0], -1); /* nothing written */
     T_STATUS(gmpi_recv(r, 4, GMPI_FLOAT64, peer, 21, comm, NULL), GMPI_ERR_MISMATCH);
+    T_STATUS(gmpi_recv(r, N / 2, GMPI_FLOAT64, peer, 28, comm, NULL), GMPI_ERR_MISMATCH);
+    int waiting = 1;
+    T_OK(gmpi_iprobe(peer, 21, comm, &waiting, NULL));
+    T_EQ_INT(waiting, 0); /* the mismatched message was taken, not left queued */
+    T_OK(gmpi_iprobe(peer, 28, comm, &waiting, NULL));
+    T_EQ_INT(waiting, 0);
     gmpi_msg_status_t st;
     T_OK(gmpi_recv(r, 4, GMPI_INT32, peer, 22, comm, &st));
     T_EQ_SIZE(st.count, 4);
@@ -174,7 +181,7 @@ static void sizes_and_truncation(void) {
     T_STATUS(gmpi_recv(r, SMALL, GMPI_INT32, peer, 24, comm, NULL), GMPI_ERR_TRUNCATE);
     free(sentinel);
   }
-  T_OK(gmpi_waitall(5, req, NULL));
+  T_OK(gmpi_waitall(6, req, NULL)); /* the large mismatched send too: its message was taken */
   T_STATUS(gmpi_sendrecv(s, 16, GMPI_INT32, peer, 25, r, 8, GMPI_INT32, peer, 25, comm, NULL),
            GMPI_ERR_TRUNCATE);
   T_STATUS(gmpi_sendrecv(s, 4, GMPI_FLOAT32, peer, 27, r, 4, GMPI_FLOAT64, peer, 27, comm, NULL),

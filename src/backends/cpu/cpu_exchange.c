@@ -65,12 +65,13 @@ static gmpi_status_t frames_of(gmpi_cpu_t *cpu, cpu_frame_t **frames) {
 
 /* One test of the receive; under GMPI_CHECK, now and then a look for a message of another
  * element size waiting for it (gmpi_cpu_other_size). */
-static gmpi_status_t test_recv(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *recv, exchange_t *x,
-                               unsigned polls) {
+static gmpi_status_t test_recv(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *recv,
+                               exchange_t *x, unsigned polls) {
   GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[RECV], x->type[RECV], &x->ended[RECV], &x->end));
   if (x->ended[RECV] || !x->frames || recv->tag == GMPI_ANY_TAG || polls % CPU_OTHER_SIZE_POLLS)
     return GMPI_SUCCESS;
-  return gmpi_cpu_other_size(cpu, recv, &x->mpi[RECV], x->type[RECV], &x->ended[RECV], &x->end);
+  return gmpi_cpu_other_size(cpu, comm, recv, &x->mpi[RECV], x->type[RECV], &x->ended[RECV],
+                             &x->end);
 }
 
 /* Both ended: GMPI_SUCCESS; the deadline passed: GMPI_ERR_TIMEOUT (no message: the caller,
@@ -80,7 +81,7 @@ static gmpi_status_t wait_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p
   gmpi_deadline_t d;
   gmpi_deadline_start(&d, comm->cfg.timeout_s);
   for (unsigned polls = 1;; polls++) {
-    if (!x->ended[RECV]) GMPI_CHECK(test_recv(cpu, recv, x, polls));
+    if (!x->ended[RECV]) GMPI_CHECK(test_recv(cpu, comm, recv, x, polls));
     if (!x->ended[SEND])
       GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[SEND], x->type[SEND], &x->ended[SEND], NULL));
     if (x->ended[RECV] && x->ended[SEND]) return GMPI_SUCCESS;

@@ -167,9 +167,12 @@ gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, MPI_Datatype type, int *ended,
  * with its source and tag but another element size waiting in MPI? Then the receive is taken
  * back, that message received and dropped (its send completes, and the pair stays usable), and
  * the receive ends (*ended, *end with other_elem_size) for GMPI_ERR_MISMATCH. When MPI matched
- * the receive meanwhile it ends as it ended (*ended, *end; framed: unframe it). */
-gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, MPI_Request *mpi,
-                                  MPI_Datatype type, int *ended, cpu_recv_end_t *end);
+ * the receive meanwhile it ends as it ended (*ended, *end; framed: unframe it). Its waits are
+ * polled within comm's GMPI_TIMEOUT. Detection depends on timing: a message of the receive's
+ * own size arriving within the polls matches, and the erroneous program goes unflagged. */
+gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
+                                  MPI_Request *mpi, MPI_Datatype type, int *ended,
+                                  cpu_recv_end_t *end);
 /* A receive's outcome from how it ended: its status (count in a's elements), and an error
  * described for the call that waits it (truncated, failed, another dtype under GMPI_CHECK, or
  * not whole elements). */

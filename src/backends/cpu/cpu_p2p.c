@@ -13,6 +13,7 @@
 #include "../../core/error.h"
 #include "../../core/park.h"
 #include "../../core/request.h"
+#include "../../core/wait.h"
 #include "../../mpi/mpi_check.h"
 #include "../../mpi/types.h"
 #include "cpu.h"
@@ -229,39 +230,62 @@ static gmpi_status_t other_class_waiting(gmpi_cpu_t *cpu, const gmpi_p2p_args_t 
   return GMPI_SUCCESS;
 }
 
-/* Receive and drop the waiting message of class cls: one byte of room is enough, since a
- * truncated receive still completes the message and its send. */
-static gmpi_status_t drop_message(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, int cls) {
+/* MPI_Wait of *r within comm's GMPI_TIMEOUT, driving the engines meanwhile (a transfer under
+ * way may need its sender's progress); *rc is MPI's verdict, an errored request freed. */
+static gmpi_status_t wait_within(gmpi_comm_t comm, MPI_Request *r, MPI_Status *s, int *rc) {
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, comm->cfg.timeout_s);
+  for (;;) {
+    int flag = 0;
+    *rc = MPI_Test(r, &flag, s);
+    if (*rc != MPI_SUCCESS && *r != MPI_REQUEST_NULL) MPI_Request_free(r);
+    if (flag || *rc != MPI_SUCCESS) return GMPI_SUCCESS;
+    if (gmpi_deadline_poll(&d))
+      return gmpi_error(GMPI_ERR_TIMEOUT,
+                        "GMPI_CHECK: a receive's look for a message of another element size did "
+                        "not end within GMPI_TIMEOUT = %g s",
+                        comm->cfg.timeout_s);
+  }
+}
+
+/* Receive and drop the waiting message of class cls into no room at all: a truncated receive
+ * still completes the message and its send. */
+static gmpi_status_t drop_message(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
+                                  int cls) {
   MPI_Message msg;
   int got = 0;
   GMPI_MPI_CHECK(MPI_Improbe(a->peer, (a->tag << TAG_CLASS_BITS) | cls, cpu->data, &got, &msg,
                              MPI_STATUS_IGNORE));
-  if (!got) return GMPI_SUCCESS;
+  if (!got) return GMPI_SUCCESS; /* another receive of that size took it meanwhile */
   char room;
-  int rc = MPI_Mrecv(&room, 1, MPI_BYTE, &msg, MPI_STATUS_IGNORE), ec = MPI_SUCCESS;
+  MPI_Request r;
+  GMPI_MPI_CHECK(MPI_Imrecv(&room, 0, MPI_BYTE, &msg, &r));
+  int rc, ec = MPI_SUCCESS;
+  GMPI_CHECK(wait_within(comm, &r, MPI_STATUS_IGNORE, &rc));
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &ec);
-  if (rc != MPI_SUCCESS && ec != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Mrecv");
+  if (rc != MPI_SUCCESS && ec != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Imrecv");
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, const gmpi_p2p_args_t *a, MPI_Request *mpi,
-                                  MPI_Datatype type, int *ended, cpu_recv_end_t *end) {
+gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
+                                  MPI_Request *mpi, MPI_Datatype type, int *ended,
+                                  cpu_recv_end_t *end) {
   int cls;
   *ended = 0;
   GMPI_CHECK(other_class_waiting(cpu, a, &cls));
   if (cls < 0) return GMPI_SUCCESS;
   GMPI_MPI_CHECK(MPI_Cancel(mpi));
   MPI_Status s;
-  int cancelled = 0;
-  int rc = MPI_Wait(mpi, &s); /* bounded: cancelled, or matched before the cancel came */
-  if (rc != MPI_SUCCESS && *mpi != MPI_REQUEST_NULL) MPI_Request_free(mpi);
+  int cancelled = 0, rc;
+  /* Cancelled at once, or matched before the cancel came and finishing its transfer. */
+  GMPI_CHECK(wait_within(comm, mpi, &s, &rc));
   if (rc == MPI_SUCCESS) MPI_Test_cancelled(&s, &cancelled);
   *ended = 1;
   if (!cancelled) {
     gmpi_cpu_recv_end(&s, rc, type, end);
     return GMPI_SUCCESS;
   }
-  GMPI_CHECK(drop_message(cpu, a, cls));
+  GMPI_CHECK(drop_message(cpu, comm, a, cls));
   *end = (cpu_recv_end_t){
       .source = a->peer, .tag = a->tag, .mpi_rc = MPI_SUCCESS, .other_elem_size = class_size[cls]};
   return GMPI_SUCCESS;
@@ -282,7 +306,8 @@ static gmpi_status_t test_mpi(gmpi_cpu_t *cpu, gmpi_request_t req, int *finished
   int is_recv = req->args.dir == GMPI_P2P_RECV;
   GMPI_CHECK(gmpi_cpu_test_one(&cr->mpi, cr->type, finished, is_recv ? &cr->end : NULL));
   if (!*finished && looks_for_other_size(req))
-    GMPI_CHECK(gmpi_cpu_other_size(cpu, &req->args, &cr->mpi, cr->type, finished, &cr->end));
+    GMPI_CHECK(
+        gmpi_cpu_other_size(cpu, req->comm, &req->args, &cr->mpi, cr->type, finished, &cr->end));
   if (*finished && is_recv && cr->end.other_elem_size == 0) {
     if (cr->framed) gmpi_cpu_unframe(&cr->frame, &req->args, &cr->end);
     gmpi_cpu_self_pending_remove(cpu->native, req);
