@@ -68,8 +68,7 @@ static gmpi_status_t frames_of(gmpi_cpu_t *cpu, cpu_frame_t **frames) {
 static gmpi_status_t test_recv(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *recv,
                                exchange_t *x, unsigned polls) {
   GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[RECV], x->type[RECV], &x->ended[RECV], &x->end));
-  if (x->ended[RECV] || !x->frames || recv->tag == GMPI_ANY_TAG || polls % CPU_OTHER_SIZE_POLLS)
-    return GMPI_SUCCESS;
+  if (x->ended[RECV] || !x->frames || polls % CPU_OTHER_SIZE_POLLS) return GMPI_SUCCESS;
   return gmpi_cpu_other_size(cpu, comm, recv, &x->mpi[RECV], x->type[RECV], &x->ended[RECV],
                              &x->end);
 }

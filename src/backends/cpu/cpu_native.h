@@ -157,19 +157,23 @@ gmpi_status_t gmpi_cpu_native(gmpi_cpu_t *cpu, cpu_native_t **out);
 /* How a receive ended in MPI (MPI_Test or MPI_Wait's status and return code; type: the
  * receive's, made of bytes). */
 void gmpi_cpu_recv_end(const MPI_Status *s, int rc, MPI_Datatype type, cpu_recv_end_t *end);
-/* The same for a request's receive, unframed when it is framed. */
-void gmpi_cpu_request_recv_end(gmpi_request_t req, const MPI_Status *s, int rc);
+/* Take a posted receive back from MPI: MPI_Cancel, waited within comm's GMPI_TIMEOUT (driving
+ * the engines). *taken: no message reached it; otherwise MPI matched one first and the receive
+ * ended with it (*end; framed: unframe it). */
+gmpi_status_t gmpi_cpu_take_back(gmpi_comm_t comm, MPI_Request *mpi, MPI_Datatype type, int *taken,
+                                 cpu_recv_end_t *end);
 /* One MPI_Test of a request not ended yet: *ended once MPI finished it (a truncated receive
  * included); a receive's ending goes to *end (NULL for a send). Other MPI errors are returned. */
 gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, MPI_Datatype type, int *ended,
                                 cpu_recv_end_t *end);
-/* GMPI_CHECK, a receive from one other rank with a tag still waiting in *mpi: is a message
- * with its source and tag but another element size waiting in MPI? Then the receive is taken
- * back, that message received and dropped (its send completes, and the pair stays usable), and
- * the receive ends (*ended, *end with other_elem_size) for GMPI_ERR_MISMATCH. When MPI matched
- * the receive meanwhile it ends as it ended (*ended, *end; framed: unframe it). Its waits are
- * polled within comm's GMPI_TIMEOUT. Detection depends on timing: a message of the receive's
- * own size arriving within the polls matches, and the erroneous program goes unflagged. */
+/* GMPI_CHECK, a receive still waiting in *mpi (one that names another rank and a tag; others
+ * return at once): is a message with its source and tag but another element size waiting in
+ * MPI? Then the receive is taken back, that message received and dropped (its send completes, and
+ * the pair stays usable), and the receive ends (*ended, *end with other_elem_size) for
+ * GMPI_ERR_MISMATCH. When MPI matched the receive meanwhile it ends as it ended (*ended, *end;
+ * framed: unframe it). Its waits are polled within comm's GMPI_TIMEOUT. Detection depends on
+ * timing: a message of the receive's own size arriving within the polls matches, and the erroneous
+ * program goes unflagged. */
 gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
                                   MPI_Request *mpi, MPI_Datatype type, int *ended,
                                   cpu_recv_end_t *end);

@@ -155,12 +155,6 @@ void gmpi_cpu_recv_end(const MPI_Status *s, int rc, MPI_Datatype type, cpu_recv_
                           .mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc};
 }
 
-void gmpi_cpu_request_recv_end(gmpi_request_t req, const MPI_Status *s, int rc) {
-  cpu_req_t *cr = req->be;
-  gmpi_cpu_recv_end(s, rc, cr->type, &cr->end);
-  if (cr->framed) gmpi_cpu_unframe(&cr->frame, &req->args, &cr->end);
-}
-
 /* GMPI_CHECK's verdict on the sender's dtype (cpu_frame.c, cpu_self.c). */
 static gmpi_status_t check_sender_dtype(const gmpi_p2p_args_t *a, const cpu_recv_end_t *e) {
   if (e->sender_dtype < 0)
@@ -232,7 +226,8 @@ static gmpi_status_t other_class_waiting(gmpi_cpu_t *cpu, const gmpi_p2p_args_t 
 
 /* MPI_Wait of *r within comm's GMPI_TIMEOUT, driving the engines meanwhile (a transfer under
  * way may need its sender's progress); *rc is MPI's verdict, an errored request freed. */
-static gmpi_status_t wait_within(gmpi_comm_t comm, MPI_Request *r, MPI_Status *s, int *rc) {
+static gmpi_status_t wait_within(gmpi_comm_t comm, MPI_Request *r, MPI_Status *s, int *rc,
+                                 const char *what) {
   gmpi_deadline_t d;
   gmpi_deadline_start(&d, comm->cfg.timeout_s);
   for (;;) {
@@ -241,9 +236,7 @@ static gmpi_status_t wait_within(gmpi_comm_t comm, MPI_Request *r, MPI_Status *s
     if (*rc != MPI_SUCCESS && *r != MPI_REQUEST_NULL) MPI_Request_free(r);
     if (flag || *rc != MPI_SUCCESS) return GMPI_SUCCESS;
     if (gmpi_deadline_poll(&d))
-      return gmpi_error(GMPI_ERR_TIMEOUT,
-                        "GMPI_CHECK: a receive's look for a message of another element size did "
-                        "not end within GMPI_TIMEOUT = %g s",
+      return gmpi_error(GMPI_ERR_TIMEOUT, "%s did not end within GMPI_TIMEOUT = %g s", what,
                         comm->cfg.timeout_s);
   }
 }
@@ -261,51 +254,51 @@ static gmpi_status_t drop_message(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_
   MPI_Request r;
   GMPI_MPI_CHECK(MPI_Imrecv(&room, 0, MPI_BYTE, &msg, &r));
   int rc, ec = MPI_SUCCESS;
-  GMPI_CHECK(wait_within(comm, &r, MPI_STATUS_IGNORE, &rc));
+  GMPI_CHECK(wait_within(comm, &r, MPI_STATUS_IGNORE, &rc,
+                         "GMPI_CHECK: dropping a message of another element size"));
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &ec);
   if (rc != MPI_SUCCESS && ec != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Imrecv");
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_cpu_take_back(gmpi_comm_t comm, MPI_Request *mpi, MPI_Datatype type, int *taken,
+                                 cpu_recv_end_t *end) {
+  GMPI_MPI_CHECK(MPI_Cancel(mpi));
+  MPI_Status s;
+  int cancelled = 0, rc;
+  /* Cancelled at once, or matched before the cancel came and finishing its transfer. */
+  GMPI_CHECK(wait_within(comm, mpi, &s, &rc, "taking a posted receive back from MPI"));
+  if (rc == MPI_SUCCESS) MPI_Test_cancelled(&s, &cancelled);
+  *taken = cancelled;
+  if (!cancelled) gmpi_cpu_recv_end(&s, rc, type, end);
   return GMPI_SUCCESS;
 }
 
 gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
                                   MPI_Request *mpi, MPI_Datatype type, int *ended,
                                   cpu_recv_end_t *end) {
-  int cls;
+  int cls, taken;
   *ended = 0;
+  /* Only a receive from one other rank with one tag has one (source, tag) to look at. */
+  if (a->tag == GMPI_ANY_TAG || a->peer == GMPI_ANY_SOURCE || a->peer == comm->rank)
+    return GMPI_SUCCESS;
   GMPI_CHECK(other_class_waiting(cpu, a, &cls));
   if (cls < 0) return GMPI_SUCCESS;
-  GMPI_MPI_CHECK(MPI_Cancel(mpi));
-  MPI_Status s;
-  int cancelled = 0, rc;
-  /* Cancelled at once, or matched before the cancel came and finishing its transfer. */
-  GMPI_CHECK(wait_within(comm, mpi, &s, &rc));
-  if (rc == MPI_SUCCESS) MPI_Test_cancelled(&s, &cancelled);
+  GMPI_CHECK(gmpi_cpu_take_back(comm, mpi, type, &taken, end));
   *ended = 1;
-  if (!cancelled) {
-    gmpi_cpu_recv_end(&s, rc, type, end);
-    return GMPI_SUCCESS;
-  }
+  if (!taken) return GMPI_SUCCESS;
   GMPI_CHECK(drop_message(cpu, comm, a, cls));
   *end = (cpu_recv_end_t){
       .source = a->peer, .tag = a->tag, .mpi_rc = MPI_SUCCESS, .other_elem_size = class_size[cls]};
   return GMPI_SUCCESS;
 }
 
-/* Under GMPI_CHECK, every CPU_OTHER_SIZE_POLLS tests of a receive from one other rank with a
- * tag: a message of another element size waiting for it ends it (gmpi_cpu_other_size). */
-static int looks_for_other_size(gmpi_request_t req) {
-  cpu_req_t *cr = req->be;
-  const gmpi_p2p_args_t *a = &req->args;
-  return cr->framed && a->dir == GMPI_P2P_RECV && a->tag != GMPI_ANY_TAG &&
-         a->peer != GMPI_ANY_SOURCE && a->peer != req->comm->rank &&
-         ++cr->polls % CPU_OTHER_SIZE_POLLS == 0;
-}
-
 static gmpi_status_t test_mpi(gmpi_cpu_t *cpu, gmpi_request_t req, int *finished) {
   cpu_req_t *cr = req->be;
   int is_recv = req->args.dir == GMPI_P2P_RECV;
   GMPI_CHECK(gmpi_cpu_test_one(&cr->mpi, cr->type, finished, is_recv ? &cr->end : NULL));
-  if (!*finished && looks_for_other_size(req))
+  /* GMPI_CHECK: now and then, a message of another element size waiting for this receive */
+  if (!*finished && cr->framed && is_recv && ++cr->polls % CPU_OTHER_SIZE_POLLS == 0)
     GMPI_CHECK(
         gmpi_cpu_other_size(cpu, req->comm, &req->args, &cr->mpi, cr->type, finished, &cr->end));
   if (*finished && is_recv && cr->end.other_elem_size == 0) {

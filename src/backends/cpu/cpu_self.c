@@ -82,22 +82,16 @@ void gmpi_cpu_self_pending_remove(cpu_native_t *nat, gmpi_request_t req) {
     }
 }
 
-/* A pending ANY_SOURCE receive also waits in MPI. Take it back with MPI_Cancel: cancelled means
- * no remote message reached it, so a self message may have it (*claimed = 1); otherwise MPI
- * matched a remote message first, and the receive ends with that one (*claimed = 0). */
+/* A pending ANY_SOURCE receive also waits in MPI. Take it back (gmpi_cpu_take_back): taken
+ * means no remote message reached it, so a self message may have it (*claimed = 1); otherwise
+ * MPI matched a remote message first, and the receive ends with that one (*claimed = 0). */
 static gmpi_status_t claim_from_mpi(gmpi_request_t recv, int *claimed) {
   cpu_req_t *cr = recv->be;
   *claimed = 1;
   if (cr->mpi == MPI_REQUEST_NULL) return GMPI_SUCCESS; /* a receive from own rank only */
-  GMPI_MPI_CHECK(MPI_Cancel(&cr->mpi));
-  MPI_Status s;
-  int cancelled = 0;
-  int rc = MPI_Wait(&cr->mpi, &s);
-  if (rc != MPI_SUCCESS && cr->mpi != MPI_REQUEST_NULL) MPI_Request_free(&cr->mpi); /* truncated */
-  if (rc == MPI_SUCCESS) rc = MPI_Test_cancelled(&s, &cancelled);
-  if (rc == MPI_SUCCESS && cancelled) return GMPI_SUCCESS;
-  *claimed = 0;
-  gmpi_cpu_request_recv_end(recv, &s, rc);
+  GMPI_CHECK(gmpi_cpu_take_back(recv->comm, &cr->mpi, cr->type, claimed, &cr->end));
+  if (*claimed) return GMPI_SUCCESS;
+  if (cr->framed) gmpi_cpu_unframe(&cr->frame, &recv->args, &cr->end);
   cr->complete = 1;
   return GMPI_SUCCESS;
 }
