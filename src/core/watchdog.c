@@ -24,8 +24,10 @@ static int n_watched, cap_watched;
 static int running, stopping;
 static pthread_t thread;
 
+static int ends_job(gmpi_comm_t comm) { return comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB; }
+
 static int watches(gmpi_comm_t comm) {
-  return comm->cfg.timeout_s > 0 && comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB;
+  return comm->cfg.timeout_s > 0 && (ends_job(comm) || comm->device_engine.ops);
 }
 
 /* One thread calls a comm at a time (MPI's rule for a communicator), so the mark has one
@@ -35,28 +37,42 @@ static void step_mark(gmpi_comm_t comm) {
   atomic_store_explicit(&comm->watch.mark, m + 1, memory_order_release);
 }
 
-void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count) {
+static void enter(gmpi_comm_t comm, const char *what, size_t count, int uninterruptible) {
   atomic_store_explicit(&comm->watch.what, what, memory_order_relaxed);
   atomic_store_explicit(&comm->watch.count, count, memory_order_relaxed);
+  atomic_store_explicit(&comm->watch.uninterruptible, uninterruptible, memory_order_relaxed);
   step_mark(comm);
+}
+
+void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count) {
+  enter(comm, what, count, 0);
+}
+
+void gmpi_watch_enter_uninterruptible(gmpi_comm_t comm, const char *what, size_t count) {
+  enter(comm, what, count, 1);
 }
 
 void gmpi_watch_exit(gmpi_comm_t comm) { step_mark(comm); }
 
 /* A comm has been inside one call for longer than its timeout: say so, end the job. The other
  * ranks' watchdogs say the same of theirs, so every rank names the call it is stuck in. */
-static void fire(gmpi_comm_t comm, double inside) {
-  const char *what = atomic_load_explicit(&comm->watch.what, memory_order_relaxed);
-  size_t count = atomic_load_explicit(&comm->watch.count, memory_order_relaxed);
+void gmpi_watchdog_end_job(gmpi_comm_t comm, const char *what, size_t count, double inside) {
   gmpi_log(GMPI_LOG_WARN,
            "watchdog: rank %d of a %d-rank comm has been inside %s (count %zu) for %.1f s, over "
            "GMPI_TIMEOUT = %g s: a rank is not taking part or called a different collective. "
-           "Ending the job (GMPI_TIMEOUT_ACTION=status returns GMPI_ERR_TIMEOUT instead, at a "
-           "cost; docs/reliability.md)",
-           comm->rank, comm->size, what ? what : "a collective", count, inside,
-           comm->cfg.timeout_s);
+           "Ending the job (%s; docs/reliability.md)",
+           comm->rank, comm->size, what ? what : "a collective", count, inside, comm->cfg.timeout_s,
+           ends_job(comm) ? "GMPI_TIMEOUT_ACTION=status returns GMPI_ERR_TIMEOUT instead, at a "
+                            "cost"
+                          : "even under GMPI_TIMEOUT_ACTION=status: no thread can safely "
+                            "interrupt this call");
   gmpi_flight_dump(&comm->flight, "watchdog");
   gmpi_oob_end_job(70); /* EX_SOFTWARE; not 124, which timeout(1) reports for its own kill */
+}
+
+static void fire(gmpi_comm_t comm, double inside) {
+  gmpi_watchdog_end_job(comm, atomic_load_explicit(&comm->watch.what, memory_order_relaxed),
+                        atomic_load_explicit(&comm->watch.count, memory_order_relaxed), inside);
 }
 
 /* One look at every comm; returns the period until the next (a quarter of the shortest
@@ -73,7 +89,9 @@ static double look(double now) {
       w->inside_since = now;
       continue;
     }
-    if (now - w->inside_since > timeout) fire(w->comm, now - w->inside_since);
+    int fires = ends_job(w->comm) ||
+                atomic_load_explicit(&w->comm->watch.uninterruptible, memory_order_relaxed);
+    if (fires && now - w->inside_since > timeout) fire(w->comm, now - w->inside_since);
   }
   return period < 0.01 ? 0.01 : period;
 }

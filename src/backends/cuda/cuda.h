@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <stdatomic.h>
 
 #include "../../core/backend.h"
 #include "../../core/wait.h"
@@ -14,9 +15,16 @@ struct gmpi_envelope_engine;
 struct cuda_p2p;
 struct gmpi_plan;
 
+/* Each comm has two NCCL communicators of one resource family (NCCL's splitShare): ctl,
+ * nonblocking, builds the comm -- its init and the split below are polled, so they are bounded
+ * and abortable -- and never carries data; nccl, blocking and split from ctl, carries every
+ * data-path call (cuda_wait.c says why). Sharing resources, the two cost one communicator's
+ * device memory. */
 typedef struct {
   int device;
-  ncclComm_t nccl;
+  ncclComm_t ctl;           /* nonblocking: init, the data communicator's split, finalize */
+  ncclComm_t nccl;          /* blocking: collectives, plans, stream mode */
+  atomic_int inside_nccl;   /* threads inside a data-path NCCL call: no abort while any are */
   cudaStream_t stream;      /* gmpi's own stream for this comm */
   cudaStream_t user_stream; /* stream-ordered mode when set */
   cudaEvent_t default_mark; /* blocking mode: where the legacy default stream was (see below) */
@@ -55,12 +63,19 @@ gmpi_status_t cuda_comm_scratch(cuda_comm_t *cc, size_t bytes, void **ptr);
 void cuda_comm_release_scratch(cuda_comm_t *cc);
 #define GMPI_CUDA_SCRATCH_BYTES ((size_t)32 << 20)
 
-/* ---- completion (cuda_backend.c) ---- */
+/* ---- completion (cuda_wait.c) ---- */
 /* Wait until everything enqueued on stream is done, polling NCCL errors, keeping MPI and the
- * envelope engine progressing, bounded by GMPI_TIMEOUT (then the NCCL comm is aborted). */
+ * envelope engine progressing, bounded by GMPI_TIMEOUT: then the job ends (action end) or the
+ * NCCL communicator is aborted and GMPI_ERR_TIMEOUT returned (action status). */
 gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char *what);
+/* Wait (bounded) until the control communicator has nothing in progress; what names it. */
+gmpi_status_t cuda_wait_control(gmpi_comm_t comm, cuda_comm_t *cc, const char *what);
 /* NCCL's asynchronous error, if any (then the NCCL comm is aborted and the comm failed). */
 gmpi_status_t cuda_poll_errors(gmpi_comm_t comm, cuda_comm_t *cc);
+/* Abort the comm's NCCL communicators (work that can never complete), failing comm with why. */
+void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
+
+/* ---- ordering (cuda_backend.c) ---- */
 /* Blocking mode: make gmpi's stream s wait (on the device; the host goes on) for the work the
  * program queued on the legacy default stream. cudaMemcpy from pageable memory returns before
  * its copy has landed, and kernels on stream 0 run after their launch returns: a program that
@@ -68,8 +83,6 @@ gmpi_status_t cuda_poll_errors(gmpi_comm_t comm, cuda_comm_t *cc);
  * mpi_bench on the H200: allreduce read stale elements). Nothing in stream-ordered mode (the
  * user's stream orders it) or while a plan is captured. */
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s);
-/* Abort the comm's NCCL communicator (work that can never complete), failing comm with why. */
-void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */
 /* A collective on device buffers (or none, in stream-ordered mode): run, or enqueue. */

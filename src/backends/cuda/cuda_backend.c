@@ -1,6 +1,10 @@
-/* The cuda backend's life cycle: probe, bind one device per local rank, build the NCCL
- * communicator over MPI (unique id on rank 0, bcast, nonblocking init bounded by
- * GMPI_TIMEOUT), split, bounded completion, teardown; and its ops table. */
+/* The cuda backend's life cycle: probe, bind one device per local rank, build each comm's NCCL
+ * communicators over MPI (unique id on rank 0, bcast; a nonblocking control communicator whose
+ * init is bounded by GMPI_TIMEOUT, and the blocking data communicator split from it),
+ * teardown; and its ops table. Completion and waiting are cuda_wait.c's. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,91 +82,7 @@ static gmpi_status_t cuda_probe(gmpi_comm_t comm, char *why, size_t why_len) {
   return dev < 0 ? GMPI_ERR_NO_DEVICE : GMPI_SUCCESS;
 }
 
-/* ---- bounded waiting --------------------------------------------------------------------- */
-
-/* The NCCL communicator failed or timed out: abort it so no kernel hangs, fail the comm. */
-static gmpi_status_t abort_nccl(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why) {
-  if (cc->nccl) ncclCommAbort(cc->nccl);
-  cc->nccl = NULL;
-  gmpi_comm_fail(comm, why);
-  return why;
-}
-
-static gmpi_status_t nccl_async(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t nc, int *ready) {
-  ncclResult_t r = ncclInProgress;
-  ncclResult_t q = ncclCommGetAsyncError(nc, &r);
-  if (q != ncclSuccess) r = q;
-  *ready = r == ncclSuccess;
-  if (r == ncclSuccess || r == ncclInProgress) return GMPI_SUCCESS;
-  gmpi_status_t st = gmpi_nccl_error(r, nc, "NCCL (asynchronous error)");
-  if (nc == cc->nccl) abort_nccl(comm, cc, GMPI_ERR_BACKEND);
-  return st;
-}
-
-gmpi_status_t cuda_poll_errors(gmpi_comm_t comm, cuda_comm_t *cc) {
-  int ready;
-  return cc->nccl ? nccl_async(comm, cc, cc->nccl, &ready) : GMPI_SUCCESS;
-}
-
-void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why) {
-  if (cc->nccl) abort_nccl(comm, cc, why);
-}
-
-static gmpi_status_t timed_out(gmpi_comm_t comm, cuda_comm_t *cc, const char *what) {
-  abort_nccl(comm, cc, GMPI_ERR_TIMEOUT);
-  return gmpi_error(GMPI_ERR_TIMEOUT,
-                    "%s did not complete within GMPI_TIMEOUT = %g s (a rank is not taking part, "
-                    "or is stuck elsewhere); the NCCL communicator was aborted and the comm is "
-                    "now failed",
-                    what, comm->cfg.timeout_s);
-}
-
-/* Wait until the nonblocking communicator nc has nothing in progress (an init, a split, an
- * enqueue), bounded; progress_p2p keeps the comm's envelopes moving meanwhile (not during
- * init: there is no engine yet). */
-static gmpi_status_t wait_settled(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t nc,
-                                  const char *what, int progress_p2p) {
-  gmpi_deadline_t d;
-  gmpi_deadline_start(&d, comm->cfg.timeout_s);
-  for (;;) {
-    int ready = 0;
-    GMPI_CHECK(nccl_async(comm, cc, nc, &ready));
-    if (ready) return GMPI_SUCCESS;
-    if (progress_p2p && !cc->capturing) gmpi_progress_all();
-    if (gmpi_deadline_poll(&d)) {
-      if (nc != cc->nccl) ncclCommAbort(nc); /* a child being split: the parent is aborted below */
-      return timed_out(comm, cc, what);
-    }
-  }
-}
-
-static gmpi_status_t nccl_wait_ready(gmpi_comm_t comm, cuda_comm_t *cc, ncclComm_t nc,
-                                     const char *what) {
-  return wait_settled(comm, cc, nc, what, 0);
-}
-
-gmpi_status_t cuda_nccl_settle(gmpi_comm_t comm, ncclComm_t nc, ncclResult_t r, const char *call) {
-  if (r == ncclSuccess) return GMPI_SUCCESS;
-  if (r != ncclInProgress) return gmpi_nccl_error(r, nc, call);
-  return wait_settled(comm, comm->be, nc, call, 1);
-}
-
-gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char *what) {
-  cuda_comm_t *cc = comm->be;
-  gmpi_deadline_t d;
-  gmpi_deadline_start(&d, comm->cfg.timeout_s);
-  for (unsigned polls = 0;; polls++) {
-    cudaError_t e = cudaStreamQuery(stream);
-    if (e == cudaSuccess) return GMPI_SUCCESS;
-    if (e != cudaErrorNotReady) return gmpi_cuda_error(e, "cudaStreamQuery");
-    if ((polls & 15u) == 15u) {
-      int ready;
-      if (cc->nccl) GMPI_CHECK(nccl_async(comm, cc, cc->nccl, &ready));
-      if (!cc->capturing) gmpi_progress_all(); /* peers may wait on our envelopes */
-    }
-    if (gmpi_deadline_poll(&d)) return timed_out(comm, cc, what);
-  }
-}
+/* ---- ordering -------------------------------------------------------------------------- */
 
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
   if (cc->user_stream || cc->capturing) return GMPI_SUCCESS;
@@ -175,90 +95,116 @@ gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
 
 /* ---- init, split, teardown -------------------------------------------------------------- */
 
-static ncclConfig_t nonblocking_config(void) {
+/* A rank bound to one CPU shares it with NCCL's threads (they inherit the mask), and a rank that
+ * polls its stream then starves them; said once per process, with the launcher's fix. */
+static void warn_single_cpu(const gmpi_comm_t comm) {
+  static atomic_int said;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) != 1) return;
+  if (atomic_exchange(&said, 1)) return;
+  int cpu = 0;
+  while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set))
+    cpu++;
+  gmpi_log(GMPI_LOG_WARN,
+           "cuda: rank %d may run on CPU %d only, and NCCL's threads share that CPU with it "
+           "(Open MPI binds each rank to one core at two ranks or fewer); give each rank more "
+           "cores, e.g. mpiexec --bind-to numa (or --bind-to none)",
+           comm->rank, cpu);
+}
+
+/* Peers are connected when a comm is built, not by the first data-path call that needs them:
+ * on a blocking communicator that call would otherwise wait inside NCCL for its peers. NCCL
+ * reads the setting once per process, at its first communicator; a value the user set is
+ * kept (NCCL_RUNTIME_CONNECT=1 trades that for less device memory per comm). Point-to-point
+ * connections (alltoall, gather, scatter, the v-variants) are always made at first use. */
+static void connect_at_build(void) { setenv("NCCL_RUNTIME_CONNECT", "0", 0); }
+
+static ncclConfig_t control_config(void) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0; /* every NCCL wait is ours, so it can be bounded */
+  config.blocking = 0;   /* its waits are ours (cuda_wait_control): bounded and abortable */
+  config.splitShare = 1; /* the data communicator split from it shares its resources */
   return config;
 }
 
-static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
+static ncclConfig_t data_config(void) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1; /* launches inline: no NCCL thread per call (cuda_wait.c) */
+  return config;
+}
+
+/* Build the comm's two communicators (cuda.h): the control one from a unique id that the
+ * comm's rank 0 makes and the out-of-band channel carries -- a split comm gets a family of its
+ * own, so an abort on one comm never reaches another -- then the data one split from it. */
+static gmpi_status_t nccl_build(gmpi_comm_t comm, cuda_comm_t *cc) {
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
   if (comm->rank == 0) GMPI_NCCL_CHECK(ncclGetUniqueId(&id), NULL);
   GMPI_CHECK(gmpi_oob_bcast(comm, &id, sizeof(id), 0));
-  ncclConfig_t config = nonblocking_config();
+  connect_at_build();
+  ncclConfig_t ctl_config = control_config(), config = data_config();
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
-  GMPI_NCCL_CHECK(ncclCommInitRankConfig(&cc->nccl, comm->size, id, comm->rank, &config), NULL);
-  GMPI_CHECK(nccl_wait_ready(comm, cc, cc->nccl, "ncclCommInitRankConfig"));
+  GMPI_NCCL_CHECK(ncclCommInitRankConfig(&cc->ctl, comm->size, id, comm->rank, &ctl_config), NULL);
+  GMPI_CHECK(cuda_wait_control(comm, cc, "ncclCommInitRankConfig"));
+  GMPI_NCCL_CHECK(ncclCommSplit(cc->ctl, 0, comm->rank, &cc->nccl, &config), cc->ctl);
+  GMPI_CHECK(cuda_wait_control(comm, cc, "ncclCommSplit (the data communicator)"));
+  if (!cc->nccl) return gmpi_error(GMPI_ERR_BACKEND, "ncclCommSplit returned no communicator");
   cudaMemGetInfo(&free_after, &total);
   size_t nccl_bytes = free_before > free_after ? free_before - free_after : 0;
-  gmpi_log(GMPI_LOG_INFO, "NCCL communicator of %d ranks took %.1f MiB of device %d", comm->size,
+  gmpi_log(GMPI_LOG_INFO, "NCCL communicators of %d ranks took %.1f MiB of device %d", comm->size,
            (double)nccl_bytes / (1 << 20), cc->device);
   return GMPI_SUCCESS;
 }
 
-/* Nonblocking, NCCL may fill the new handle after returning: it goes to cc (on the heap, or
- * a frame that outlives the wait), and the parent's state says when the split is done. */
-static gmpi_status_t nccl_split(gmpi_comm_t comm, gmpi_comm_t parent, cuda_comm_t *cc, int color,
-                                int key) {
-  cuda_comm_t *pc = parent->be;
-  ncclConfig_t config = nonblocking_config();
-  int nccl_color = color == GMPI_UNDEFINED ? NCCL_SPLIT_NOCOLOR : color;
-  cc->nccl = NULL;
-  GMPI_NCCL_CHECK(ncclCommSplit(pc->nccl, nccl_color, key, &cc->nccl, &config), pc->nccl);
-  GMPI_CHECK(nccl_wait_ready(parent, pc, pc->nccl, "ncclCommSplit"));
-  if (!comm) return GMPI_SUCCESS;
-  if (!cc->nccl) return gmpi_error(GMPI_ERR_BACKEND, "ncclCommSplit returned no communicator");
-  return nccl_wait_ready(comm, cc, cc->nccl, "ncclCommSplit");
-}
-
-/* Finalize (collective, flushes NCCL's work) then destroy; abort after a failure. */
+/* Healthy: the data communicator is finalized (local: its work is done, every rank arrived at
+ * the free) and destroyed, then the control one, polled. After a failure both are aborted. */
 static void nccl_destroy(gmpi_comm_t comm, cuda_comm_t *cc) {
-  if (!cc->nccl) return;
-  ncclResult_t r = comm->failure == GMPI_SUCCESS ? ncclCommFinalize(cc->nccl) : ncclInternalError;
-  int finalized = (r == ncclSuccess || r == ncclInProgress) &&
-                  nccl_wait_ready(comm, cc, cc->nccl, "ncclCommFinalize") == GMPI_SUCCESS;
-  if (cc->nccl) finalized ? ncclCommDestroy(cc->nccl) : ncclCommAbort(cc->nccl);
-  cc->nccl = NULL;
+  if (comm->failure != GMPI_SUCCESS) {
+    cuda_abort(comm, cc, comm->failure);
+    return;
+  }
+  if (cc->nccl && ncclCommFinalize(cc->nccl) == ncclSuccess) {
+    ncclCommDestroy(cc->nccl);
+    cc->nccl = NULL;
+  }
+  ncclResult_t r = cc->ctl && !cc->nccl ? ncclCommFinalize(cc->ctl) : ncclInternalError;
+  if ((r == ncclSuccess || r == ncclInProgress) &&
+      cuda_wait_control(comm, cc, "ncclCommFinalize") == GMPI_SUCCESS) {
+    ncclCommDestroy(cc->ctl);
+    cc->ctl = NULL;
+  }
+  cuda_abort(comm, cc, GMPI_ERR_BACKEND); /* what did not finalize */
 }
 
+/* Under gmpi_init (parent NULL) this rank's device is picked; a split comm keeps its parent's.
+ * A rank outside every new comm (GMPI_UNDEFINED: comm NULL) has nothing to build. */
 static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int color, int key) {
+  (void)color, (void)key; /* the split's group is comm's: its out-of-band channel carries the id */
+  if (!comm) return GMPI_SUCCESS;
   char why[256] = "";
-  gmpi_comm_t self = comm ? comm : parent;
   int dev = parent ? ((cuda_comm_t *)parent->be)->device
-                   : pick_device(&self->cfg, self->local_rank, self->local_size, self->host, 1, why,
+                   : pick_device(&comm->cfg, comm->local_rank, comm->local_size, comm->host, 1, why,
                                  sizeof(why));
   if (dev < 0) return gmpi_error(GMPI_ERR_NO_DEVICE, "%s", why);
-  cuda_comm_t *cc = comm ? calloc(1, sizeof(*cc)) : NULL;
-  if (comm && !cc) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the cuda backend state");
-  cuda_comm_t scratch_cc = {.device = dev};
-  cuda_comm_t *target = cc ? cc : &scratch_cc;
-  target->device = dev;
+  if (!parent) warn_single_cpu(comm);
+  cuda_comm_t *cc = calloc(1, sizeof(*cc));
+  if (!cc) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the cuda backend state");
+  cc->device = dev;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CUDA_CHECK_GOTO(cudaSetDevice(dev), st, free_cc);
-  GMPI_CHECK_GOTO(cuda_mem_setup(&self->cfg, dev), st, free_cc);
-  if (comm)
-    GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, cudaStreamNonBlocking), st,
-                         teardown_mem);
-  if (parent)
-    GMPI_CHECK_GOTO(nccl_split(comm, parent, target, color, key), st, destroy_stream);
-  else
-    GMPI_CHECK_GOTO(nccl_init(comm, cc), st, destroy_stream);
-  if (!comm) {
-    cuda_mem_teardown();
-    return GMPI_SUCCESS;
-  }
+  GMPI_CHECK_GOTO(cuda_mem_setup(&comm->cfg, dev), st, free_cc);
+  GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, cudaStreamNonBlocking), st,
+                       teardown_mem);
+  GMPI_CHECK_GOTO(nccl_build(comm, cc), st, abort_nccl);
   comm->be = cc;
-  GMPI_CHECK_GOTO(cuda_p2p_open(comm, cc), st, destroy_nccl);
-  gmpi_log(GMPI_LOG_INFO, "cuda: rank %d on device %d, NCCL communicator of %d ranks", comm->rank,
+  GMPI_CHECK_GOTO(cuda_p2p_open(comm, cc), st, abort_nccl);
+  gmpi_log(GMPI_LOG_INFO, "cuda: rank %d on device %d, NCCL communicators of %d ranks", comm->rank,
            dev, comm->size);
   return GMPI_SUCCESS;
-destroy_nccl:
+abort_nccl:
   comm->be = NULL;
-  if (cc->nccl) ncclCommAbort(cc->nccl);
-destroy_stream:
-  if (cc) cudaStreamDestroy(cc->stream);
+  cuda_abort(comm, cc, st);
+  cudaStreamDestroy(cc->stream);
 teardown_mem:
   cuda_mem_teardown();
 free_cc:
@@ -269,7 +215,7 @@ free_cc:
 static void cuda_comm_fini(gmpi_comm_t comm) {
   cuda_comm_t *cc = comm->be;
   if (!cc) return;
-  if (comm->failure == GMPI_SUCCESS) cudaStreamSynchronize(cc->stream);
+  if (comm->failure == GMPI_SUCCESS) (void)cuda_wait_stream(comm, cc->stream, "the comm's free");
   /* Point-to-point links are aborted at close (cuda_links.c), and NCCL's proxy may still be
    * sending data whose send completed: no rank closes before every rank has arrived here, so
    * every receive the program waited for has landed (found on the H200: a peer's receive cut

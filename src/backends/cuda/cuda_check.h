@@ -26,7 +26,8 @@ gmpi_status_t gmpi_nccl_error(ncclResult_t r, ncclComm_t comm, const char *call)
     }                                                                                              \
   } while (0)
 
-/* ncclInProgress is success for nonblocking communicators: completion is polled later. */
+/* ncclInProgress is success: only the nonblocking control communicator returns it, and its
+ * completion is polled (cuda_wait_control). */
 #define GMPI_NCCL_CHECK(call, comm)                                                                \
   do {                                                                                             \
     ncclResult_t gmpi_nr_ = (call);                                                                \
@@ -43,10 +44,18 @@ gmpi_status_t gmpi_nccl_error(ncclResult_t r, ncclComm_t comm, const char *call)
     }                                                                                              \
   } while (0)
 
-/* Call NCCL on a nonblocking communicator and wait (bounded, progressing MPI) until the call is
- * really enqueued: ncclInProgress means NCCL is still enqueuing in the background, and any
- * stream work issued before it settles would run in the wrong order. */
-gmpi_status_t cuda_nccl_settle(gmpi_comm_t comm, ncclComm_t nc, ncclResult_t r, const char *call);
-#define GMPI_NCCL_ENQUEUE(comm, nc, call) GMPI_CHECK(cuda_nccl_settle((comm), (nc), (call), #call))
+/* A data-path call on the comm's blocking NCCL communicator (cuda_wait.c): watched while inside
+ * NCCL, so that a call stuck there ends the job within GMPI_TIMEOUT; nc names the
+ * communicator in the error. */
+void cuda_nccl_enter(gmpi_comm_t comm, const char *call);
+void cuda_nccl_exit(gmpi_comm_t comm);
+gmpi_status_t cuda_nccl_failed(gmpi_comm_t comm, ncclComm_t nc, ncclResult_t r, const char *call);
+#define GMPI_NCCL_ENQUEUE(comm, nc, call)                                                          \
+  do {                                                                                             \
+    cuda_nccl_enter((comm), #call);                                                                \
+    ncclResult_t gmpi_nr_ = (call);                                                                \
+    cuda_nccl_exit(comm);                                                                          \
+    if (gmpi_nr_ != ncclSuccess) return cuda_nccl_failed((comm), (nc), gmpi_nr_, #call);           \
+  } while (0)
 
 #endif
