@@ -7,8 +7,8 @@
 gmpi_status_t gmpi_mpi_error(int rc, const char *call) {
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0, cls = MPI_ERR_OTHER;
-  MPI_Error_class(rc, &cls);
-  MPI_Error_string(rc, text, &len);
+  PMPI_Error_class(rc, &cls);
+  PMPI_Error_string(rc, text, &len);
   gmpi_status_t st = cls == MPI_ERR_TRUNCATE ? GMPI_ERR_TRUNCATE : GMPI_ERR_MPI;
   return gmpi_error(st, "%s failed: %s (MPI error class %d)", call, text, cls);
 }

@@ -36,14 +36,14 @@ static gmpi_status_t struct_type(cpu_frame_t *f, void *payload, size_t bytes, si
   int lens[2] = {(int)HDR_BYTES, body_n};
   MPI_Aint where[2];
   MPI_Datatype parts[2] = {MPI_BYTE, body};
-  MPI_Get_address(&f->hdr, &where[0]);
-  MPI_Get_address(payload, &where[1]);
-  int rc = MPI_Type_create_struct(2, lens, where, parts, type);
+  PMPI_Get_address(&f->hdr, &where[0]);
+  PMPI_Get_address(payload, &where[1]);
+  int rc = PMPI_Type_create_struct(2, lens, where, parts, type);
   gmpi_mpi_type_release(&body);
   if (rc != MPI_SUCCESS) return gmpi_mpi_error(rc, "MPI_Type_create_struct");
-  rc = MPI_Type_commit(type);
+  rc = PMPI_Type_commit(type);
   if (rc != MPI_SUCCESS) {
-    MPI_Type_free(type);
+    PMPI_Type_free(type);
     return gmpi_mpi_error(rc, "MPI_Type_commit");
   }
   return GMPI_SUCCESS;
