@@ -18,9 +18,7 @@ int dropin_stage_in(dropin_stage_t *s, void **buf, MPI_Aint count, MPI_Datatype 
   s->lb = tlb;
   s->bytes = (size_t)((count - 1) * extent + textent);
   if (!(s->host = malloc(s->bytes ? s->bytes : 1))) return MPI_ERR_NO_MEM;
-  dropin_enter();
   gmpi_status_t st = gmpi_mem_copy(dropin.world, s->host, (char *)s->user + s->lb, s->bytes);
-  dropin_leave();
   if (st != GMPI_SUCCESS) {
     free(s->host);
     s->host = NULL;
@@ -34,9 +32,7 @@ int dropin_stage_out(dropin_stage_t *s, int copy_back) {
   if (!s->host) return MPI_SUCCESS;
   gmpi_status_t st = GMPI_SUCCESS;
   if (copy_back) {
-    dropin_enter();
     st = gmpi_mem_copy(dropin.world, (char *)s->user + s->lb, s->host, s->bytes);
-    dropin_leave();
   }
   free(s->host);
   s->host = NULL;
