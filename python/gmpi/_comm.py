@@ -436,6 +436,8 @@ class Comm:
         s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
         if s is not r:
             self._dtype(s, r, "sendbuf", "recvbuf")
+            check_arg(s.count == n, "argument 'recvbuf' holds %d elements, not size (%d) x "
+                      "sendbuf's %d" % (r.count, self.size, s.count))
         return self._started("gmpi_iallgather", (s, r), s.ptr, r.ptr, n, r.dtype)
 
     def Ialltoall(self, sendbuf, recvbuf):
