@@ -124,6 +124,7 @@ _PROTOTYPES = {
     "gmpi_waitany": [_I, _PP, _c.POINTER(_I), _PST],
     "gmpi_testall": [_I, _PP, _c.POINTER(_I), _PST],
     "gmpi_comm_dup": [_P, _PP],
+    "gmpi_comm_free": [_PP],
     "gmpi_plan_begin": [_P],
     "gmpi_plan_end": [_P, _PP],
     "gmpi_plan_run": [_P],
