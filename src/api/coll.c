@@ -374,3 +374,11 @@ gmpi_status_t gmpi_ialltoallv(const void *sendbuf, const size_t *sendcounts, con
       alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype);
   return start(comm, &a, request);
 }
+
+gmpi_status_t gmpi_ireduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                    gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm,
+                                    gmpi_request_t *request) {
+  GMPI_API_ENTER(comm);
+  const gmpi_coll_args_t a = reduce_scatterv_args(sendbuf, recvbuf, recvcounts, dtype, op);
+  return start(comm, &a, request);
+}
