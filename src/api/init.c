@@ -1,5 +1,6 @@
-/* Life cycle: gmpi_init, gmpi_finalize, gmpi_comm_split. Bootstrap order: configuration,
- * MPI, the out-of-band channel, locality, the backend (agreed by all ranks), registration. */
+/* Life cycle: gmpi_init, gmpi_finalize, gmpi_comm_split. Bootstrap order (docs/design.md): MPI,
+ * configuration, arrival, the out-of-band channel, locality, the backend (agreed by all ranks),
+ * registration. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* The model mover: host memory, and links that behave as NCCL's do, built on MPI so that the
  * envelope engine's scheduling is exercised on machines without GPUs (CI).
  *
- * What it models (measured on the H200, shared/notes/nccl-p2p-order.md):
+ * What it models (measured on the H200: docs/design.md, "What NCCL point to point does"):
  *  1. a link connects at a moment both sides reach (here: a hello exchange at open/join);
  *  2. transfers on one link run one at a time, in the order issued: only the head of a link's
  *     queue is started, later ones wait behind it whatever their peer does;
