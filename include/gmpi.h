@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gmpi: MPI semantics on GPUs, with NCCL moving device data and MPI moving host data.
  *

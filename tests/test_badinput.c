@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bad input, table-driven: every public call with each bad argument returns the documented
  * status and a gmpi_last_error() that names the argument (and the rank) -- never a crash or
  * a hang -- and the comm keeps working afterwards. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Nonblocking collectives: every gmpi_i* call gives the blocking call's values; many are
  * outstanding at once on one comm and complete through one gmpi_waitall in reverse order; an
  * iallreduce overlaps a ring exchange and a compute loop in one request array mixing collective

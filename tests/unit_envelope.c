@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Envelopes are data from another rank: core/envelope.c reads none that gmpi_env_wire_check
  * refuses. A malformed or hostile envelope -- a blob longer than the 128 bytes an envelope has
  * room for, a short header, an eager payload shorter than it claims, an impossible source -- is

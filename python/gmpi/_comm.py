@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Communicators, requests, statuses and plans, named as mpi4py's buffer methods."""
 import atexit
 import ctypes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Finding and loading libgmpi, the C prototypes, and errors raised as GmpiError."""
 import ctypes
 import glob

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Communicators from mpi4py, Split, Free, plans."""
 import numpy as np
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Issue 11's calls from Python: gather/scatter, the v-variants, unequal reduce_scatter,
 nonblocking collectives mixed with point to point, waitany/testall, probe, PROC_NULL, Dup.
 Values checked on every rank."""

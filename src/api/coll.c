@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Public collectives: each names its arguments and hands them to core -- gmpi_coll_run for the
  * blocking call, gmpi_coll_start for its nonblocking form -- which validates, records or
  * checks, and runs them on the engine for the buffers' memory. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Life cycle: gmpi_init, gmpi_finalize, gmpi_comm_split. Bootstrap order (docs/design.md): MPI,
  * configuration, arrival, the out-of-band channel, locality, the backend (agreed by all ranks),
  * registration. */

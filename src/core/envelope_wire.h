@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What travels on the envelope engine's control channel (core/envelope.c): one header per
  * envelope, an eager message's data right after it. Data from another rank: every field is
  * checked by gmpi_env_wire_check before it is used. Private to the engine and its unit test. */

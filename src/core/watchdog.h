@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The watchdog: bounds the one wait gmpi does not poll -- a blocking MPI collective on host
  * buffers, which is how the host path runs at MPI's speed (no arrival gate, no nonblocking
  * collective polled). Each comm marks when it enters and leaves such a call (two relaxed

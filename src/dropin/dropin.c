@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The layer's life cycle and its routing decision: MPI_Init makes the twin of MPI_COMM_WORLD,
  * communicator constructors make twins by splitting the parent's (one ncclCommSplit, not a new
  * NCCL initialisation), MPI_Comm_free and MPI_Finalize tear them down first. */

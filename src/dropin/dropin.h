@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libgmpi_mpi: the drop-in layer. It defines MPI's C functions, hands device buffers (and, under
  * GMPI_INTERPOSE=all, host buffers) to gmpi, and calls PMPI_* for everything else. It is a
  * client of gmpi's public API only (include/gmpi.h), like any program.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Collectives. dropin_via decides per call: gmpi (device buffers, or every buffer under
  * GMPI_INTERPOSE=all, with types and ops gmpi has), MPI on host copies of device buffers
  * (derived types in reductions, user-defined ops, MINLOC/MAXLOC, comms without a twin), or MPI

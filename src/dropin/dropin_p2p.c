@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point to point. On a comm with a twin every message goes to gmpi, whatever memory it is in:
  * one matching engine per comm keeps MPI's matching across memory kinds (a device receive takes
  * a host send, MPI_ANY_SOURCE sees both in MPI's order). Messages move as bytes: a contiguous

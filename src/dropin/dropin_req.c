@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gmpi's requests as MPI requests: each is an MPI generalized request (MPI's own mechanism for
  * operations it does not run), so one MPI_Waitall completes host and device requests together
  * and MPI_Status carries source, tag, error and count. MPI does not progress generalized

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Staging: what gmpi cannot move natively on device memory (derived types, user-defined ops,
  * MINLOC/MAXLOC pairs, buffered sends, comms without a twin) is copied to host memory, handed
  * to MPI there, and copied back. The span copied is the type's true extent over count elements,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Control channels (core/oob.h) over MPI: a channel is a duplicate of the comm's MPI
  * communicator whose errors return, carrying one tag; a handle is an MPI request. */
 #include <limits.h>

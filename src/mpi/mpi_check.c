@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI failures as gmpi errors (the macros of mpi_check.h call this): MPI's own text and error
  * class; a truncated MPI receive is gmpi's GMPI_ERR_TRUNCATE. */
 #include "mpi_check.h"

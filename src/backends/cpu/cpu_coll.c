@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Collectives on host buffers, blocking and nonblocking, through MPI.
  *
  * Blocking: every rank first passes an arrival gate -- a nonblocking barrier waited under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Detached eager sends (native mode): a send of at most GMPI_ENV_EAGER_BYTES is copied, the
  * copy goes to MPI_Isend, and the gmpi request completes at once, so a blocking send of that
  * size never waits for its receive (gmpi's documented eager limit; MPI's own is smaller).

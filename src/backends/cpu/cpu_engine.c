@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI engine: host memory on every comm, whatever the backend. Its state (gmpi_cpu_t) is
  * a private duplicate of the comm's MPI communicator, plus the envelope engine when
  * point-to-point is matched by gmpi (GMPI_P2P=envelope). */

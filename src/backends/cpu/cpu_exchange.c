@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gmpi_sendrecv in native mode between this rank and two others (core/p2p.c
  * gmpi_p2p_exchange): the receive and the send go straight to MPI and are tested together
  * until both end or GMPI_TIMEOUT passes -- no gmpi request, no engine state, no eager copy.

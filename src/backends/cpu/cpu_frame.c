@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Framed native messages under GMPI_CHECK=1 (cpu_native.h): [header][payload] as one MPI
  * message, so the receive learns the sender's dtype and count with the data and no round of
  * its own. The two ends choose how to build the message independently (a copy behind the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point to point on host buffers. Natively MPI matches (source, tag, order) itself; messages
  * travel as bytes so one message may exceed INT_MAX elements. What native mode adds to MPI
  * (cpu_native.h): sends of at most GMPI_ENV_EAGER_BYTES complete at once (cpu_detached.c),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Plans on host buffers: each matched send and receive becomes an MPI persistent request on
  * the comm's plan channel (their own MPI communicator: eager traffic can never steal them),
  * created once; collectives stay MPI's tuned blocking calls. A replay passes one arrival gate,

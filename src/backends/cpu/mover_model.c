@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The model mover: host memory, and links that behave as NCCL's do, built on MPI so that the
  * envelope engine's scheduling is exercised on machines without GPUs (CI).
  *

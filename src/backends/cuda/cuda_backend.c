@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cuda backend's life cycle: probe, bind one device per local rank, build the NCCL
  * communicator over MPI (unique id on rank 0, bcast, nonblocking init bounded by
  * GMPI_TIMEOUT), split, bounded completion, teardown; and its ops table. */

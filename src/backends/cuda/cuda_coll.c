@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Collectives on the cuda backend. Host buffers take the cpu engine (MPI); device buffers of
  * this rank's GPU take NCCL -- natively where NCCL has the type and op, as real pairs for
  * complex sums, as sum + division for averages, and otherwise by gathering every

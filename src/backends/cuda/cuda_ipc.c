@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CUDA IPC between ranks of one host: the sender describes its buffer (an IPC handle of the
  * allocation that holds it, and the offset); the receiver opens the handle once per allocation
  * and copies with the copy engine. A copy waits for no kernel of the peer's, so it cannot join a

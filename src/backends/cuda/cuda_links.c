@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL links: one two-rank NCCL communicator and stream per peer that exchanges rendezvous
  * device messages with this rank (between hosts, or everywhere with GMPI_DEVICE_P2P=nccl).
  *
