@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The two commands of the README:
 #   make demo   -- build, then run gmpi-bench under mpiexec on the backend found
 #   make check  -- build, then run the whole test suite (ctest: each MPI test at 2 and 4 ranks)

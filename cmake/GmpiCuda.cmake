@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Find CUDA and NCCL for the cuda backend. Sets GMPI_HAVE_CUDA and the target gmpi_nccl.
 set(GMPI_HAVE_CUDA OFF)
 set(GMPI_HAVE_CUDA_TEXT "off (GMPI_WITH_CUDA=OFF)")

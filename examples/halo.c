@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A 1-D halo exchange with an allreduce of the residual, recorded once as a plan and replayed:
  * the shape of a stencil solver's step. Buffers come from gmpi_mem_alloc, so they live on the
  * GPU with the cuda backend and in host memory with the cpu backend.

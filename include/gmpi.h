@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gmpi: MPI semantics on GPUs, with NCCL moving device data and MPI moving host data.
  *
@@ -284,6 +285,10 @@ GMPI_API gmpi_status_t gmpi_ialltoallv(const void *sendbuf, const size_t *sendco
                                        const size_t *recvcounts, const size_t *rdispls,
                                        gmpi_dtype_t dtype, gmpi_comm_t comm,
                                        gmpi_request_t *request);
+GMPI_API gmpi_status_t gmpi_ireduce_scatterv(const void *sendbuf, void *recvbuf,
+                                             const size_t *recvcounts, gmpi_dtype_t dtype,
+                                             gmpi_op_t op, gmpi_comm_t comm,
+                                             gmpi_request_t *request);
 
 /* ---- point to point, with MPI matching ---------------------------------------------- */
 GMPI_API gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int dest,

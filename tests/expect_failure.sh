@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Run a command that must fail -- end with a non-zero status -- within a time limit. Passes
 # when it fails in time; fails when it succeeds or hangs. Usage: expect_failure.sh SECONDS CMD...
 # EXPECT_MENTIONS="word1,word2": the output must also contain each word (the diagnosis).

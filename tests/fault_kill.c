@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault suite: the last rank dies in the middle of a collective stream. The job must end --
  * non-zero, no hang -- which tests/expect_failure.sh checks around mpiexec. */
 #include <signal.h>

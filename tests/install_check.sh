@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Install gmpi into a scratch prefix, then use it as users do, from outside the source tree:
 #   - the installed gmpi-info runs with no LD_LIBRARY_PATH (run path $ORIGIN/../lib);
 #   - the installed libgmpi_mpi.so, preloaded, runs tests/dropin/dropin_p2p.c (plain MPI);

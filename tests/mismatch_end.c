@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A collective that cannot complete ends within GMPI_TIMEOUT: rank 0 calls gmpi_allreduce, the
  * others gmpi_reduce of the same count (buffers where the backend moves data). By default on
  * host buffers the watchdog ends the job naming the call; on device buffers (cuda) the wait

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Python package's pytest suite (python/tests) on every rank:
 #   python.sh PYTHON SOURCE_DIR MPIEXEC NRANKS [mpiexec flags...]
 # Exits 77 (ctest: skipped) with the reason when PYTHON lacks numpy, mpi4py or pytest.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Install gmpi into a scratch prefix; from outside the source tree, with only PYTHONPATH
 # naming the installed package, `import gmpi` loads the installed libgmpi and a 2-rank
 # allreduce is right on both ranks.

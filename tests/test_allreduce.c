@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Allreduce: every valid (dtype, op) pair, in place and out of place, at counts 0, 1, 7 and
  * 1 Mi elements, checked element by element on every rank; every invalid pair rejected; 8- and
  * 16-bit integer arithmetic wraps at every count. */

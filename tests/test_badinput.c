@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bad input, table-driven: every public call with each bad argument returns the documented
  * status and a gmpi_last_error() that names the argument (and the rank) -- never a crash or
  * a hang -- and the comm keeps working afterwards. */
@@ -81,6 +82,8 @@ static void rooted_v_and_nonblocking(void) {
   CASE(INV, "dtype", gmpi_iallreduce(buf, out, 1, (gmpi_dtype_t)99, GMPI_SUM, comm, &req));
   CASE(INV, "root", gmpi_ibcast(buf, 1, GMPI_INT8, size, comm, &req));
   CASE(INV, "recvcounts", gmpi_iallgatherv(buf, 0, out, NULL, displs, GMPI_INT8, comm, &req));
+  CASE(INV, "recvcounts", gmpi_ireduce_scatterv(buf, out, NULL, GMPI_INT32, GMPI_SUM, comm, &req));
+  CASE(INV, "request", gmpi_ireduce_scatterv(buf, out, counts, GMPI_INT32, GMPI_SUM, comm, NULL));
   CASE(INV, "overlap", gmpi_ialltoall(buf, buf + 1, 4, GMPI_INT8, comm, &req));
   /* Errors name the nonblocking call the user made. */
   CASE(INV, "gmpi_igather (rank", gmpi_igather(buf, out, 1, GMPI_INT8, size, comm, &req));

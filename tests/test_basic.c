@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rank and size as MPI has them, backend and device, versions, barrier once and many times,
  * a second gmpi comm on the same MPI comm, and gmpi_mem_alloc/copy. */
 #include "test_util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* GMPI_CHECK=1 (set by ctest): ranks that call different collectives get GMPI_ERR_MISMATCH on
  * every rank, naming the ranks and fields, instead of a hang or wrong data; nothing moved, so
  * the comm stays usable. Point-to-point messages are checked too: another dtype is a

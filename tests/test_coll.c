@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The other collectives: bcast (root 0 and last), reduce (root 0 and last), allgather,
  * reduce_scatter, alltoall -- in place and out of place, values checked on every rank; and
  * floating AVG exact (sum rounded to the type, then divided) on all ranks and on 3 of them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What only the cuda backend has: device binding, the raw NCCL handle (an ncclAllReduce by
  * hand on gmpi's communicator), the memory budget, host and device buffers on one comm,
  * another GPU's memory refused, stream-ordered mode. Skips, saying why, without a GPU. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gather, scatter and the v-variants (allgatherv, gatherv, scatterv, alltoallv,
  * reduce_scatterv): every root, uneven counts including zeros, blocks laid out in reverse rank
  * order with gaps, in place and out of place, several dtypes, one large case (~100k elements).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Counts above INT_MAX (2^31 + 5 int8 elements): allreduce in place, bcast and a ring
  * sendrecv, checked chunk by chunk on every rank so the host needs no second copy. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The helpers for bindings: every dtype and op name round-trips through its lookup, unknown
  * names fail naming the name, gmpi_init refuses NULL handles and a NULL result (no crash), and
  * gmpi_init_world gives a working comm on the world. */

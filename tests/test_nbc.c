@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Nonblocking collectives: every gmpi_i* call gives the blocking call's values; many are
  * outstanding at once on one comm and complete through one gmpi_waitall in reverse order; an
  * iallreduce overlaps a ring exchange and a compute loop in one request array mixing collective
@@ -67,15 +68,15 @@ static void all_at_once(void) {
   int32_t *rd = dev_ints(N, NULL), *ag = dev_ints(N * P, NULL), *rs = dev_ints(N, NULL);
   int32_t *aa = dev_ints(N * P, NULL), *ga = dev_ints(N * P, NULL), *sc = dev_ints(N, NULL);
   int32_t *agv = dev_ints(off + 1, NULL), *gv = dev_ints(off + 1, NULL), *sv = dev_ints(N, NULL);
-  int32_t *av = dev_ints(N * P, NULL);
+  int32_t *av = dev_ints(N * P, NULL), *rsv = dev_ints(N, NULL);
   int root = size - 1;
   size_t ac[MAXR], ad[MAXR]; /* alltoallv: 2 elements of each block */
   for (int p = 0; p < size; p++) {
     ac[p] = 2;
     ad[p] = (size_t)p * N;
   }
-  gmpi_request_t r[14];
-  int k = 13;
+  gmpi_request_t r[15];
+  int k = 14;
   T_OK(gmpi_iallreduce(x, ar, N, GMPI_INT32, GMPI_SUM, comm, &r[k--]));
   T_OK(gmpi_ibcast(bc, N, GMPI_INT32, 0, comm, &r[k--]));
   T_OK(gmpi_ireduce(x, rd, N, GMPI_INT32, GMPI_MAX, root, comm, &r[k--]));
@@ -89,13 +90,14 @@ static void all_at_once(void) {
   T_OK(gmpi_igatherv(x, vcount[rank], gv, vcount, vdispl, GMPI_INT32, root, comm, &r[k--]));
   T_OK(gmpi_iscatterv(in, vcount, vdispl, sv, vcount[rank], GMPI_INT32, 0, comm, &r[k--]));
   T_OK(gmpi_ialltoallv(in, ac, ad, av, ac, ad, GMPI_INT32, comm, &r[k--]));
+  T_OK(gmpi_ireduce_scatterv(in, rsv, vcount, GMPI_INT32, GMPI_SUM, comm, &r[k--]));
   r[0] = NULL; /* a NULL in the array is fine */
-  gmpi_msg_status_t st[14];
-  T_OK(gmpi_waitall(14, r, st));
-  for (int i = 0; i < 14; i++)
+  gmpi_msg_status_t st[15];
+  T_OK(gmpi_waitall(15, r, st));
+  for (int i = 0; i < 15; i++)
     T_EQ_PTR(r[i], NULL);
-  T_EQ_INT(st[13].source, GMPI_ANY_SOURCE); /* a collective's status is empty */
-  T_EQ_SIZE(st[13].count, 0);
+  T_EQ_INT(st[14].source, GMPI_ANY_SOURCE); /* a collective's status is empty */
+  T_EQ_SIZE(st[14].count, 0);
   CHECK_INTS("iallreduce", ar, N, sum_over_ranks(i));
   CHECK_INTS("ibcast", bc, N, val(0, i));
   if (rank == root) CHECK_INTS("ireduce", rd, N, val(size - 1, i));
@@ -120,7 +122,16 @@ static void all_at_once(void) {
     CHECK_INTS(what, av + (size_t)q * N, 2, val(q, i) + rank * 100000);
   }
   CHECK_INTS("iscatterv", sv, vcount[rank], val(0, vdispl[rank] + i));
-  int32_t *bufs[] = {in, x, ar, bc, rd, ag, rs, aa, ga, sc, agv, gv, sv, av};
+  int64_t rsv_want[N]; /* block `rank` (vcount[rank] elements at vdispl[rank]) of in, summed */
+  for (size_t i = 0; i < vcount[rank]; i++) {
+    size_t j = vdispl[rank] + i;
+    rsv_want[i] = 0;
+    for (int q = 0; q < size; q++)
+      rsv_want[i] += val(q, j % N) + (int64_t)(j / N) * 100000;
+  }
+  CHECK_INTS("ireduce_scatterv", rsv, vcount[rank], rsv_want[i]);
+  CHECK_INTS("ireduce_scatterv: beyond this rank's block", rsv + vcount[rank], 1, -1);
+  int32_t *bufs[] = {in, x, ar, bc, rd, ag, rs, aa, ga, sc, agv, gv, sv, av, rsv};
   for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
     t_free(bufs[i]);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point to point with MPI matching: per-dtype send/recv, wait, the Waitall exchange that
  * deadlocks naive NCCL code, out-of-order tags, wildcards with status, truncation, test
  * polling, self messages, zero-length and long messages. Values checked on every rank. */

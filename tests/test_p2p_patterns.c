@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point traffic patterns that break naive engines: both sides of a pair isend before
  * they irecv (64 MiB), rings of blocking eager sends before any receive, ANY_SOURCE from
  * several senders with non-overtaking, 1000 unexpected messages taken in reverse tag order,

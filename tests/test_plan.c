@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Plans: every operation kind and a mixed sequence (allreduce + halo exchange + bcast) give
  * exactly the eager results; 1000 replays with changing inputs; each mismatch kind detected on
  * every rank, after which the comm runs eagerly and can record again; life-cycle errors. */

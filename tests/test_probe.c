@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Probe: a message is described before it is received -- source, tag and its count in the
  * sender's elements -- and the next matching receive gets exactly that message. Every rank
  * sends to its right neighbour messages whose length and dtype only the sender knows; the

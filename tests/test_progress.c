@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Progress everywhere (MPI's progress rule): a send completes once its receive is posted,
  * whatever else the receiving rank is doing. Pairs (0 sends to 1, 2 to 3, ...): the receiver
  * posts an irecv and then enters another gmpi call; the sender's blocking gmpi_send must

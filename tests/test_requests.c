@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Request arrays and communicators: gmpi_waitany over completed, NULL and pending requests;
  * gmpi_testany and gmpi_testall with MPI's rules; all-NULL arrays; a non-periodic halo exchange
  * whose end ranks use GMPI_PROC_NULL instead of an if; gmpi_comm_dup isolating its messages and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* comm_split into even and odd ranks, collectives and p2p on the halves, keys reorder ranks,
  * GMPI_UNDEFINED gives no comm; the parent keeps working. */
 #include "test_util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* GMPI_TIMEOUT (1 s here): a rank that does not take part makes the others return
  * GMPI_ERR_TIMEOUT, well before the test's own limit; the comm then answers GMPI_ERR_STATE
  * and finalizes cleanly; a new comm works. Scenarios: a collective that only rank 0 calls; a

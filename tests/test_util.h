@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test harness: typed assertions that print both operands and the rank, buffers that live
  * where the backend wants them (host on cpu, device on cuda), and one verdict for all ranks.
  * A test exits 0 when every rank passed, 1 when any failed, 77 (ctest: skipped) when it

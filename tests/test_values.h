@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test values for every dtype: inputs that make every valid (dtype, op) result exact, an
  * independent reference fold in double/integer arithmetic, and load/store per dtype. Inputs
  * repeat with period T_PERIOD, so a long expected buffer is a tiling of one period. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gmpi-bench and gmpi-info refuse what they cannot do, by name, with a non-zero exit, and answer
 # --help. Each case: the exit status and a piece of the message that must be printed.
 # Usage: tools_check.sh BENCH INFO MPIEXEC [mpiexec flags...]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # GMPI_DEBUG=trace logs every public call and each operation's arguments and outcome, on every
 # rank: run test_p2p at 2 ranks with it and look for those lines from both ranks.
 # Usage: trace_check.sh TEST_P2P MPIEXEC [mpiexec flags...]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The device reduction path of every valid (dtype, op): NCCL-native pairs go native, complex
  * sum as real pairs, avg as sum + division, everything else through gather + kernel, and no
  * valid pair is left without a path (and none reaches the library as avg). */

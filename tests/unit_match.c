@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI matching rules in core/match.c, without MPI: FIFO per (source, tag), wildcards take the
  * earliest message, posted receives are served in posting order, cancel removes one. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host reductions and 16-bit float conversions against hand-computed values. The device and
  * MPI paths are checked against an independent reference in the MPI tests; these kernels
  * serve 16-bit floats on MPI, so they get their own known answers here. */

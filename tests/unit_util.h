@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Assertions for the unit tests of core logic, which run without MPI. */
 #ifndef GMPI_UNIT_UTIL_H
 #define GMPI_UNIT_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The watchdog's rule for uninterruptible calls (core/watchdog.h: blocking NCCL calls). A comm
  * whose backend has a device engine is watched under GMPI_TIMEOUT_ACTION=status too; there an
  * ordinary watched call is left alone (status mode polls host collectives), while an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # One 2-rank run of a test under valgrind memcheck: no invalid access and no definite leak from
 # gmpi's own code (MPI's and its runtime's are suppressed). Usage: valgrind.sh MPIEXEC TEST [ARGS]
 set -euo pipefail

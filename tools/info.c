@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gmpi-info: one line per rank -- host, local rank, backend, device -- and the versions of
  * gmpi, MPI and NCCL, plus the library's own device memory. Run it under mpiexec. */
 #include <gmpi.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* p2p_peers: how device point to point grows with peers. Each rank exchanges rendezvous
  * messages (1 MiB, above the eager limit) with one new peer per step (partner rank ^ step),
  * and reports after each step: the first message's time with the new peer (connection set-up

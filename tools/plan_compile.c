@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* plan_compile: how gmpi_plan_end (collective compilation: gather every rank's steps, compare
  * collectives, match point to point, simulate the groups) grows with the plan's length. For
  * n = 1,000 .. 100,000 it records n small allreduces, then n round trips with the partner rank

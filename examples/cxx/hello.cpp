@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // A C++ program using an installed gmpi: gmpi.h from C++ (no MPI C++ bindings pulled in),
 // an allreduce checked on every rank.
 //   cmake -S examples/cxx -B build-cxx -DCMAKE_PREFIX_PATH=<gmpi prefix>; mpiexec -n 2 build-cxx/hello

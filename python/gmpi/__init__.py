@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """gmpi for Python: MPI semantics on numpy arrays and on GPU tensors (CuPy, PyTorch), through
 libgmpi by ctypes. Names follow mpi4py's buffer methods:
 

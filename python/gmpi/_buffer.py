@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Buffers: numpy arrays and buffer-protocol objects on the host; on the device any object with
 __cuda_array_interface__ (CuPy, PyTorch, Numba) or __dlpack__. Never copied: gmpi reads and
 writes the caller's memory, which must be contiguous."""

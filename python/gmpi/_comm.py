@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Communicators, requests, statuses and plans, named as mpi4py's buffer methods."""
 import atexit
 import ctypes
@@ -190,8 +191,9 @@ class Plan:
 class Comm:
     """A gmpi communicator (gmpi_comm_t). Methods follow mpi4py's upper-case buffer methods."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, from_init=False):
         self._handle = handle
+        self._from_init = from_init  # made by gmpi_init: ended by gmpi_finalize, not comm_free
         self._pending = set()
         self._recording = None
         r, s, b = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
@@ -436,6 +438,8 @@ class Comm:
         s = r if sendbuf is IN_PLACE else self._bufs((sendbuf, "sendbuf", False))[0]
         if s is not r:
             self._dtype(s, r, "sendbuf", "recvbuf")
+            check_arg(s.count == n, "argument 'recvbuf' holds %d elements, not size (%d) x "
+                      "sendbuf's %d" % (r.count, self.size, s.count))
         return self._started("gmpi_iallgather", (s, r), s.ptr, r.ptr, n, r.dtype)
 
     def Ialltoall(self, sendbuf, recvbuf):
@@ -505,9 +509,11 @@ class Comm:
         return Comm(h) if h else None
 
     def Free(self):
-        """Collective (gmpi_finalize). Pending requests' buffers are released with the comm."""
+        """Collective: gmpi_finalize for the Comm of gmpi.init, gmpi_comm_free for those of Split
+        and Dup (gmpi.h). Pending requests' buffers are released with the comm."""
         if self._handle:
-            call("gmpi_finalize", ctypes.byref(self._handle))
+            call("gmpi_finalize" if self._from_init else "gmpi_comm_free",
+                 ctypes.byref(self._handle))
         self._handle = None
         self._pending.clear()
         if self in _live:
@@ -554,7 +560,7 @@ def init(mpi_comm=None):
         call("gmpi_init_world", ctypes.byref(h))
     else:
         call("gmpi_init", _mpi_handle(mpi_comm), ctypes.byref(h))
-    return Comm(h)
+    return Comm(h, from_init=True)
 
 
 def _mpi_handle(mpi_comm):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Finding and loading libgmpi, the C prototypes, and errors raised as GmpiError."""
 import ctypes
 import glob
@@ -124,6 +125,7 @@ _PROTOTYPES = {
     "gmpi_waitany": [_I, _PP, _c.POINTER(_I), _PST],
     "gmpi_testall": [_I, _PP, _c.POINTER(_I), _PST],
     "gmpi_comm_dup": [_P, _PP],
+    "gmpi_comm_free": [_PP],
     "gmpi_plan_begin": [_P],
     "gmpi_plan_end": [_P, _PP],
     "gmpi_plan_run": [_P],

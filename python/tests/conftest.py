@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Every rank runs every test in the same order (collectives inside tests are matched); each
 test asserts its values on every rank. One gmpi communicator on the world for the session."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Non-communicating parts: statuses against the header, names, errors, buffer checks."""
 import os
 import re

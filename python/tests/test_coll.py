@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Collectives on numpy arrays, values checked on every rank."""
 import numpy as np
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Communicators from mpi4py, Split, Free, plans."""
 import numpy as np
 import pytest
@@ -40,6 +41,27 @@ def test_split_and_free(comm):
     if none is not None:
         assert none.size == comm.size - 1
         none.Free()
+
+
+def test_free_ends_each_comm_as_gmpi_h_says(comm, monkeypatch):
+    """Split and Dup results end with gmpi_comm_free; gmpi_finalize is for the Comm of init."""
+    called = []
+    real_call = gmpi._comm.call
+
+    def recording_call(name, *args):
+        called.append(name)
+        return real_call(name, *args)
+
+    monkeypatch.setattr(gmpi._comm, "call", recording_call)
+    half, copy = comm.Split(color=comm.rank % 2), comm.Dup()
+    own = gmpi.init()
+    for c in (copy, half, own):
+        del called[:]
+        c.Free()
+        assert called == ["gmpi_finalize" if c is own else "gmpi_comm_free"]
+    x = np.array([comm.rank], np.int32)
+    comm.Allreduce(gmpi.IN_PLACE, x)  # the session's comm is untouched
+    assert x[0] == comm.size * (comm.size - 1) // 2
 
 
 def test_plan_records_and_replays(comm):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Device buffers on the cuda backend, no copies: CuPy arrays and PyTorch CUDA tensors
 (__cuda_array_interface__, and DLPack for bfloat16). Skipped, with the reason, on the cpu
 backend or without the module. Run on a GPU machine by python/tests/run-gpu."""

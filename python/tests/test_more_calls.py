@@ -1,7 +1,9 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Issue 11's calls from Python: gather/scatter, the v-variants, unequal reduce_scatter,
 nonblocking collectives mixed with point to point, waitany/testall, probe, PROC_NULL, Dup.
 Values checked on every rank."""
 import numpy as np
+import pytest
 
 import gmpi
 
@@ -75,6 +77,9 @@ def test_nonblocking_collectives_mixed_with_p2p(comm):
     while not gmpi.Request.Testall([r]):
         pass
     np.testing.assert_array_equal(ag, np.repeat(np.arange(comm.size), 2))
+    # A send buffer shorter than recvbuf's block is refused before the C library reads past it.
+    with pytest.raises(gmpi.GmpiError, match="not size"):
+        comm.Iallgather(np.full(1, comm.rank, np.int32), ag)
 
 
 def test_waitany_probe_proc_null(comm):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Point to point on numpy arrays: matching, statuses, requests, errors."""
 import gc
 import weakref

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Experiment (not part of the library): latency of NCCL operations on a blocking and on a
  * nonblocking communicator, one GPU, one rank. Answers: does a nonblocking communicator make
  * grouped send/recv slow, and how long does a 32 MiB allreduce take when 100 are enqueued?

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Experiment (not part of the library): an 8-byte ncclAllReduce, enqueued and waited for,
  * on a blocking and on a nonblocking communicator, one rank per GPU over MPI. Answers: what
  * does the nonblocking communicator that gmpi's collectives use cost per call with 2+ ranks,

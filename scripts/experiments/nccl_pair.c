@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Experiment (not part of the library): what gmpi's cuda comm costs, one GPU, one rank, each
  * piece alone, so that the per-call path can be cut where it costs (docs/performance.md).
  *   1. device memory and build time of one blocking communicator, against gmpi's pair (a

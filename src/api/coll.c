@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Public collectives: each names its arguments and hands them to core -- gmpi_coll_run for the
  * blocking call, gmpi_coll_start for its nonblocking form -- which validates, records or
  * checks, and runs them on the engine for the buffers' memory. */
@@ -372,5 +373,13 @@ gmpi_status_t gmpi_ialltoallv(const void *sendbuf, const size_t *sendcounts, con
   GMPI_API_ENTER(comm);
   const gmpi_coll_args_t a =
       alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype);
+  return start(comm, &a, request);
+}
+
+gmpi_status_t gmpi_ireduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                    gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm,
+                                    gmpi_request_t *request) {
+  GMPI_API_ENTER(comm);
+  const gmpi_coll_args_t a = reduce_scatterv_args(sendbuf, recvbuf, recvcounts, dtype, op);
   return start(comm, &a, request);
 }

@@ -1,5 +1,7 @@
-/* Life cycle: gmpi_init, gmpi_finalize, gmpi_comm_split. Bootstrap order: configuration,
- * MPI, the out-of-band channel, locality, the backend (agreed by all ranks), registration. */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Life cycle: gmpi_init, gmpi_finalize, gmpi_comm_split. Bootstrap order (docs/design.md): MPI,
+ * configuration, arrival, the out-of-band channel, locality, the backend (agreed by all ranks),
+ * registration. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,9 +81,9 @@ static gmpi_status_t start_backend(gmpi_comm_t group, const gmpi_backend_ops_t *
 /* Fields every comm needs once its channel exists. */
 static gmpi_status_t describe_comm(gmpi_comm_t comm) {
   MPI_Comm mc = gmpi_oob_mpi_comm(comm);
-  MPI_Comm_rank(mc, &comm->rank);
-  MPI_Comm_size(mc, &comm->size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &comm->world_rank);
+  PMPI_Comm_rank(mc, &comm->rank);
+  PMPI_Comm_size(mc, &comm->size);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &comm->world_rank);
   comm->tag_ub = gmpi_mpi_tag_ub();
   GMPI_CHECK(
       gmpi_mpi_locality(mc, &comm->local_rank, &comm->local_size, comm->host, sizeof(comm->host)));
@@ -110,7 +112,7 @@ static gmpi_status_t init_on(MPI_Comm mpi_comm, gmpi_comm_t *out) {
     goto stop_mpi;
   }
   /* MPI first, so that a bad GMPI_* value is reported with this rank's number. */
-  MPI_Comm_rank(mpi_comm, &gmpi_call_ctx()->rank);
+  PMPI_Comm_rank(mpi_comm, &gmpi_call_ctx()->rank);
   gmpi_config_t cfg;
   GMPI_CHECK_GOTO(gmpi_config_load(&cfg), st, stop_mpi);
   gmpi_log_setup(cfg.debug, -1);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Lookup by name, for bindings that would rather not hard-code enum values. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Public point to point: requests are started by core (gmpi_request_start) on the comm's
  * backend and completed by wait/test, each wait bounded by GMPI_TIMEOUT. */
 #include <stdlib.h>

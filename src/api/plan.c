@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Public plan calls: begin recording, end (compile collectively), run, dump, free. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Questions about a comm, and the raw handles for interop. */
 #include <stdarg.h>
 #include <stdint.h>

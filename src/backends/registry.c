@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backends built into this library, best first: auto takes the first that probes usable. */
 #include "../core/backend.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The arguments of one operation, as core validated them for an engine. */
 #ifndef GMPI_CORE_ARGS_H
 #define GMPI_CORE_ARGS_H

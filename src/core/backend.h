@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backend interface. src/core decides *what* runs (validated arguments, plans, checks);
  * a backend decides *how*: cpu moves host memory with MPI, cuda moves device memory with
  * NCCL. Each backend is one folder that fills one gmpi_backend_ops_t. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* GMPI_CHECK=1: ranks agree on each collective's signature before running it. */
 #ifndef GMPI_CORE_CHECK_H
 #define GMPI_CORE_CHECK_H

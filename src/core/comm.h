@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The communicator: what every layer shares about one group of ranks. */
 #ifndef GMPI_CORE_COMM_H
 #define GMPI_CORE_COMM_H

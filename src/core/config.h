@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Configuration read from the environment by gmpi_init. A bad value fails init with
  * GMPI_ERR_INVALID_ARG naming the variable and the value. */
 #ifndef GMPI_CORE_CONFIG_H

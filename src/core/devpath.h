@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* How a device reduction library with NCCL's repertoire runs each valid (dtype, op).
  * NCCL reduces int8/uint8/int32/uint32/int64/uint64/float16/bfloat16/float32/float64 with
  * sum/prod/min/max/avg; everything else must still be right on device buffers. Backend-

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "dtype.h"
 
 const gmpi_dtype_info_t gmpi_dtype_table[GMPI_DTYPE_COUNT] = {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Datatype and reduction-op tables: one row per dtype, one per op, designated initializers. */
 #ifndef GMPI_CORE_DTYPE_H
 #define GMPI_CORE_DTYPE_H

@@ -1,4 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "envelope.h"
+#include "envelope_wire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,28 +16,6 @@
 #include "wait.h"
 
 #define N_POSTED 8 /* envelope receives kept posted */
-
-/* What travels on the envelope channel; an eager message's data follows the header. */
-typedef enum {
-  W_EAGER = 1, /* sender -> receiver: a message with its data */
-  W_RTS_PULL,  /* sender -> receiver: a rendezvous message the receiver may pull (blob) */
-  W_RTS_LINK,  /* sender -> receiver: a rendezvous message that will move on the link */
-  W_FIN,       /* receiver -> sender: your send is complete (pulled, or refused by its receive) */
-  W_RTR,       /* follower receiver -> leader sender: matched, give it a link position */
-  W_CTS,       /* leader receiver -> follower sender: send it at link position k */
-  W_GO         /* leader sender -> follower receiver: receive it at link position k */
-} wire_kind_t;
-
-typedef struct {
-  uint32_t kind;
-  int32_t tag;
-  int32_t dtype;
-  uint32_t blob_len; /* RTS_PULL: the buffer's description; CTS/GO: the link's introduction */
-  uint64_t bytes;
-  uint64_t seq; /* the message's number on (sender -> receiver), from 0 */
-  uint64_t k;   /* CTS, GO: position on the link */
-  uint8_t blob[GMPI_MOVER_BLOB_BYTES];
-} wire_t;
 
 #define WIRE_MAX (sizeof(wire_t) + GMPI_ENV_EAGER_BYTES)
 
@@ -420,12 +400,25 @@ static gmpi_status_t go_arrived(struct gmpi_envelope_engine *env, int src, const
   return GMPI_SUCCESS;
 }
 
+gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nranks) {
+  const wire_t *w = buf;
+  if (src < 0 || src >= nranks)
+    return gmpi_error(GMPI_ERR_INTERNAL, "envelope from rank %d, outside the %d ranks", src,
+                      nranks);
+  if (len < sizeof(wire_t) || (w->kind == W_EAGER && len - sizeof(wire_t) < w->bytes))
+    return gmpi_error(GMPI_ERR_INTERNAL, "malformed envelope of %zu bytes from rank %d", len, src);
+  if (w->blob_len > GMPI_MOVER_BLOB_BYTES)
+    return gmpi_error(GMPI_ERR_INTERNAL,
+                      "malformed envelope from rank %d: blob_len %u, more than the %d bytes "
+                      "an envelope carries",
+                      src, (unsigned)w->blob_len, GMPI_MOVER_BLOB_BYTES);
+  return GMPI_SUCCESS;
+}
+
 static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int src,
                                   const unsigned char *buf, size_t len) {
   const wire_t *w = (const wire_t *)buf;
-  if (src < 0 || src >= env->comm->size || len < sizeof(wire_t) ||
-      (w->kind == W_EAGER && len - sizeof(wire_t) < w->bytes))
-    return gmpi_error(GMPI_ERR_INTERNAL, "malformed envelope of %zu bytes from rank %d", len, src);
+  GMPI_CHECK(gmpi_env_wire_check(buf, len, src, env->comm->size));
   switch (w->kind) {
   case W_EAGER:
   case W_RTS_PULL:

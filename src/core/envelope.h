@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The envelope engine: MPI point-to-point semantics (source, tag, wildcards, non-overtaking,
  * truncation) over data movers that know nothing of tags: NCCL, CUDA IPC copies, MPI.
  *

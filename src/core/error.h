@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Errors: one status enum (gmpi.h), a per-thread detail string, and the check macros.
  *
  * A failure is described once, where it is first seen, with gmpi_error(); callers above it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The flight record: the last operations of a comm (sequence, kind, count, peer or root,
  * state), printed with GMPI_DEBUG=info when a timeout or mismatch makes the culprit matter. */
 #ifndef GMPI_CORE_FLIGHT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* 16-bit floats (IEEE half, bfloat16) to and from float32, rounding to nearest even. A file of
  * its own: the tests and gmpi-bench link it to build and check their values. */
 #include "half.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* 16-bit floats to and from float32 (round to nearest even). */
 #ifndef GMPI_CORE_HALF_H
 #define GMPI_CORE_HALF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One logging function, levels from GMPI_DEBUG (none, warn, info, trace), lines prefixed by
  * the rank: "[gmpi 3] WARN gmpi_init: ...". */
 #ifndef GMPI_CORE_LOG_H

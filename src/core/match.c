@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "match.h"
 
 int gmpi_match_accepts(int want_source, int want_tag, int source, int tag) {

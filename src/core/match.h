@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI message matching, without MPI: posted receives and unexpected messages in the order
  * MPI defines. A message matches the earliest posted receive that accepts its (source, tag);
  * a new receive matches the earliest unexpected message it accepts. Messages of one source

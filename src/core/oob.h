@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The out-of-band channel between the ranks of a comm: small collective exchanges for
  * bootstrap, cross-rank checks and plan compilation, bounded by GMPI_TIMEOUT; and control
  * channels, nonblocking point to point for engines. Implemented over MPI in src/mpi/oob.c and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The operations as core sees them: validation, recording into a plan, checking across
  * ranks, dispatch to the backend. The public entry points (src/api) are thin wrappers. */
 #ifndef GMPI_CORE_OPS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Recording a plan, and the plan objects' life cycle. While comm->rec is set, collectives and
  * point-to-point calls on comm append steps instead of running; waits on recorded requests
  * append wait steps. gmpi_plan_end (src/api/plan.c) compiles the steps. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Plans: operations recorded once on a comm, compiled collectively (checked across ranks,
  * point-to-point matched, scheduled), lowered by the backend and replayed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Compiling a plan across ranks: every rank gathers every rank's recorded steps, then runs the
  * same checks on the same data, so all ranks reach the same verdict (and the same message):
  *   1. every recorded request is waited inside the plan;

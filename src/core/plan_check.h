@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Cross-rank compilation of a plan (see plan_check.c). */
 #ifndef GMPI_CORE_PLAN_CHECK_H
 #define GMPI_CORE_PLAN_CHECK_H

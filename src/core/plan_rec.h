@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The recording in progress on a comm (private to the plan code). */
 #ifndef GMPI_CORE_PLAN_REC_H
 #define GMPI_CORE_PLAN_REC_H

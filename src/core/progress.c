@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The registry behind core/progress.h. Engines are few (one or two per comm) and change only
  * when comms are made or freed, so a small array under a mutex is enough. The hot path -- a
  * wait when nothing is registered, i.e. every wait of the default cpu backend -- is one atomic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Progress everywhere. MPI's progress rule says a send completes once its receive is posted,
  * whatever else the receiving rank is doing. gmpi's envelope engines only move when called,
  * so every engine registers here and every wait inside gmpi (p2p waits, collectives, gates,

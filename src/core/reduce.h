@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host reductions, used where MPI has no built-in op (float16, bfloat16), for AVG's final
  * division, and by tests as the reference. */
 #ifndef GMPI_CORE_REDUCE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point requests: what was asked, how it ended, and the backend's part. */
 #ifndef GMPI_CORE_REQUEST_H
 #define GMPI_CORE_REQUEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory kinds are routed here and nowhere else. Host memory always goes to the host engine
  * (MPI); device memory to the backend's device engine. Operations that use no buffer (a
  * barrier, count 0) go to the device engine in stream-ordered mode, so that they stay in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Routing by memory kind, in one place: an operation's buffers are classified once and the
  * operation goes to the comm's engine for that memory (src/core/engine.h). */
 #ifndef GMPI_CORE_ROUTE_H

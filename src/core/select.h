@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Choosing the backend from GMPI_BACKEND and what this process can use. Local: gmpi_init
  * then makes all ranks agree. */
 #ifndef GMPI_CORE_SELECT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Votes: every rank of a comm says how one step of a collective call went, so that all ranks
  * return together -- all succeed, or all fail naming a rank that could not. */
 #ifndef GMPI_CORE_VOTE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bounded waiting: every loop that waits for another rank checks a deadline built from
  * GMPI_TIMEOUT, and backs off so a waiting rank does not starve the others of a core. */
 #ifndef GMPI_CORE_WAIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The watchdog: bounds the waits gmpi does not poll -- a blocking MPI collective on host
  * buffers, which is how the host path runs at MPI's speed (no arrival gate, no nonblocking
  * collective polled), and a blocking NCCL call on device buffers (an enqueue that waits for a

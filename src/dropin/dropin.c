@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The layer's life cycle and its routing decision: MPI_Init makes the twin of MPI_COMM_WORLD,
  * communicator constructors make twins by splitting the parent's (one ncclCommSplit, not a new
  * NCCL initialisation), MPI_Comm_free and MPI_Finalize tear them down first. */
@@ -9,7 +10,6 @@
 #include "dropin.h"
 
 dropin_t dropin = {.keyval = MPI_KEYVAL_INVALID};
-_Thread_local int dropin_depth;
 
 /* Twins in creation order: MPI_Finalize frees them newest first (every rank made its comms in
  * the same collective order, so the collective frees line up). */
@@ -64,11 +64,9 @@ gmpi_comm_t dropin_twin(MPI_Comm comm) {
   if (PMPI_Comm_get_attr(comm, dropin.keyval, &val, &flag) != MPI_SUCCESS || !flag) {
     if (comm == MPI_COMM_SELF && dropin.active && !dropin.self) {
       /* MPI_COMM_SELF's twin: one rank, so made locally whenever it is first needed. */
-      dropin_enter();
       gmpi_status_t st = gmpi_init(MPI_COMM_SELF, &dropin.self);
       if (st == GMPI_SUCCESS && !dropin.per_kind)
         st = gmpi_comm_set_matching(dropin.self, GMPI_MATCH_ACROSS_KINDS);
-      dropin_leave();
       if (st != GMPI_SUCCESS) {
         dropin_fail(MPI_COMM_SELF, "MPI_COMM_SELF's gmpi communicator", st);
         return NULL;
@@ -115,9 +113,7 @@ static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *
     PMPI_Allreduce(&prank, &color, 1, MPI_INT, MPI_MIN, newcomm);
     PMPI_Comm_rank(newcomm, &key);
   }
-  dropin_enter();
   gmpi_status_t st = is_dup ? gmpi_comm_dup(pg, &g) : gmpi_comm_split(pg, color, key, &g);
-  dropin_leave();
   if (st != GMPI_SUCCESS) return dropin_fail(parent, func, st);
   if (!g) return MPI_SUCCESS;
   PMPI_Comm_set_attr(newcomm, dropin.keyval, g);
@@ -131,9 +127,7 @@ static int twin_free(MPI_Comm comm, const char *func) {
   dropin_req_flush(comm); /* a freed comm's pending operations still complete (MPI) */
   PMPI_Comm_delete_attr(comm, dropin.keyval);
   twin_forget(g);
-  dropin_enter();
   gmpi_status_t st = gmpi_comm_free(&g);
-  dropin_leave();
   return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
 }
 
@@ -145,15 +139,13 @@ static int twin_free(MPI_Comm comm, const char *func) {
 int dropin_is_device(const void *ptr) {
   if (!ptr || ptr == MPI_IN_PLACE || !dropin.world) return 0;
   int dev = 0;
-  dropin_enter();
   gmpi_status_t st = gmpi_mem_is_device(dropin.world, ptr, &dev);
-  dropin_leave();
   return st != GMPI_SUCCESS || dev;
 }
 
 dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
                         gmpi_comm_t *twin) {
-  if (!dropin.active || dropin_depth) return VIA_MPI;
+  if (!dropin.active) return VIA_MPI;
   int device = dropin_is_device(a) || dropin_is_device(b);
   if (!device && dropin.mode != INTERPOSE_ALL) return VIA_MPI;
   *twin = dropin_twin(comm);
@@ -165,7 +157,7 @@ dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
 static int per_kind(void) { return dropin.per_kind && dropin.mode != INTERPOSE_ALL; }
 
 gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf) {
-  if (!dropin.active || dropin_depth) return NULL;
+  if (!dropin.active) return NULL;
   /* one matching engine per comm: the kind of buf does not choose it, unless per-kind */
   if (per_kind() && !dropin_is_device(buf)) return NULL;
   return dropin_twin(comm);
@@ -173,7 +165,7 @@ gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf) {
 
 gmpi_comm_t dropin_take_probe(MPI_Comm comm, int *either) {
   *either = 0;
-  if (!dropin.active || dropin_depth) return NULL;
+  if (!dropin.active) return NULL;
   *either = per_kind();
   return dropin_twin(comm);
 }
@@ -228,14 +220,12 @@ static void start(void) {
   dropin.timeout_s = read_timeout();
   if (dropin.mode == INTERPOSE_OFF) return;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, noop_delete, &dropin.keyval, NULL);
-  dropin_enter();
   gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &dropin.world);
   gmpi_backend_t backend = GMPI_BACKEND_CPU;
   if (st == GMPI_SUCCESS)
     st = gmpi_comm_set_matching(dropin.world,
                                 dropin.per_kind ? GMPI_MATCH_PER_KIND : GMPI_MATCH_ACROSS_KINDS);
   if (st == GMPI_SUCCESS) st = gmpi_comm_backend(dropin.world, &backend);
-  dropin_leave();
   if (st != GMPI_SUCCESS) {
     fprintf(stderr, "[gmpi_mpi] MPI_Init: gmpi could not start: %s\n", gmpi_last_error());
     if (dropin.mode == INTERPOSE_ALL) PMPI_Abort(MPI_COMM_WORLD, 2);
@@ -244,9 +234,7 @@ static void start(void) {
   }
   dropin.cpu = backend == GMPI_BACKEND_CPU;
   if (dropin.cpu && dropin.mode == INTERPOSE_DEVICE) { /* no device memory here: MPI alone */
-    dropin_enter();
     gmpi_finalize(&dropin.world);
-    dropin_leave();
     return;
   }
   PMPI_Comm_set_attr(MPI_COMM_WORLD, dropin.keyval, dropin.world);
@@ -273,7 +261,6 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 int MPI_Finalize(void) {
   if (dropin.active) {
     dropin_req_finalize();
-    dropin_enter();
     while (twins) {
       twin_t *t = twins;
       twins = t->next;
@@ -283,7 +270,6 @@ int MPI_Finalize(void) {
     }
     if (dropin.self) gmpi_finalize(&dropin.self);
     gmpi_finalize(&dropin.world);
-    dropin_leave();
     dropin.active = 0;
   }
   if (dropin.keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&dropin.keyval);
@@ -299,13 +285,11 @@ int MPI_Finalize(void) {
 int dropin_arrive(MPI_Comm comm, const char *func, int *arrived) {
   int size = 0;
   if (arrived) *arrived = 0;
-  if (!dropin.active || dropin_depth || PMPI_Comm_size(comm, &size) != MPI_SUCCESS || size < 2)
+  if (!dropin.active || PMPI_Comm_size(comm, &size) != MPI_SUCCESS || size < 2)
     return MPI_SUCCESS; /* alone, nobody waits on this rank (and no twin is made for it) */
   gmpi_comm_t g = dropin_twin(comm);
   if (!g) return MPI_SUCCESS;
-  dropin_enter();
   gmpi_status_t st = gmpi_barrier(g);
-  dropin_leave();
   if (arrived) *arrived = 1;
   return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
 }
@@ -313,50 +297,48 @@ int dropin_arrive(MPI_Comm comm, const char *func, int *arrived) {
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   int rc = dropin_arrive(comm, "MPI_Comm_dup", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_dup(comm, newcomm);
-  return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 1, "MPI_Comm_dup");
+  return rc != MPI_SUCCESS ? rc : twin_make(comm, *newcomm, 1, "MPI_Comm_dup");
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   int rc = dropin_arrive(comm, "MPI_Comm_split", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_split(comm, color, key, newcomm);
-  return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Comm_split");
+  return rc != MPI_SUCCESS ? rc : twin_make(comm, *newcomm, 0, "MPI_Comm_split");
 }
 
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
   int rc = dropin_arrive(comm, "MPI_Comm_split_type", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
-  return rc != MPI_SUCCESS || dropin_depth ? rc
-                                           : twin_make(comm, *newcomm, 0, "MPI_Comm_split_type");
+  return rc != MPI_SUCCESS ? rc : twin_make(comm, *newcomm, 0, "MPI_Comm_split_type");
 }
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
   int rc = dropin_arrive(comm, "MPI_Comm_create", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_create(comm, group, newcomm);
-  return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Comm_create");
+  return rc != MPI_SUCCESS ? rc : twin_make(comm, *newcomm, 0, "MPI_Comm_create");
 }
 
 int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
                     MPI_Comm *newcomm) {
   int rc = dropin_arrive(comm, "MPI_Cart_create", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
-  return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Cart_create");
+  return rc != MPI_SUCCESS ? rc : twin_make(comm, *newcomm, 0, "MPI_Cart_create");
 }
 
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
   int rc = dropin_arrive(comm, "MPI_Comm_dup_with_info", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
-  return rc != MPI_SUCCESS || dropin_depth ? rc
-                                           : twin_make(comm, *newcomm, 1, "MPI_Comm_dup_with_info");
+  return rc != MPI_SUCCESS ? rc : twin_make(comm, *newcomm, 1, "MPI_Comm_dup_with_info");
 }
 
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) {
   int rc = dropin_arrive(comm, "MPI_Cart_sub", NULL);
   if (rc == MPI_SUCCESS) rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
-  return rc != MPI_SUCCESS || dropin_depth ? rc : twin_make(comm, *newcomm, 0, "MPI_Cart_sub");
+  return rc != MPI_SUCCESS ? rc : twin_make(comm, *newcomm, 0, "MPI_Cart_sub");
 }
 
 int MPI_Comm_disconnect(MPI_Comm *comm) {
-  if (comm && !dropin_depth && dropin.active) {
+  if (comm && dropin.active) {
     int rc = twin_free(*comm, "MPI_Comm_disconnect");
     if (rc != MPI_SUCCESS) return rc;
   }
@@ -364,7 +346,7 @@ int MPI_Comm_disconnect(MPI_Comm *comm) {
 }
 
 int MPI_Comm_free(MPI_Comm *comm) {
-  if (comm && !dropin_depth && dropin.active) {
+  if (comm && dropin.active) {
     int rc = twin_free(*comm, "MPI_Comm_free");
     if (rc != MPI_SUCCESS) return rc;
   }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libgmpi_mpi: the drop-in layer. It defines MPI's C functions, hands device buffers (and, under
  * GMPI_INTERPOSE=all, host buffers) to gmpi, and calls PMPI_* for everything else. It is a
  * client of gmpi's public API only (include/gmpi.h), like any program.
@@ -7,8 +8,8 @@
  *   MPI_Isend(devbuf...)      dropin_p2p.c    bytes of a contiguous type (else packed)
  *     -> gmpi_isend, its request wrapped in an MPI generalized request (dropin_req.c)
  *
- * Every gmpi call runs with the recursion guard up: gmpi itself calls MPI, and those calls must
- * reach MPI, not this layer (dropin_enter / dropin_leave). */
+ * libgmpi calls MPI only through PMPI_*, so gmpi's own MPI calls never come back into this
+ * layer (docs/design.md, "Layers"): a gmpi call needs no guard around it. */
 #ifndef GMPI_DROPIN_H
 #define GMPI_DROPIN_H
 
@@ -30,11 +31,6 @@ typedef struct {
 } dropin_t;
 
 extern dropin_t dropin;
-/* >0 while this thread is inside gmpi (or the layer's own MPI calls): calls pass to PMPI. */
-extern _Thread_local int dropin_depth;
-
-static inline void dropin_enter(void) { dropin_depth++; }
-static inline void dropin_leave(void) { dropin_depth--; }
 
 /* Host buffers go to gmpi only under GMPI_INTERPOSE=all; MPI_IN_PLACE and NULL are no buffer. */
 typedef enum { VIA_MPI = 0, VIA_GMPI, VIA_STAGING } dropin_via_t;

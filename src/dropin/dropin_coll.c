@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Collectives. dropin_via decides per call: gmpi (device buffers, or every buffer under
  * GMPI_INTERPOSE=all, with types and ops gmpi has), MPI on host copies of device buffers
  * (derived types in reductions, user-defined ops, MINLOC/MAXLOC, comms without a twin), or MPI
@@ -7,12 +8,10 @@
 
 #include "dropin.h"
 
-/* Run one gmpi call with the recursion guard up; a failure goes to the comm's error handler. */
+/* Run one gmpi call; a failure goes to the comm's error handler. */
 #define VIA_GMPI_CALL(comm, func, call)                                                            \
   do {                                                                                             \
-    dropin_enter();                                                                                \
     gmpi_status_t st_ = (call);                                                                    \
-    dropin_leave();                                                                                \
     return st_ == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail((comm), (func), st_);                   \
   } while (0)
 
@@ -20,9 +19,7 @@
 #define VIA_GMPI_START(comm, func, call, request)                                                  \
   do {                                                                                             \
     gmpi_request_t g_ = NULL;                                                                      \
-    dropin_enter();                                                                                \
     gmpi_status_t st_ = (call);                                                                    \
-    dropin_leave();                                                                                \
     if (st_ != GMPI_SUCCESS) return dropin_fail((comm), (func), st_);                              \
     return dropin_req_wrap((comm), g_, NULL, (request));                                           \
   } while (0)
@@ -277,9 +274,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
   case VIA_GMPI: {
     size_t *counts = byte_array(recvcounts, n, 1);
     if (!counts) return MPI_ERR_NO_MEM;
-    dropin_enter();
     gmpi_status_t st = gmpi_reduce_scatterv(in_place(sendbuf, recvbuf), recvbuf, counts, d, o, g);
-    dropin_leave();
     free(counts);
     return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Reduce_scatter", st);
   }
@@ -575,11 +570,9 @@ static int allgatherv_any(const void *sendbuf, int sendcount, MPI_Datatype sendt
     const void *sb = in_place(sendbuf, recvbuf);
     size_t sc = (size_t)sendcount * ssize;
     gmpi_request_t gr = NULL;
-    dropin_enter();
     gmpi_status_t st =
         request ? gmpi_iallgatherv(sb, sc, recvbuf, v.counts[0], v.displs[0], GMPI_BYTE, g, &gr)
                 : gmpi_allgatherv(sb, sc, recvbuf, v.counts[0], v.displs[0], GMPI_BYTE, g);
-    dropin_leave();
     return v_finish(comm, func, st, gr, &v, request);
   }
   case VIA_STAGING: {
@@ -633,11 +626,9 @@ static int gatherv_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype
     const void *sb = in_place(sendbuf, rb);
     size_t sc = (size_t)sendcount * ssize;
     gmpi_request_t gr = NULL;
-    dropin_enter();
     gmpi_status_t st =
         request ? gmpi_igatherv(sb, sc, rb, v.counts[0], v.displs[0], GMPI_BYTE, root, g, &gr)
                 : gmpi_gatherv(sb, sc, rb, v.counts[0], v.displs[0], GMPI_BYTE, root, g);
-    dropin_leave();
     return v_finish(comm, func, st, gr, &v, request);
   }
   case VIA_STAGING: {
@@ -693,11 +684,9 @@ static int scatterv_any(const void *sendbuf, const int sendcounts[], const int d
       return MPI_ERR_NO_MEM;
     size_t rc = (size_t)recvcount * rsize;
     gmpi_request_t gr = NULL;
-    dropin_enter();
     gmpi_status_t st =
         request ? gmpi_iscatterv(sb, v.counts[0], v.displs[0], rb, rc, GMPI_BYTE, root, g, &gr)
                 : gmpi_scatterv(sb, v.counts[0], v.displs[0], rb, rc, GMPI_BYTE, root, g);
-    dropin_leave();
     return v_finish(comm, func, st, gr, &v, request);
   }
   case VIA_STAGING: {
@@ -753,12 +742,10 @@ static int alltoallv_any(const void *sendbuf, const int sendcounts[], const int 
       return MPI_ERR_NO_MEM;
     const void *sb = in_place(sendbuf, recvbuf);
     gmpi_request_t gr = NULL;
-    dropin_enter();
     gmpi_status_t st = request ? gmpi_ialltoallv(sb, v.counts[0], v.displs[0], recvbuf, v.counts[1],
                                                  v.displs[1], GMPI_BYTE, g, &gr)
                                : gmpi_alltoallv(sb, v.counts[0], v.displs[0], recvbuf, v.counts[1],
                                                 v.displs[1], GMPI_BYTE, g);
-    dropin_leave();
     return v_finish(comm, func, st, gr, &v, request);
   }
   case VIA_STAGING: {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point to point. On a comm with a twin every message goes to gmpi, whatever memory it is in:
  * one matching engine per comm keeps MPI's matching across memory kinds (a device receive takes
  * a host send, MPI_ANY_SOURCE sees both in MPI's order). Messages move as bytes: a contiguous
@@ -40,9 +41,7 @@ static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype 
     *bytes = (size_t)count * size;
     if (!keep_copy || !*bytes) return MPI_SUCCESS;
     if (!(r->owned = malloc(*bytes))) return MPI_ERR_NO_MEM;
-    dropin_enter();
     gmpi_status_t st = gmpi_mem_copy(dropin.world, r->owned, buf, *bytes);
-    dropin_leave();
     *data = r->owned;
     return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(r->comm, func, st);
   }
@@ -114,11 +113,9 @@ static int post_send(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count, M
     return rc;
   }
   gmpi_request_t gr = NULL;
-  dropin_enter();
   gmpi_status_t st = kind == DROPIN_SEND_SYNC
                          ? gmpi_issend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g, &gr)
                          : gmpi_isend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g, &gr);
-  dropin_leave();
   if (st != GMPI_SUCCESS) {
     free(local.owned);
     return dropin_fail(comm, func, st);
@@ -151,10 +148,8 @@ static int post_recv(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Dat
     return rc;
   }
   gmpi_request_t gr = NULL;
-  dropin_enter();
   gmpi_status_t st =
       gmpi_irecv(data, bytes, GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(tag), g, &gr);
-  dropin_leave();
   if (st != GMPI_SUCCESS) {
     free(local.owned);
     return dropin_fail(comm, func, st);
@@ -182,11 +177,9 @@ static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int
   size_t bytes = 0;
   int rc = send_bytes(&local, buf, count, type, 0, func, &data, &bytes);
   if (rc == MPI_SUCCESS) {
-    dropin_enter();
     gmpi_status_t st = kind == DROPIN_SEND_SYNC
                            ? gmpi_ssend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g)
                            : gmpi_send(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g);
-    dropin_leave();
     if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
   }
   free(local.owned);
@@ -201,10 +194,8 @@ static int gmpi_recv_blocking(gmpi_comm_t g, MPI_Comm comm, void *buf, int count
   int rc = recv_bytes(&local, buf, count, type, func, &data, &bytes);
   if (rc == MPI_SUCCESS) {
     gmpi_msg_status_t gs = {0};
-    dropin_enter();
     gmpi_status_t st =
         gmpi_recv(data, bytes, GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(tag), g, &gs);
-    dropin_leave();
     if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
     local.bytes = gs.count;
     if (rc == MPI_SUCCESS && local.after) rc = local.after(&local);
@@ -260,9 +251,7 @@ static int staged_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype send
   return rc != MPI_SUCCESS ? rc : back;
 }
 
-static int untwinned_device(const void *buf) {
-  return dropin.active && !dropin_depth && dropin_is_device(buf);
-}
+static int untwinned_device(const void *buf) { return dropin.active && dropin_is_device(buf); }
 
 static int refuse_untwinned(MPI_Comm comm, const char *func) {
   fprintf(stderr,
@@ -410,7 +399,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                  MPI_Comm comm, MPI_Status *status) {
-  if (!dropin.active || dropin_depth)
+  if (!dropin.active)
     return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
                          source, recvtag, comm, status);
   if (!dropin_twin(comm))
@@ -447,25 +436,19 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int 
    * (the holes of a derived type come back as they were). */
   int device = dropin_is_device(buf);
   char *copy = NULL;
-  dropin_enter();
   gmpi_status_t s = device ? gmpi_mem_alloc(dropin.world, span ? span : 1, (void **)&copy)
                            : ((copy = malloc(span ? span : 1)) ? GMPI_SUCCESS : GMPI_ERR_NO_MEMORY);
   if (s == GMPI_SUCCESS && span) s = gmpi_mem_copy(dropin.world, copy, (char *)buf + tlb, span);
-  dropin_leave();
   MPI_Status st;
   int rc = s == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Sendrecv_replace", s);
   if (rc == MPI_SUCCESS)
     rc = MPI_Sendrecv(buf, count, type, dest, sendtag, copy - tlb, count, type, source, recvtag,
                       comm, &st);
   if (rc == MPI_SUCCESS && span) {
-    dropin_enter();
     s = gmpi_mem_copy(dropin.world, (char *)buf + tlb, copy, span);
-    dropin_leave();
     if (s != GMPI_SUCCESS) rc = dropin_fail(comm, "MPI_Sendrecv_replace", s);
   }
-  dropin_enter();
   if (device && copy) gmpi_mem_free(dropin.world, copy);
-  dropin_leave();
   if (!device) free(copy);
   if (rc == MPI_SUCCESS && status != MPI_STATUS_IGNORE) *status = st;
   return rc;
@@ -479,9 +462,7 @@ static int probe_either(gmpi_comm_t g, int source, int tag, MPI_Comm comm, int w
   double start = dropin_now();
   for (;;) {
     gmpi_msg_status_t gs = {0};
-    dropin_enter();
     gmpi_status_t st = gmpi_iprobe(to_gmpi_rank(source), to_gmpi_tag(tag), g, flag, &gs);
-    dropin_leave();
     if (st != GMPI_SUCCESS) return dropin_fail(comm, func, st);
     if (*flag) {
       fill_status(status, &gs);
@@ -504,9 +485,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
   if (!g) return PMPI_Probe(source, tag, comm, status);
   if (either) return probe_either(g, source, tag, comm, 1, &flag, status, "MPI_Probe");
   gmpi_msg_status_t gs = {0};
-  dropin_enter();
   gmpi_status_t st = gmpi_probe(to_gmpi_rank(source), to_gmpi_tag(tag), g, &gs);
-  dropin_leave();
   if (st != GMPI_SUCCESS) return dropin_fail(comm, "MPI_Probe", st);
   fill_status(status, &gs); /* count: bytes (messages move as GMPI_BYTE) */
   return MPI_SUCCESS;
@@ -518,9 +497,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
   if (!g) return PMPI_Iprobe(source, tag, comm, flag, status);
   if (either) return probe_either(g, source, tag, comm, 0, flag, status, "MPI_Iprobe");
   gmpi_msg_status_t gs = {0};
-  dropin_enter();
   gmpi_status_t st = gmpi_iprobe(to_gmpi_rank(source), to_gmpi_tag(tag), g, flag, &gs);
-  dropin_leave();
   if (st != GMPI_SUCCESS) return dropin_fail(comm, "MPI_Iprobe", st);
   if (*flag) fill_status(status, &gs);
   return MPI_SUCCESS;

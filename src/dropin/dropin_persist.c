@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Persistent requests (MPI_Send_init, MPI_Recv_init, MPI_Start) on comms with a twin. The
  * program holds a real, inactive MPI persistent request that does nothing (a receive from
  * MPI_PROC_NULL on MPI_COMM_SELF) as its handle; MPI_Start posts the operation through gmpi

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gmpi's requests as MPI requests: each is an MPI generalized request (MPI's own mechanism for
  * operations it does not run), so one MPI_Waitall completes host and device requests together
  * and MPI_Status carries source, tag, error and count. MPI does not progress generalized
@@ -66,9 +67,7 @@ static int query_status(void *extra, MPI_Status *status) {
 static int free_req(void *extra) {
   dropin_req_t *r = extra;
   if (r->g) { /* freed by MPI before gmpi finished (MPI_Finalize): let gmpi finish it */
-    dropin_enter();
     gmpi_wait(&r->g, NULL);
-    dropin_leave();
   }
   if (r->inner != MPI_REQUEST_NULL) PMPI_Wait(&r->inner, MPI_STATUS_IGNORE);
   unlink_req(r);
@@ -112,9 +111,7 @@ int dropin_req_wrap(MPI_Comm comm, gmpi_request_t g, dropin_req_t **out, MPI_Req
   dropin_req_t *r = NULL;
   int rc = start(comm, &r, request);
   if (rc != MPI_SUCCESS) {
-    dropin_enter();
     gmpi_wait(&g, NULL); /* nothing may be left running on the program's buffers */
-    dropin_leave();
     return rc;
   }
   r->g = g;
@@ -176,16 +173,12 @@ static void drive(dropin_req_t *r, int wait) {
     if (done) finish(r);
     return;
   }
-  dropin_enter();
   gmpi_status_t st = wait ? gmpi_wait(&r->g, &gs) : gmpi_test(&r->g, &done, &gs);
-  dropin_leave();
   if (st != GMPI_SUCCESS) {
     r->error = dropin_error_code(st);
     if (st != GMPI_ERR_TRUNCATE) fprintf(stderr, "[gmpi_mpi] request: %s\n", gmpi_last_error());
     if (r->g) { /* a failed test leaves gmpi's request: give it up before its buffers go */
-      dropin_enter();
       gmpi_wait(&r->g, NULL);
-      dropin_leave();
     }
     done = 1;
   } else if (wait || done) {
@@ -247,7 +240,7 @@ static int over_time(double start, const char *func) {
   return 1;
 }
 
-static int quiet(void) { return !dropin_live_requests || dropin_depth; }
+static int quiet(void) { return !dropin_live_requests; }
 
 /* Let gmpi progress (MPI's progress rule: a send of ours may wait on this rank while it sits in
  * MPI) and finish what is done. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Staging: what gmpi cannot move natively on device memory (derived types, user-defined ops,
  * MINLOC/MAXLOC pairs, buffered sends, comms without a twin) is copied to host memory, handed
  * to MPI there, and copied back. The span copied is the type's true extent over count elements,
@@ -18,9 +19,7 @@ int dropin_stage_in(dropin_stage_t *s, void **buf, MPI_Aint count, MPI_Datatype 
   s->lb = tlb;
   s->bytes = (size_t)((count - 1) * extent + textent);
   if (!(s->host = malloc(s->bytes ? s->bytes : 1))) return MPI_ERR_NO_MEM;
-  dropin_enter();
   gmpi_status_t st = gmpi_mem_copy(dropin.world, s->host, (char *)s->user + s->lb, s->bytes);
-  dropin_leave();
   if (st != GMPI_SUCCESS) {
     free(s->host);
     s->host = NULL;
@@ -34,9 +33,7 @@ int dropin_stage_out(dropin_stage_t *s, int copy_back) {
   if (!s->host) return MPI_SUCCESS;
   gmpi_status_t st = GMPI_SUCCESS;
   if (copy_back) {
-    dropin_enter();
     st = gmpi_mem_copy(dropin.world, (char *)s->user + s->lb, s->host, s->bytes);
-    dropin_leave();
   }
   free(s->host);
   s->host = NULL;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI's predefined types and ops as gmpi's: one table per fact. MPI's handles are link-time
  * addresses (Open MPI) or constants (MPICH), so the tables are lists searched in order, the
  * common types first. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "bootstrap.h"
 
 #include <pthread.h>
@@ -18,7 +19,7 @@ static int thread_level = MPI_THREAD_SINGLE; /* what MPI granted, known at gmpi'
 
 void gmpi_oob_end_job(int code) {
   fflush(stderr);
-  if (thread_level == MPI_THREAD_MULTIPLE) MPI_Abort(MPI_COMM_WORLD, code);
+  if (thread_level == MPI_THREAD_MULTIPLE) PMPI_Abort(MPI_COMM_WORLD, code);
   _exit(code); /* mpiexec sees a rank end without MPI_Finalize and ends the others */
 }
 
@@ -26,18 +27,18 @@ gmpi_status_t gmpi_mpi_start(void) {
   gmpi_status_t st = GMPI_SUCCESS;
   pthread_mutex_lock(&mpi_lock);
   int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
+  PMPI_Initialized(&initialized);
+  PMPI_Finalized(&finalized);
   if (finalized) {
     st = gmpi_error(GMPI_ERR_STATE, "MPI is already finalized; gmpi cannot start it again");
     goto unlock;
   }
   if (!initialized) {
     int provided = 0;
-    GMPI_MPI_CHECK_GOTO(MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided), st, unlock);
+    GMPI_MPI_CHECK_GOTO(PMPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided), st, unlock);
     started_mpi = 1;
   }
-  MPI_Query_thread(&thread_level);
+  PMPI_Query_thread(&thread_level);
   live_comms++;
 unlock:
   pthread_mutex_unlock(&mpi_lock);
@@ -52,7 +53,7 @@ void gmpi_mpi_stop(int after_failure) {
       gmpi_log(GMPI_LOG_WARN, "MPI_Finalize skipped: a communicator failed and its peers may be "
                               "gone; exit with a non-zero status (or call MPI_Abort)");
     else
-      MPI_Finalize();
+      PMPI_Finalize();
     started_mpi = 0;
   }
   pthread_mutex_unlock(&mpi_lock);
@@ -61,10 +62,10 @@ void gmpi_mpi_stop(int after_failure) {
 gmpi_status_t gmpi_mpi_locality(MPI_Comm comm, int *local_rank, int *local_size, char *host,
                                 size_t host_len) {
   MPI_Comm node;
-  GMPI_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  MPI_Comm_rank(node, local_rank);
-  MPI_Comm_size(node, local_size);
-  MPI_Comm_free(&node);
+  GMPI_MPI_CHECK(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  PMPI_Comm_rank(node, local_rank);
+  PMPI_Comm_size(node, local_size);
+  PMPI_Comm_free(&node);
   if (gethostname(host, host_len) != 0) snprintf(host, host_len, "unknown-host");
   host[host_len - 1] = '\0';
   return GMPI_SUCCESS;
@@ -72,7 +73,7 @@ gmpi_status_t gmpi_mpi_locality(MPI_Comm comm, int *local_rank, int *local_size,
 
 int gmpi_mpi_tag_ub(void) {
   int *ub = NULL, flag = 0;
-  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
   /* Native messages keep 3 bits of the MPI tag for the element size (cpu_native.h). */
   return (flag && ub ? *ub : 32767) >> 3;
 }
@@ -80,7 +81,7 @@ int gmpi_mpi_tag_ub(void) {
 const char *gmpi_mpi_version(void) {
   static char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
-  MPI_Get_library_version(version, &len);
+  PMPI_Get_library_version(version, &len);
   version[strcspn(version, ",\n")] = '\0';
   return version;
 }

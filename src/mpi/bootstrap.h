@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bringing MPI up and down for gmpi_init/gmpi_finalize, and where this rank runs. */
 #ifndef GMPI_MPI_BOOTSTRAP_H
 #define GMPI_MPI_BOOTSTRAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Control channels (core/oob.h) over MPI: a channel is a duplicate of the comm's MPI
  * communicator whose errors return, carrying one tag; a handle is an MPI request. */
 #include <limits.h>
@@ -21,12 +22,12 @@ gmpi_status_t gmpi_chan_open(gmpi_comm_t comm, gmpi_chan_t **out) {
   gmpi_chan_t *chan = calloc(1, sizeof(*chan));
   if (!chan) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control channel");
   gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(gmpi_oob_mpi_comm(comm), &chan->comm), st, free_chan);
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(chan->comm, MPI_ERRORS_RETURN), st, free_comm);
+  GMPI_MPI_CHECK_GOTO(PMPI_Comm_dup(gmpi_oob_mpi_comm(comm), &chan->comm), st, free_chan);
+  GMPI_MPI_CHECK_GOTO(PMPI_Comm_set_errhandler(chan->comm, MPI_ERRORS_RETURN), st, free_comm);
   *out = chan;
   return GMPI_SUCCESS;
 free_comm:
-  MPI_Comm_free(&chan->comm);
+  PMPI_Comm_free(&chan->comm);
 free_chan:
   free(chan);
   return st;
@@ -34,7 +35,7 @@ free_chan:
 
 void gmpi_chan_close(gmpi_chan_t *chan, int failed) {
   if (!chan) return;
-  if (!failed) MPI_Comm_free(&chan->comm);
+  if (!failed) PMPI_Comm_free(&chan->comm);
   free(chan);
 }
 
@@ -52,7 +53,7 @@ gmpi_status_t gmpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, size_
                              gmpi_chan_op_t **op) {
   gmpi_chan_op_t *o = NULL;
   GMPI_CHECK(new_op(bytes, 0, &o));
-  int rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, dest, CHAN_TAG, chan->comm, &o->req);
+  int rc = PMPI_Isend(buf, (int)bytes, MPI_BYTE, dest, CHAN_TAG, chan->comm, &o->req);
   if (rc != MPI_SUCCESS) {
     free(o);
     return gmpi_mpi_error(rc, "MPI_Isend (control channel)");
@@ -64,7 +65,7 @@ gmpi_status_t gmpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, size_
 gmpi_status_t gmpi_chan_recv(gmpi_chan_t *chan, void *buf, size_t max_bytes, gmpi_chan_op_t **op) {
   gmpi_chan_op_t *o = NULL;
   GMPI_CHECK(new_op(max_bytes, 1, &o));
-  int rc = MPI_Irecv(buf, (int)max_bytes, MPI_BYTE, MPI_ANY_SOURCE, CHAN_TAG, chan->comm, &o->req);
+  int rc = PMPI_Irecv(buf, (int)max_bytes, MPI_BYTE, MPI_ANY_SOURCE, CHAN_TAG, chan->comm, &o->req);
   if (rc != MPI_SUCCESS) {
     free(o);
     return gmpi_mpi_error(rc, "MPI_Irecv (control channel)");
@@ -81,12 +82,12 @@ gmpi_status_t gmpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, size_t
                                       "post failed)");
   int flag = 0;
   MPI_Status s;
-  GMPI_MPI_CHECK(MPI_Test(&o->req, &flag, o->is_recv ? &s : MPI_STATUS_IGNORE));
+  GMPI_MPI_CHECK(PMPI_Test(&o->req, &flag, o->is_recv ? &s : MPI_STATUS_IGNORE));
   if (!flag) return GMPI_SUCCESS;
   int rc = MPI_SUCCESS, n = 0, is_recv = o->is_recv;
   if (is_recv) {
     if (source) *source = s.MPI_SOURCE;
-    if (bytes) rc = MPI_Get_count(&s, MPI_BYTE, &n);
+    if (bytes) rc = PMPI_Get_count(&s, MPI_BYTE, &n);
   }
   free(o);
   *op = NULL;
@@ -99,10 +100,10 @@ gmpi_status_t gmpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, size_t
 void gmpi_chan_cancel(gmpi_chan_op_t *op) {
   if (!op) return;
   if (op->is_recv) {
-    MPI_Cancel(&op->req);
-    MPI_Wait(&op->req, MPI_STATUS_IGNORE);
+    PMPI_Cancel(&op->req);
+    PMPI_Wait(&op->req, MPI_STATUS_IGNORE);
   } else {
-    MPI_Request_free(&op->req); /* MPI may still read the buffer: it is left to the process */
+    PMPI_Request_free(&op->req); /* MPI may still read the buffer: it is left to the process */
   }
   free(op);
 }

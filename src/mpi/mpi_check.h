@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Converting MPI failures: each macro describes the failing MPI call once (its error string
  * in gmpi_last_error) and returns or jumps with GMPI_ERR_MPI. */
 #ifndef GMPI_MPI_CHECK_H

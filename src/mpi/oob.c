@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "oob.h"
 
 #include <limits.h>
@@ -23,19 +24,19 @@ static gmpi_status_t wrap(MPI_Comm mc, struct gmpi_oob **out) {
     goto free_comm;
   }
   oob->comm = mc;
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(mc, MPI_ERRORS_RETURN), st, free_oob);
+  GMPI_MPI_CHECK_GOTO(PMPI_Comm_set_errhandler(mc, MPI_ERRORS_RETURN), st, free_oob);
   *out = oob;
   return GMPI_SUCCESS;
 free_oob:
   free(oob);
 free_comm:
-  MPI_Comm_free(&mc);
+  PMPI_Comm_free(&mc);
   return st;
 }
 
 gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, struct gmpi_oob **out) {
   MPI_Comm mc;
-  GMPI_MPI_CHECK(MPI_Comm_dup(mpi_comm, &mc));
+  GMPI_MPI_CHECK(PMPI_Comm_dup(mpi_comm, &mc));
   return wrap(mc, out);
 }
 
@@ -46,11 +47,11 @@ gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_o
    * already inside this same call, so it returns promptly. Done on every rank and at every
    * timeout, so all ranks make the same MPI calls. */
   MPI_Request arrival;
-  GMPI_MPI_CHECK(MPI_Ibarrier(comm->oob->comm, &arrival));
+  GMPI_MPI_CHECK(PMPI_Ibarrier(comm->oob->comm, &arrival));
   GMPI_CHECK(gmpi_mpi_wait(comm, 1, &arrival, MPI_STATUSES_IGNORE, "gmpi_comm_split's arrival"));
   MPI_Comm mc;
   int mpi_color = color == GMPI_UNDEFINED ? MPI_UNDEFINED : color;
-  GMPI_MPI_CHECK(MPI_Comm_split(comm->oob->comm, mpi_color, key, &mc));
+  GMPI_MPI_CHECK(PMPI_Comm_split(comm->oob->comm, mpi_color, key, &mc));
   return wrap(mc, out);
 }
 
@@ -58,7 +59,7 @@ void gmpi_oob_destroy(struct gmpi_oob *oob, int failed) {
   if (!oob) return;
   /* After a failure peers may never free their side: disconnecting would wait on them, so
    * the handle is left to MPI_Finalize (or process exit). */
-  if (!failed) MPI_Comm_free(&oob->comm);
+  if (!failed) PMPI_Comm_free(&oob->comm);
   free(oob);
 }
 
@@ -71,14 +72,14 @@ static gmpi_status_t wait_requests(int n, MPI_Request *reqs, MPI_Status *statuse
                                    int *expired) {
   *expired = 0;
   if (timeout_s == 0 && !gmpi_progress_needed()) {
-    GMPI_MPI_CHECK(MPI_Waitall(n, reqs, statuses));
+    GMPI_MPI_CHECK(PMPI_Waitall(n, reqs, statuses));
     return GMPI_SUCCESS;
   }
   gmpi_deadline_t d;
   gmpi_deadline_start(&d, timeout_s);
   for (;;) {
     int flag = 0;
-    GMPI_MPI_CHECK(MPI_Testall(n, reqs, &flag, statuses));
+    GMPI_MPI_CHECK(PMPI_Testall(n, reqs, &flag, statuses));
     if (flag) return GMPI_SUCCESS;
     if (gmpi_deadline_poll(&d)) {
       *expired = 1;
@@ -101,7 +102,7 @@ gmpi_status_t gmpi_mpi_wait(gmpi_comm_t comm, int n, MPI_Request *reqs, MPI_Stat
 
 gmpi_status_t gmpi_mpi_arrive(MPI_Comm mc, double timeout_s, const char *what) {
   MPI_Request req;
-  GMPI_MPI_CHECK(MPI_Ibarrier(mc, &req));
+  GMPI_MPI_CHECK(PMPI_Ibarrier(mc, &req));
   int expired;
   GMPI_CHECK(wait_requests(1, &req, MPI_STATUSES_IGNORE, timeout_s, &expired));
   if (!expired) return GMPI_SUCCESS;
@@ -126,8 +127,8 @@ gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, 
   memcpy(stage, mine, bytes);
   MPI_Request req;
   gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(MPI_Iallgather(stage, (int)bytes, MPI_BYTE, stage + bytes, (int)bytes,
-                                     MPI_BYTE, comm->oob->comm, &req),
+  GMPI_MPI_CHECK_GOTO(PMPI_Iallgather(stage, (int)bytes, MPI_BYTE, stage + bytes, (int)bytes,
+                                      MPI_BYTE, comm->oob->comm, &req),
                       st, free_stage);
   st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgather");
   if (timed_out(st)) { /* stage stays MPI's */
@@ -151,8 +152,8 @@ gmpi_status_t gmpi_oob_iallgather(gmpi_comm_t comm, const void *mine, void *all,
     return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band allgather of %zu bytes", bytes);
   gmpi_oob_op_t *o = malloc(sizeof(*o));
   if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an out-of-band exchange");
-  int rc = MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->oob->comm,
-                          &o->req);
+  int rc = PMPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->oob->comm,
+                           &o->req);
   if (rc != MPI_SUCCESS) {
     free(o);
     return gmpi_mpi_error(rc, "MPI_Iallgather");
@@ -163,7 +164,7 @@ gmpi_status_t gmpi_oob_iallgather(gmpi_comm_t comm, const void *mine, void *all,
 
 gmpi_status_t gmpi_oob_test(gmpi_oob_op_t **op, int *done) {
   int flag = 0;
-  GMPI_MPI_CHECK(MPI_Test(&(*op)->req, &flag, MPI_STATUS_IGNORE));
+  GMPI_MPI_CHECK(PMPI_Test(&(*op)->req, &flag, MPI_STATUS_IGNORE));
   *done = flag;
   if (flag) {
     free(*op);
@@ -184,7 +185,7 @@ gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root
   if (comm->rank == root) memcpy(stage, buf, bytes);
   MPI_Request req;
   gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(MPI_Ibcast(stage, (int)bytes, MPI_BYTE, root, comm->oob->comm, &req), st,
+  GMPI_MPI_CHECK_GOTO(PMPI_Ibcast(stage, (int)bytes, MPI_BYTE, root, comm->oob->comm, &req), st,
                       free_stage);
   st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band bcast");
   if (timed_out(st)) { /* stage stays MPI's */
@@ -231,8 +232,8 @@ gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t byt
   }
   memcpy(staged_mine, mine, bytes);
   MPI_Request req;
-  GMPI_MPI_CHECK_GOTO(MPI_Iallgatherv(staged_mine, (int)bytes, MPI_BYTE, data, counts, displs,
-                                      MPI_BYTE, comm->oob->comm, &req),
+  GMPI_MPI_CHECK_GOTO(PMPI_Iallgatherv(staged_mine, (int)bytes, MPI_BYTE, data, counts, displs,
+                                       MPI_BYTE, comm->oob->comm, &req),
                       st, free_all);
   st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgatherv");
   if (timed_out(st)) { /* staged_mine, data, counts, displs stay MPI's */

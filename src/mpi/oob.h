@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI side of the out-of-band channel (core/oob.h is what core calls). */
 #ifndef GMPI_MPI_OOB_H
 #define GMPI_MPI_OOB_H

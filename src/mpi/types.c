@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "types.h"
 
 #include <limits.h>
@@ -77,7 +78,7 @@ gmpi_status_t gmpi_mpi_ops_acquire(void) {
       for (int o = 0; o < GMPI_OP_COUNT; o++) {
         own_ops[d][o] = MPI_OP_NULL;
         if (own_fns[d][o] && st == GMPI_SUCCESS)
-          GMPI_MPI_CHECK_GOTO(MPI_Op_create(own_fns[d][o], 1, &own_ops[d][o]), st, unlock);
+          GMPI_MPI_CHECK_GOTO(PMPI_Op_create(own_fns[d][o], 1, &own_ops[d][o]), st, unlock);
       }
   }
 unlock:
@@ -90,7 +91,7 @@ void gmpi_mpi_ops_release(void) {
   if (--ops_users == 0) {
     for (int d = 0; d < GMPI_DTYPE_COUNT; d++)
       for (int o = 0; o < GMPI_OP_COUNT; o++)
-        if (own_ops[d][o] != MPI_OP_NULL) MPI_Op_free(&own_ops[d][o]);
+        if (own_ops[d][o] != MPI_OP_NULL) PMPI_Op_free(&own_ops[d][o]);
   }
   pthread_mutex_unlock(&ops_lock);
 }
@@ -114,20 +115,20 @@ gmpi_status_t gmpi_mpi_bytes_type(size_t bytes, size_t limit, MPI_Datatype *type
     block *= 2;
   size_t q = bytes / block, r = bytes % block;
   MPI_Datatype blocks, whole;
-  GMPI_MPI_CHECK(MPI_Type_contiguous((int)block, MPI_BYTE, &blocks));
+  GMPI_MPI_CHECK(PMPI_Type_contiguous((int)block, MPI_BYTE, &blocks));
   int lens[2] = {(int)q, (int)r};
   MPI_Aint displs[2] = {0, (MPI_Aint)(q * block)};
   MPI_Datatype parts[2] = {blocks, MPI_BYTE};
-  int rc = MPI_Type_create_struct(r ? 2 : 1, lens, displs, parts, &whole);
-  MPI_Type_free(&blocks);
+  int rc = PMPI_Type_create_struct(r ? 2 : 1, lens, displs, parts, &whole);
+  PMPI_Type_free(&blocks);
   if (rc != MPI_SUCCESS) return gmpi_mpi_error(rc, "MPI_Type_create_struct");
-  GMPI_MPI_CHECK(MPI_Type_commit(&whole));
+  GMPI_MPI_CHECK(PMPI_Type_commit(&whole));
   *type = whole;
   *count = 1;
   return GMPI_SUCCESS;
 }
 
 void gmpi_mpi_type_release(MPI_Datatype *type) {
-  if (*type != MPI_BYTE && *type != MPI_DATATYPE_NULL) MPI_Type_free(type);
+  if (*type != MPI_BYTE && *type != MPI_DATATYPE_NULL) PMPI_Type_free(type);
   *type = MPI_DATATYPE_NULL;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gmpi dtypes and ops as MPI sees them, and MPI types for byte counts beyond INT_MAX. */
 #ifndef GMPI_MPI_TYPES_H
 #define GMPI_MPI_TYPES_H

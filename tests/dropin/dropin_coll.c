@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Blocking collectives on mem_alloc buffers, in place (MPI_IN_PLACE wherever MPI allows it) and
  * out of place, every element of every result checked against values computed from the
  * contributing rank and the index:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Communicators: MPI_Comm_dup, MPI_Comm_split (by parity with reversed keys, and with
  * MPI_UNDEFINED), MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), MPI_Comm_create (even ranks; the
  * others get MPI_COMM_NULL) and MPI_Comm_free. On each new communicator: its rank and size, an

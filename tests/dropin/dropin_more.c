@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a review of the layer found missing or wrong, as a plain MPI program: MPI_Ibsend and
  * MPI_Bsend_init (buffered sends that must still meet the comm's one matching engine), a
  * buffered send still in flight when its communicator is freed, MPI_Sendrecv_replace with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Nonblocking collectives on mem_alloc buffers, many outstanding at once: each round starts
  * Iallreduce, Ibcast, Ireduce, Iallgather, Ialltoall, Ibarrier, Igather and Iscatter (two of
  * some, with different roots), optionally with Isend/Irecv of a large message in the middle of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point semantics on mem_alloc buffers: blocking and nonblocking sends and receives
  * of ints and doubles, small (one element) and large (over 1 MiB, past any eager limit);
  * tag matching out of order; MPI_ANY_SOURCE / MPI_ANY_TAG with the status filled in;

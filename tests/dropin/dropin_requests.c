@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Request completion on mem_alloc buffers: one MPI_Waitall over receives, sends, an
  * MPI_Iallreduce, an MPI_Ibarrier and MPI_REQUEST_NULL entries, with the receive statuses
  * checked; MPI_Waitany, MPI_Waitsome, MPI_Testall, MPI_Testany, MPI_Testsome and MPI_Test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Operations a GPU layer cannot hand to NCCL as they are, and so must stage through host
  * memory, on mem_alloc buffers:
  *   derived datatypes (MPI_Type_vector of doubles with a stride, MPI_Type_contiguous of ints,

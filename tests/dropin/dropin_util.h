@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Harness for the drop-in tests: plain MPI programs that must pass under any MPI library, with
  * or without libgmpi_mpi.so interposed. Nothing here knows about gmpi.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Baselines on the cuda backend, on the very device buffers gmpi used:
  *   nccl   -- the raw NCCL call, as a plain NCCL program makes it: its own (blocking)
  *             communicator built over MPI, its own stream; in eager mode each call is

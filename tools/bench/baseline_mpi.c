@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The raw MPI baseline: the plain blocking MPI call on the very buffers gmpi used (host
  * memory, so cpu backend only), on a duplicate of MPI_COMM_WORLD. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gmpi-bench: nccl-tests' columns for gmpi and its baselines, every result checked. */
 #ifndef GMPI_BENCH_H
 #define GMPI_BENCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One table entry per collective: name, shape, busbw factor (nccl-tests' formulas), the gmpi
  * call, and how to fill inputs and expected outputs. Values come from tests/test_values.h, so
  * every reduction result is exact and compared bit for bit. */

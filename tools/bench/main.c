@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gmpi-bench: the main job. Runs under mpiexec; for each collective and size it checks the
  * result of gmpi and of each baseline, then times them on the same buffers, and prints
  * nccl-tests' columns plus one (time, ratio, #wrong) group per baseline.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Modes other than eager, and the baseline registry. Plan mode records plan_ops calls of the
  * collective once per row and replays the plan; its time is divided by plan_ops. */
 #include <stdio.h>

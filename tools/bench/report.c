@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reports: every row as JSON, and an SVG with busbw and time against size on log axes, one
  * labelled line per (collective, implementation). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* comm_churn: what making a communicator costs -- 50 rounds of MPI_Comm_dup, one allreduce on
  * the new comm, MPI_Comm_free; prints microseconds per round on rank 0. A plain MPI program:
  * run it with and without the drop-in layer (docs/performance.md, "Drop-in layer"). */

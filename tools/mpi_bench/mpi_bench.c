@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mpi_bench: a plain MPI benchmark (ping-pong and allreduce) over host, device or staged buffers.
  *
  * It uses only <mpi.h>, libc and (with MPI_BENCH_CUDA) the CUDA runtime, so that the same binary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* This folder: the MPI engine, which moves host memory on every comm (gmpi_engine_mpi,
  * cpu_engine.c; state gmpi_cpu_t), and the cpu backend, a backend with no device engine. */
 #ifndef GMPI_CPU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cpu backend's ops: host memory, everything through MPI. */
 #include <pthread.h>
 #include <stdlib.h>

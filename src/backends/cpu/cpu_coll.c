@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Collectives on host buffers, blocking and nonblocking, through MPI.
  *
  * Blocking: every rank first passes an arrival gate -- a nonblocking barrier waited under
@@ -138,9 +139,9 @@ static gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
     const void *s = in_place ? MPI_IN_PLACE : BYTES(a->sendbuf, off, c->es);
     void *d = gets_result ? BYTES(a->recvbuf, off, c->es) : NULL;
     if (root < 0)
-      GMPI_MPI_CHECK(MPI_COLL(c, MPI_Allreduce, MPI_Iallreduce, s, d, len, t, op, c->mc));
+      GMPI_MPI_CHECK(MPI_COLL(c, PMPI_Allreduce, PMPI_Iallreduce, s, d, len, t, op, c->mc));
     else
-      GMPI_MPI_CHECK(MPI_COLL(c, MPI_Reduce, MPI_Ireduce, s, d, len, t, op, root, c->mc));
+      GMPI_MPI_CHECK(MPI_COLL(c, PMPI_Reduce, PMPI_Ireduce, s, d, len, t, op, root, c->mc));
   }
   if (gets_result) divide_after(c, a->recvbuf, a->count);
   return GMPI_SUCCESS;
@@ -161,7 +162,7 @@ static gmpi_status_t reduce_per_root(coll_ctx_t *c, const char *send, const size
       int len = (int)(counts[root] - off < c->chunk ? counts[root] - off : c->chunk);
       const char *s = BYTES(send, start + off, c->es);
       void *d = root == c->comm->rank ? BYTES(a->recvbuf, off, c->es) : NULL;
-      GMPI_MPI_CHECK(MPI_COLL(c, MPI_Reduce, MPI_Ireduce, s, d, len, t, op, root, c->mc));
+      GMPI_MPI_CHECK(MPI_COLL(c, PMPI_Reduce, PMPI_Ireduce, s, d, len, t, op, root, c->mc));
     }
   }
   return GMPI_SUCCESS;
@@ -193,7 +194,7 @@ static gmpi_status_t run_reduce_scatter(coll_ctx_t *c) {
   }
   /* NCCL-style in place: reduce in MPI's in-place form, then move the result to its slot. */
   void *out = nccl_in_place ? (void *)a->sendbuf : a->recvbuf;
-  GMPI_MPI_CHECK(MPI_COLL(c, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block,
+  GMPI_MPI_CHECK(MPI_COLL(c, PMPI_Reduce_scatter_block, PMPI_Ireduce_scatter_block,
                           (mpi_in_place || nccl_in_place) ? MPI_IN_PLACE : a->sendbuf, out,
                           (int)a->count, gmpi_mpi_dtype(a->dtype), gmpi_mpi_op(a->dtype, a->op),
                           c->mc));
@@ -226,7 +227,7 @@ static gmpi_status_t run_reduce_scatterv(coll_ctx_t *c) {
   int in_place = a->sendbuf == a->recvbuf;
   int *counts = total <= limit ? int_counts(c, a->recvcounts, limit) : NULL;
   if (counts) /* every rank has the same recvcounts, so every rank takes this branch */
-    return gmpi_mpi_check(MPI_COLL(c, MPI_Reduce_scatter, MPI_Ireduce_scatter,
+    return gmpi_mpi_check(MPI_COLL(c, PMPI_Reduce_scatter, PMPI_Ireduce_scatter,
                                    in_place ? MPI_IN_PLACE : a->sendbuf, a->recvbuf, counts,
                                    gmpi_mpi_dtype(a->dtype), gmpi_mpi_op(a->dtype, a->op), c->mc),
                           "MPI_Reduce_scatter");
@@ -252,7 +253,7 @@ static gmpi_status_t run_bcast(coll_ctx_t *c) {
   GMPI_CHECK(block_of(c, c->a->count * c->es, &b));
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_MPI_CHECK_GOTO(
-      MPI_COLL(c, MPI_Bcast, MPI_Ibcast, c->a->recvbuf, b.count, b.type, c->a->root, c->mc), st,
+      MPI_COLL(c, PMPI_Bcast, PMPI_Ibcast, c->a->recvbuf, b.count, b.type, c->a->root, c->mc), st,
       release_type);
 release_type:
   gmpi_mpi_type_release(&b.type);
@@ -269,12 +270,13 @@ static gmpi_status_t run_blocks(coll_ctx_t *c) {
   GMPI_CHECK(block_of(c, a->count * c->es, &b));
   int rc = MPI_SUCCESS;
   if (a->kind == GMPI_COLL_ALLGATHER)
-    rc = MPI_COLL(c, MPI_Allgather, MPI_Iallgather, s, b.count, b.type, r, b.count, b.type, c->mc);
+    rc =
+        MPI_COLL(c, PMPI_Allgather, PMPI_Iallgather, s, b.count, b.type, r, b.count, b.type, c->mc);
   else if (a->kind == GMPI_COLL_GATHER)
-    rc = MPI_COLL(c, MPI_Gather, MPI_Igather, s, b.count, b.type, r, b.count, b.type, a->root,
+    rc = MPI_COLL(c, PMPI_Gather, PMPI_Igather, s, b.count, b.type, r, b.count, b.type, a->root,
                   c->mc);
   else
-    rc = MPI_COLL(c, MPI_Scatter, MPI_Iscatter, s, b.count, b.type, r, b.count, b.type, a->root,
+    rc = MPI_COLL(c, PMPI_Scatter, PMPI_Iscatter, s, b.count, b.type, r, b.count, b.type, a->root,
                   c->mc);
   gmpi_mpi_type_release(&b.type);
   return gmpi_mpi_check(rc, gmpi_coll_name(a->kind));
@@ -288,7 +290,7 @@ static gmpi_status_t run_alltoall(coll_ctx_t *c) {
   if (a->sendbuf == a->recvbuf && all) GMPI_CHECK(stage_copy(c, a->sendbuf, all, &send));
   bytes_t b;
   GMPI_CHECK(block_of(c, block, &b));
-  int rc = MPI_COLL(c, MPI_Alltoall, MPI_Ialltoall, send, b.count, b.type, a->recvbuf, b.count,
+  int rc = MPI_COLL(c, PMPI_Alltoall, PMPI_Ialltoall, send, b.count, b.type, a->recvbuf, b.count,
                     b.type, c->mc);
   gmpi_mpi_type_release(&b.type);
   return gmpi_mpi_check(rc, "MPI_Alltoall");
@@ -319,7 +321,7 @@ static unit_t elem_unit(const coll_ctx_t *c) {
 }
 
 static void unit_release(unit_t *u) {
-  if (u->owned) MPI_Type_free(&u->type);
+  if (u->owned) PMPI_Type_free(&u->type);
   u->owned = 0;
 }
 
@@ -330,9 +332,9 @@ static gmpi_status_t bytes_unit(size_t bytes, unit_t *u) {
   GMPI_CHECK(gmpi_mpi_bytes_type(bytes, INT_MAX, &u->type, &n));
   u->owned = u->type != MPI_BYTE;
   if (u->owned) return GMPI_SUCCESS; /* a struct of exactly `bytes` */
-  GMPI_CHECK(gmpi_mpi_check(MPI_Type_contiguous(n, MPI_BYTE, &u->type), "MPI_Type_contiguous"));
+  GMPI_CHECK(gmpi_mpi_check(PMPI_Type_contiguous(n, MPI_BYTE, &u->type), "MPI_Type_contiguous"));
   u->owned = 1;
-  return gmpi_mpi_check(MPI_Type_commit(&u->type), "MPI_Type_commit");
+  return gmpi_mpi_check(PMPI_Type_commit(&u->type), "MPI_Type_commit");
 }
 
 /* One side of a v-variant: its unit and its int counts and displacements in that unit. */
@@ -411,9 +413,9 @@ static gmpi_status_t run_gatherv(coll_ctx_t *c) {
   if (st != GMPI_SUCCESS) goto release_layout;
   const void *from = in_place ? MPI_IN_PLACE : a->sendbuf;
   int rc = a->kind == GMPI_COLL_ALLGATHERV
-               ? MPI_COLL(c, MPI_Allgatherv, MPI_Iallgatherv, from, n, s.type, a->recvbuf, r.counts,
-                          r.displs, r.unit.type, c->mc)
-               : MPI_COLL(c, MPI_Gatherv, MPI_Igatherv, from, n, s.type, a->recvbuf, r.counts,
+               ? MPI_COLL(c, PMPI_Allgatherv, PMPI_Iallgatherv, from, n, s.type, a->recvbuf,
+                          r.counts, r.displs, r.unit.type, c->mc)
+               : MPI_COLL(c, PMPI_Gatherv, PMPI_Igatherv, from, n, s.type, a->recvbuf, r.counts,
                           r.displs, r.unit.type, a->root, c->mc);
   unit_release(&s);
   st = gmpi_mpi_check(rc, gmpi_coll_name(a->kind));
@@ -432,7 +434,7 @@ static gmpi_status_t run_scatterv(coll_ctx_t *c) {
   gmpi_status_t st = own_block(c, a->count, root ? &s : NULL, &n, &r);
   if (st != GMPI_SUCCESS) goto release_layout;
   void *to = gmpi_coll_in_place(c->comm, a) ? MPI_IN_PLACE : a->recvbuf;
-  st = gmpi_mpi_check(MPI_COLL(c, MPI_Scatterv, MPI_Iscatterv, a->sendbuf, s.counts, s.displs,
+  st = gmpi_mpi_check(MPI_COLL(c, PMPI_Scatterv, PMPI_Iscatterv, a->sendbuf, s.counts, s.displs,
                                s.unit.type, to, n, r.type, a->root, c->mc),
                       "MPI_Scatterv");
   unit_release(&r);
@@ -454,7 +456,7 @@ static gmpi_status_t run_alltoallv(coll_ctx_t *c) {
   gmpi_status_t st = v_layout(c, sc, sd, "sendcounts", &s);
   if (st == GMPI_SUCCESS) st = v_layout(c, a->recvcounts, a->rdispls, "recvcounts", &r);
   if (st == GMPI_SUCCESS)
-    st = gmpi_mpi_check(MPI_COLL(c, MPI_Alltoallv, MPI_Ialltoallv, send, s.counts, s.displs,
+    st = gmpi_mpi_check(MPI_COLL(c, PMPI_Alltoallv, PMPI_Ialltoallv, send, s.counts, s.displs,
                                  s.unit.type, a->recvbuf, r.counts, r.displs, r.unit.type, c->mc),
                         "MPI_Alltoallv");
   unit_release(&s.unit);
@@ -464,7 +466,7 @@ static gmpi_status_t run_alltoallv(coll_ctx_t *c) {
 
 static gmpi_status_t run_barrier(coll_ctx_t *c) {
   if (!c->nb) return GMPI_SUCCESS; /* the arrival gate was the barrier */
-  return gmpi_mpi_check(MPI_COLL(c, MPI_Barrier, MPI_Ibarrier, c->mc), "MPI_Ibarrier");
+  return gmpi_mpi_check(MPI_COLL(c, PMPI_Barrier, PMPI_Ibarrier, c->mc), "MPI_Ibarrier");
 }
 
 typedef gmpi_status_t (*coll_fn_t)(coll_ctx_t *c);
@@ -510,7 +512,7 @@ static int polled(gmpi_comm_t comm) {
 
 static gmpi_status_t barrier_wait(gmpi_comm_t comm, gmpi_cpu_t *cpu, const char *what) {
   MPI_Request r;
-  GMPI_MPI_CHECK(MPI_Ibarrier(cpu->data, &r));
+  GMPI_MPI_CHECK(PMPI_Ibarrier(cpu->data, &r));
   return gmpi_mpi_wait(comm, 1, &r, MPI_STATUSES_IGNORE, what);
 }
 
@@ -541,7 +543,7 @@ gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_a
   if (passed) return GMPI_SUCCESS;
   gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count);
   gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
-                         ? gmpi_mpi_check(MPI_Barrier(cpu->data), "MPI_Barrier")
+                         ? gmpi_mpi_check(PMPI_Barrier(cpu->data), "MPI_Barrier")
                          : gmpi_cpu_coll_run(comm, cpu, a);
   gmpi_watch_exit(comm);
   return st;
@@ -634,7 +636,7 @@ gmpi_status_t gmpi_cpu_coll_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done)
   (void)cpu;
   icoll_t *nb = req->be;
   int flag = 0;
-  GMPI_MPI_CHECK(MPI_Testall(nb->n, nb->reqs, &flag, MPI_STATUSES_IGNORE));
+  GMPI_MPI_CHECK(PMPI_Testall(nb->n, nb->reqs, &flag, MPI_STATUSES_IGNORE));
   *done = flag;
   if (!flag) return GMPI_SUCCESS;
   release_calls(nb);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Detached eager sends (native mode): a send of at most GMPI_ENV_EAGER_BYTES is copied, the
  * copy goes to MPI_Isend, and the gmpi request completes at once, so a blocking send of that
  * size never waits for its receive (gmpi's documented eager limit; MPI's own is smaller).
@@ -75,7 +76,7 @@ gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
   int n;
   MPI_Request mpi;
   GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes, req->comm->cfg.max_chunk, &type, &n), st, free_copy);
-  int rc = MPI_Isend(copy, n, type, a->peer, gmpi_cpu_mpi_tag(a->tag, a->dtype), cpu->data, &mpi);
+  int rc = PMPI_Isend(copy, n, type, a->peer, gmpi_cpu_mpi_tag(a->tag, a->dtype), cpu->data, &mpi);
   gmpi_mpi_type_release(&type); /* MPI keeps a type alive for the sends using it */
   if (rc != MPI_SUCCESS) {
     st = gmpi_mpi_error(rc, "MPI_Isend");
@@ -95,8 +96,8 @@ free_copy:
 void gmpi_cpu_detached_reap(cpu_native_t *nat) {
   if (!nat || !nat->n_detached) return;
   int reaped = 0;
-  int rc = MPI_Testsome((int)nat->n_detached, nat->detached, &reaped, nat->reaped_index,
-                        MPI_STATUSES_IGNORE);
+  int rc = PMPI_Testsome((int)nat->n_detached, nat->detached, &reaped, nat->reaped_index,
+                         MPI_STATUSES_IGNORE);
   /* The user was told these sends succeeded; a late MPI failure can only be logged. */
   if (rc != MPI_SUCCESS) gmpi_log(GMPI_LOG_WARN, "an eager send failed in MPI after completing");
   if (reaped == MPI_UNDEFINED || reaped == 0) return;
@@ -126,8 +127,8 @@ void gmpi_cpu_detached_drain(gmpi_comm_t comm, cpu_native_t *nat) {
   if (nat->n_detached && comm->failure == GMPI_SUCCESS)
     gmpi_log(GMPI_LOG_WARN, "eager sends never received, given up at close: %zu", nat->n_detached);
   for (size_t i = 0; i < nat->n_detached; i++) {
-    MPI_Cancel(&nat->detached[i]);
-    MPI_Request_free(&nat->detached[i]);
+    PMPI_Cancel(&nat->detached[i]);
+    PMPI_Request_free(&nat->detached[i]);
     /* MPI may still read it (a send cancelled is not always a send stopped): parked, not
      * freed under MPI's feet. Only a failed comm, or a message never received, leaves any. */
     gmpi_park(nat->detached_copy[i]);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI engine: host memory on every comm, whatever the backend. Its state (gmpi_cpu_t) is
  * a private duplicate of the comm's MPI communicator, plus the envelope engine when
  * point-to-point is matched by gmpi (GMPI_P2P=envelope). */
@@ -17,8 +18,8 @@ gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
   cpu->plans = MPI_COMM_NULL;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CHECK(gmpi_mpi_ops_acquire());
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_dup(gmpi_oob_mpi_comm(comm), &cpu->data), st, release_ops);
-  GMPI_MPI_CHECK_GOTO(MPI_Comm_set_errhandler(cpu->data, MPI_ERRORS_RETURN), st, free_data);
+  GMPI_MPI_CHECK_GOTO(PMPI_Comm_dup(gmpi_oob_mpi_comm(comm), &cpu->data), st, release_ops);
+  GMPI_MPI_CHECK_GOTO(PMPI_Comm_set_errhandler(cpu->data, MPI_ERRORS_RETURN), st, free_data);
   /* GMPI_P2P=envelope asks for the NCCL model (the deadlock finder). GMPI_CHECK=1 otherwise
    * only needs each message's dtype: native messages with a header (cpu_frame.c). */
   if (comm->cfg.p2p == GMPI_P2P_ENVELOPE)
@@ -27,7 +28,7 @@ gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
     cpu->checked = comm->cfg.check;
   return GMPI_SUCCESS;
 free_data:
-  MPI_Comm_free(&cpu->data);
+  PMPI_Comm_free(&cpu->data);
 release_ops:
   gmpi_mpi_ops_release();
   return st;
@@ -37,8 +38,8 @@ void gmpi_cpu_close(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
   if (cpu->env) gmpi_env_destroy(cpu->env);
   gmpi_cpu_p2p_close(comm, cpu);
   if (comm->failure == GMPI_SUCCESS) {
-    MPI_Comm_free(&cpu->data);
-    if (cpu->plans != MPI_COMM_NULL) MPI_Comm_free(&cpu->plans);
+    PMPI_Comm_free(&cpu->data);
+    if (cpu->plans != MPI_COMM_NULL) PMPI_Comm_free(&cpu->plans);
   }
   gmpi_mpi_ops_release();
 }

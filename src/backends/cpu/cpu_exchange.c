@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gmpi_sendrecv in native mode between this rank and two others (core/p2p.c
  * gmpi_p2p_exchange): the receive and the send go straight to MPI and are tested together
  * until both end or GMPI_TIMEOUT passes -- no gmpi request, no engine state, no eager copy.
@@ -46,10 +47,10 @@ static gmpi_status_t post_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p
   int n[2];
   GMPI_CHECK(wire_of(x, RECV, recv, limit, &buf[RECV], &n[RECV], &x->type[RECV]));
   GMPI_CHECK(wire_of(x, SEND, send, limit, &buf[SEND], &n[SEND], &x->type[SEND]));
-  GMPI_MPI_CHECK(MPI_Irecv(buf[RECV], n[RECV], x->type[RECV], recv->peer,
-                           gmpi_cpu_mpi_tag(recv->tag, recv->dtype), cpu->data, &x->mpi[RECV]));
-  GMPI_MPI_CHECK(MPI_Isend(buf[SEND], n[SEND], x->type[SEND], send->peer,
-                           gmpi_cpu_mpi_tag(send->tag, send->dtype), cpu->data, &x->mpi[SEND]));
+  GMPI_MPI_CHECK(PMPI_Irecv(buf[RECV], n[RECV], x->type[RECV], recv->peer,
+                            gmpi_cpu_mpi_tag(recv->tag, recv->dtype), cpu->data, &x->mpi[RECV]));
+  GMPI_MPI_CHECK(PMPI_Isend(buf[SEND], n[SEND], x->type[SEND], send->peer,
+                            gmpi_cpu_mpi_tag(send->tag, send->dtype), cpu->data, &x->mpi[SEND]));
   return GMPI_SUCCESS;
 }
 
@@ -92,10 +93,10 @@ static gmpi_status_t wait_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p
  * to MPI (docs/reliability.md: the caller's buffers stay in use after a timeout). */
 static void let_go(gmpi_cpu_t *cpu, exchange_t *x) {
   int live = 0;
-  if (x->mpi[RECV] != MPI_REQUEST_NULL) MPI_Cancel(&x->mpi[RECV]);
+  if (x->mpi[RECV] != MPI_REQUEST_NULL) PMPI_Cancel(&x->mpi[RECV]);
   for (int i = 0; i < 2; i++) {
     if (x->mpi[i] != MPI_REQUEST_NULL) {
-      MPI_Request_free(&x->mpi[i]);
+      PMPI_Request_free(&x->mpi[i]);
       live = 1;
     }
     gmpi_mpi_type_release(&x->type[i]);

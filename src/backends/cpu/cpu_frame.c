@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Framed native messages under GMPI_CHECK=1 (cpu_native.h): [header][payload] as one MPI
  * message, so the receive learns the sender's dtype and count with the data and no round of
  * its own. The two ends choose how to build the message independently (a copy behind the
@@ -36,14 +37,14 @@ static gmpi_status_t struct_type(cpu_frame_t *f, void *payload, size_t bytes, si
   int lens[2] = {(int)HDR_BYTES, body_n};
   MPI_Aint where[2];
   MPI_Datatype parts[2] = {MPI_BYTE, body};
-  MPI_Get_address(&f->hdr, &where[0]);
-  MPI_Get_address(payload, &where[1]);
-  int rc = MPI_Type_create_struct(2, lens, where, parts, type);
+  PMPI_Get_address(&f->hdr, &where[0]);
+  PMPI_Get_address(payload, &where[1]);
+  int rc = PMPI_Type_create_struct(2, lens, where, parts, type);
   gmpi_mpi_type_release(&body);
   if (rc != MPI_SUCCESS) return gmpi_mpi_error(rc, "MPI_Type_create_struct");
-  rc = MPI_Type_commit(type);
+  rc = PMPI_Type_commit(type);
   if (rc != MPI_SUCCESS) {
-    MPI_Type_free(type);
+    PMPI_Type_free(type);
     return gmpi_mpi_error(rc, "MPI_Type_commit");
   }
   return GMPI_SUCCESS;

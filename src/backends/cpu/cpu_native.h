@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Native point to point on host buffers (not GMPI_P2P=envelope): MPI matches, and gmpi adds
  * the two promises MPI libraries do not keep for it, and GMPI_CHECK's dtype check.
  *  - Eager: gmpi documents that a send of at most GMPI_ENV_EAGER_BYTES completes with no

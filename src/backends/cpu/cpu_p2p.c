@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point to point on host buffers. Natively MPI matches (source, tag, order) itself; messages
  * travel as bytes so one message may exceed INT_MAX elements. What native mode adds to MPI
  * (cpu_native.h): sends of at most GMPI_ENV_EAGER_BYTES complete at once (cpu_detached.c),
@@ -78,14 +79,14 @@ static gmpi_status_t post_to_mpi(gmpi_cpu_t *cpu, gmpi_request_t req) {
   GMPI_CHECK(wire_of(cpu, req, &buf, &n));
   if (a->dir == GMPI_P2P_SEND) {
     int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *) =
-        a->sync ? MPI_Issend : MPI_Isend;
+        a->sync ? PMPI_Issend : PMPI_Isend;
     GMPI_MPI_CHECK_GOTO(
         isend(buf, n, cr->type, a->peer, gmpi_cpu_mpi_tag(a->tag, a->dtype), cpu->data, &cr->mpi),
         st, release_type);
   } else {
     int src = a->peer == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE : a->peer;
     int tag = gmpi_cpu_mpi_tag(a->tag, a->dtype);
-    GMPI_MPI_CHECK_GOTO(MPI_Irecv(buf, n, cr->type, src, tag, cpu->data, &cr->mpi), st,
+    GMPI_MPI_CHECK_GOTO(PMPI_Irecv(buf, n, cr->type, src, tag, cpu->data, &cr->mpi), st,
                         release_type);
   }
   return GMPI_SUCCESS;
@@ -145,9 +146,9 @@ static void release(gmpi_request_t req) {
 
 void gmpi_cpu_recv_end(const MPI_Status *s, int rc, MPI_Datatype type, cpu_recv_end_t *end) {
   int cls = MPI_SUCCESS;
-  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
   MPI_Count bytes = 0;
-  if (rc == MPI_SUCCESS) MPI_Get_elements_x(s, type, &bytes); /* bytes: every type is of bytes */
+  if (rc == MPI_SUCCESS) PMPI_Get_elements_x(s, type, &bytes); /* bytes: every type is of bytes */
   *end = (cpu_recv_end_t){.source = s->MPI_SOURCE,
                           .tag = gmpi_cpu_user_tag(s->MPI_TAG),
                           .bytes = (size_t)bytes,
@@ -201,12 +202,12 @@ gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, MPI_Datatype type, int *ended,
                                 cpu_recv_end_t *end) {
   MPI_Status s;
   int flag = 0, cls = MPI_SUCCESS;
-  int rc = MPI_Test(mpi, &flag, &s);
-  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  int rc = PMPI_Test(mpi, &flag, &s);
+  if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
   if (rc != MPI_SUCCESS && cls != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Test");
   *ended = flag || rc != MPI_SUCCESS;
   /* Open MPI keeps a request that ended in an error (truncation) allocated: freed here. */
-  if (rc != MPI_SUCCESS && *mpi != MPI_REQUEST_NULL) MPI_Request_free(mpi);
+  if (rc != MPI_SUCCESS && *mpi != MPI_REQUEST_NULL) PMPI_Request_free(mpi);
   if (*ended && end) gmpi_cpu_recv_end(&s, rc, type, end);
   return GMPI_SUCCESS;
 }
@@ -218,7 +219,7 @@ static gmpi_status_t other_class_waiting(gmpi_cpu_t *cpu, const gmpi_p2p_args_t 
   for (int c = 0; c < N_CLASSES && !flag; c++) {
     if (c == own) continue;
     GMPI_MPI_CHECK(
-        MPI_Iprobe(a->peer, (a->tag << TAG_CLASS_BITS) | c, cpu->data, &flag, MPI_STATUS_IGNORE));
+        PMPI_Iprobe(a->peer, (a->tag << TAG_CLASS_BITS) | c, cpu->data, &flag, MPI_STATUS_IGNORE));
     if (flag) *cls = c;
   }
   return GMPI_SUCCESS;
@@ -232,8 +233,8 @@ static gmpi_status_t wait_within(gmpi_comm_t comm, MPI_Request *r, MPI_Status *s
   gmpi_deadline_start(&d, comm->cfg.timeout_s);
   for (;;) {
     int flag = 0;
-    *rc = MPI_Test(r, &flag, s);
-    if (*rc != MPI_SUCCESS && *r != MPI_REQUEST_NULL) MPI_Request_free(r);
+    *rc = PMPI_Test(r, &flag, s);
+    if (*rc != MPI_SUCCESS && *r != MPI_REQUEST_NULL) PMPI_Request_free(r);
     if (flag || *rc != MPI_SUCCESS) return GMPI_SUCCESS;
     if (gmpi_deadline_poll(&d))
       return gmpi_error(GMPI_ERR_TIMEOUT, "%s did not end within GMPI_TIMEOUT = %g s", what,
@@ -247,28 +248,28 @@ static gmpi_status_t drop_message(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_
                                   int cls) {
   MPI_Message msg;
   int got = 0;
-  GMPI_MPI_CHECK(MPI_Improbe(a->peer, (a->tag << TAG_CLASS_BITS) | cls, cpu->data, &got, &msg,
-                             MPI_STATUS_IGNORE));
+  GMPI_MPI_CHECK(PMPI_Improbe(a->peer, (a->tag << TAG_CLASS_BITS) | cls, cpu->data, &got, &msg,
+                              MPI_STATUS_IGNORE));
   if (!got) return GMPI_SUCCESS; /* another receive of that size took it meanwhile */
   char room;
   MPI_Request r;
-  GMPI_MPI_CHECK(MPI_Imrecv(&room, 0, MPI_BYTE, &msg, &r));
+  GMPI_MPI_CHECK(PMPI_Imrecv(&room, 0, MPI_BYTE, &msg, &r));
   int rc, ec = MPI_SUCCESS;
   GMPI_CHECK(wait_within(comm, &r, MPI_STATUS_IGNORE, &rc,
                          "GMPI_CHECK: dropping a message of another element size"));
-  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &ec);
+  if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &ec);
   if (rc != MPI_SUCCESS && ec != MPI_ERR_TRUNCATE) return gmpi_mpi_error(rc, "MPI_Imrecv");
   return GMPI_SUCCESS;
 }
 
 gmpi_status_t gmpi_cpu_take_back(gmpi_comm_t comm, MPI_Request *mpi, MPI_Datatype type, int *taken,
                                  cpu_recv_end_t *end) {
-  GMPI_MPI_CHECK(MPI_Cancel(mpi));
+  GMPI_MPI_CHECK(PMPI_Cancel(mpi));
   MPI_Status s;
   int cancelled = 0, rc;
   /* Cancelled at once, or matched before the cancel came and finishing its transfer. */
   GMPI_CHECK(wait_within(comm, mpi, &s, &rc, "taking a posted receive back from MPI"));
-  if (rc == MPI_SUCCESS) MPI_Test_cancelled(&s, &cancelled);
+  if (rc == MPI_SUCCESS) PMPI_Test_cancelled(&s, &cancelled);
   *taken = cancelled;
   if (!cancelled) gmpi_cpu_recv_end(&s, rc, type, end);
   return GMPI_SUCCESS;
@@ -340,8 +341,8 @@ void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req) {
   gmpi_cpu_self_pending_remove(cpu->native, req);
   gmpi_cpu_self_forget_send(cpu->native, req);
   if (cr->mpi != MPI_REQUEST_NULL) {
-    if (req->args.dir == GMPI_P2P_RECV) MPI_Cancel(&cr->mpi);
-    MPI_Request_free(&cr->mpi);
+    if (req->args.dir == GMPI_P2P_RECV) PMPI_Cancel(&cr->mpi);
+    PMPI_Request_free(&cr->mpi);
     if (cr->framed) { /* MPI may still use the header in cr and the staging buffer */
       gmpi_cpu_frame_park(&cr->frame);
       gmpi_mpi_type_release(&cr->type);
@@ -373,11 +374,11 @@ void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
 static gmpi_status_t mpi_probe(gmpi_cpu_t *cpu, int source, int tag, int *flag, MPI_Status *s) {
   int src = source == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE : source;
   if (tag == GMPI_ANY_TAG) {
-    GMPI_MPI_CHECK(MPI_Iprobe(src, MPI_ANY_TAG, cpu->data, flag, s));
+    GMPI_MPI_CHECK(PMPI_Iprobe(src, MPI_ANY_TAG, cpu->data, flag, s));
     return GMPI_SUCCESS;
   }
   for (int c = 0; c < N_CLASSES && !*flag; c++)
-    GMPI_MPI_CHECK(MPI_Iprobe(src, (tag << TAG_CLASS_BITS) | c, cpu->data, flag, s));
+    GMPI_MPI_CHECK(PMPI_Iprobe(src, (tag << TAG_CLASS_BITS) | c, cpu->data, flag, s));
   return GMPI_SUCCESS;
 }
 
@@ -395,7 +396,7 @@ gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, int me, int source, int tag, i
   GMPI_CHECK(mpi_probe(cpu, source, tag, flag, &s));
   if (!*flag) return GMPI_SUCCESS;
   MPI_Count bytes = 0;
-  MPI_Get_elements_x(&s, MPI_BYTE, &bytes);
+  PMPI_Get_elements_x(&s, MPI_BYTE, &bytes);
   if (nat->checked) /* the check header is not the sender's data */
     bytes = bytes >= (MPI_Count)sizeof(cpu_frame_hdr_t) ? bytes - sizeof(cpu_frame_hdr_t) : 0;
   *status = (gmpi_msg_status_t){s.MPI_SOURCE, gmpi_cpu_user_tag(s.MPI_TAG),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Plans on host buffers: each matched send and receive becomes an MPI persistent request on
  * the comm's plan channel (their own MPI communicator: eager traffic can never steal them),
  * created once; collectives stay MPI's tuned blocking calls. A replay passes one arrival gate,
@@ -27,7 +28,7 @@ void gmpi_cpu_plan_free(void *lowered) {
   cpu_plan_t *cp = lowered;
   if (!cp) return;
   for (int i = 0; i < cp->n; i++) {
-    if (cp->reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&cp->reqs[i]);
+    if (cp->reqs[i] != MPI_REQUEST_NULL) PMPI_Request_free(&cp->reqs[i]);
     gmpi_mpi_type_release(&cp->types[i]);
   }
   free(cp->reqs);
@@ -42,10 +43,10 @@ static gmpi_status_t persistent(gmpi_comm_t comm, MPI_Comm mc, gmpi_plan_step_t 
   int n;
   GMPI_CHECK(gmpi_mpi_bytes_type(s->bytes, comm->cfg.max_chunk, type, &n));
   if (s->kind == PLAN_SEND) {
-    GMPI_MPI_CHECK(MPI_Send_init(s->p2p.buf, n, *type, s->peer, s->tag, mc, req));
+    GMPI_MPI_CHECK(PMPI_Send_init(s->p2p.buf, n, *type, s->peer, s->tag, mc, req));
     snprintf(s->lowered, sizeof(s->lowered), "MPI_Send_init+Start");
   } else {
-    GMPI_MPI_CHECK(MPI_Recv_init(s->p2p.buf, n, *type, s->peer, s->tag, mc, req));
+    GMPI_MPI_CHECK(PMPI_Recv_init(s->p2p.buf, n, *type, s->peer, s->tag, mc, req));
     snprintf(s->lowered, sizeof(s->lowered), "MPI_Recv_init+Start");
   }
   return GMPI_SUCCESS;
@@ -77,8 +78,8 @@ gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi
   /* Collective and blocking: every rank compiles the same plan, and all have arrived (the
    * plan check's polled allgather came first), so no engine needs driving while it waits. */
   if (cpu->plans == MPI_COMM_NULL) {
-    GMPI_MPI_CHECK(MPI_Comm_dup(cpu->data, &cpu->plans));
-    GMPI_MPI_CHECK(MPI_Comm_set_errhandler(cpu->plans, MPI_ERRORS_RETURN));
+    GMPI_MPI_CHECK(PMPI_Comm_dup(cpu->data, &cpu->plans));
+    GMPI_MPI_CHECK(PMPI_Comm_set_errhandler(cpu->plans, MPI_ERRORS_RETURN));
   }
   cpu_plan_t *cp = calloc(1, sizeof(*cp));
   int ns = plan->n_steps, ng = plan->n_groups;
@@ -128,7 +129,7 @@ gmpi_status_t gmpi_cpu_plan_replay(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmp
     group = s->group; /* the first step of a p2p group: run the whole group */
     int k = cp->count[group];
     MPI_Request *r = &cp->reqs[cp->first[group]];
-    GMPI_MPI_CHECK(MPI_Startall(k, r));
+    GMPI_MPI_CHECK(PMPI_Startall(k, r));
     GMPI_CHECK(gmpi_mpi_wait(comm, k, r, MPI_STATUSES_IGNORE, "a plan's point-to-point group"));
   }
   return GMPI_SUCCESS;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Messages to one's own rank in native mode, matched by gmpi instead of MPI: Open MPI 4.1's
  * self transport gets truncation wrong (reports success, or writes past the receive buffer).
  * MPI's matching rules hold: a receive takes the first queued message whose tag it matches

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The model mover: host memory, and links that behave as NCCL's do, built on MPI so that the
  * envelope engine's scheduling is exercised on machines without GPUs (CI).
  *
- * What it models (measured on the H200, shared/notes/nccl-p2p-order.md):
+ * What it models (measured on the H200: docs/design.md, "What NCCL point to point does"):
  *  1. a link connects at a moment both sides reach (here: a hello exchange at open/join);
  *  2. transfers on one link run one at a time, in the order issued: only the head of a link's
  *     queue is started, later ones wait behind it whatever their peer does;
@@ -56,8 +57,8 @@ static gmpi_status_t host_copy(void *ctx, void *dst, const void *src, size_t byt
 static gmpi_status_t connect(model_t *m, int peer) {
   model_link_t *l = &m->links[peer];
   l->state = 1;
-  GMPI_MPI_CHECK(MPI_Isend(&l->hello_out, 1, MPI_CHAR, peer, HELLO_TAG, m->data, &l->hello[0]));
-  GMPI_MPI_CHECK(MPI_Irecv(&l->hello_in, 1, MPI_CHAR, peer, HELLO_TAG, m->data, &l->hello[1]));
+  GMPI_MPI_CHECK(PMPI_Isend(&l->hello_out, 1, MPI_CHAR, peer, HELLO_TAG, m->data, &l->hello[0]));
+  GMPI_MPI_CHECK(PMPI_Irecv(&l->hello_in, 1, MPI_CHAR, peer, HELLO_TAG, m->data, &l->hello[1]));
   return GMPI_SUCCESS;
 }
 
@@ -77,8 +78,8 @@ static gmpi_status_t start_op(model_t *m, model_op_t *op) {
   int n;
   GMPI_CHECK(gmpi_mpi_bytes_type(op->bytes, m->chunk, &op->type, &n));
   int tag = (int)(op->k % HELLO_TAG);
-  int rc = op->is_send ? MPI_Issend(op->buf, n, op->type, op->peer, tag, m->data, &op->req)
-                       : MPI_Irecv(op->buf, n, op->type, op->peer, tag, m->data, &op->req);
+  int rc = op->is_send ? PMPI_Issend(op->buf, n, op->type, op->peer, tag, m->data, &op->req)
+                       : PMPI_Irecv(op->buf, n, op->type, op->peer, tag, m->data, &op->req);
   if (rc != MPI_SUCCESS) return gmpi_mpi_error(rc, op->is_send ? "MPI_Isend" : "MPI_Irecv");
   op->started = 1;
   return GMPI_SUCCESS;
@@ -88,7 +89,7 @@ static gmpi_status_t start_op(model_t *m, model_op_t *op) {
 static gmpi_status_t pump(model_t *m, model_link_t *l) {
   if (l->state == 1) {
     int flag = 0;
-    GMPI_MPI_CHECK(MPI_Testall(2, l->hello, &flag, MPI_STATUSES_IGNORE));
+    GMPI_MPI_CHECK(PMPI_Testall(2, l->hello, &flag, MPI_STATUSES_IGNORE));
     if (!flag) return GMPI_SUCCESS;
     l->state = 2;
   }
@@ -96,7 +97,7 @@ static gmpi_status_t pump(model_t *m, model_link_t *l) {
     model_op_t *op = l->head;
     if (!op->started) GMPI_CHECK(start_op(m, op));
     int flag = 0;
-    GMPI_MPI_CHECK(MPI_Test(&op->req, &flag, MPI_STATUS_IGNORE));
+    GMPI_MPI_CHECK(PMPI_Test(&op->req, &flag, MPI_STATUS_IGNORE));
     if (!flag) return GMPI_SUCCESS;
     gmpi_mpi_type_release(&op->type);
     l->head = op->next;
@@ -168,11 +169,11 @@ static void model_destroy(void *ctx) {
     model_link_t *l = &m->links[p];
     for (model_op_t *op = l->head, *next; op; op = next) {
       next = op->next;
-      if (op->started) MPI_Request_free(&op->req); /* MPI may still touch op->buf */
-      if (op->cancelled) free(op);                 /* others are freed by their owner's abandon */
+      if (op->started) PMPI_Request_free(&op->req); /* MPI may still touch op->buf */
+      if (op->cancelled) free(op);                  /* others are freed by their owner's abandon */
     }
     for (int i = 0; l->state == 1 && i < 2; i++)
-      if (l->hello[i] != MPI_REQUEST_NULL) MPI_Request_free(&l->hello[i]);
+      if (l->hello[i] != MPI_REQUEST_NULL) PMPI_Request_free(&l->hello[i]);
   }
   free(m->links);
   free(m);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cuda backend: one GPU per rank and its device engine (gmpi_engine_nccl): NCCL for
  * collectives and plans on device buffers, the envelope engine for point to point on them
  * (cuda_p2p.h). Host buffers never come here: core routes them to the MPI engine. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cuda backend's life cycle: probe, bind one device per local rank, build each comm's NCCL
  * communicators over MPI (unique id on rank 0, bcast; a nonblocking control communicator whose
  * init is bounded by GMPI_TIMEOUT, and the blocking data communicator split from it),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CUDA and NCCL failures as gmpi errors (the macros of cuda_check.h call these), with the
  * library's own words: NCCL's last error names what went wrong inside it. */
 #include "cuda_check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Converting CUDA and NCCL failures: each macro describes the failing call once (with the
  * library's own error text) as GMPI_ERR_BACKEND, and returns or jumps. */
 #ifndef GMPI_CUDA_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Collectives on the cuda backend. Host buffers take the cpu engine (MPI); device buffers of
  * this rank's GPU take NCCL -- natively where NCCL has the type and op, as real pairs for
  * complex sums, as sum + division for averages, and otherwise by gathering every
@@ -128,8 +129,7 @@ static gmpi_status_t grouped_alltoall(dev_ctx_t *x, const void *send, void *recv
   ncclComm_t nc = x->cc->nccl;
 #ifdef GMPI_HAVE_NCCL_ALLTOALL
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclAlltoAll(send, recv, block, ncclUint8, nc, x->s));
-  return GMPI_SUCCESS;
-#endif
+#else
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
   for (int p = 0; p < x->comm->size; p++) {
     GMPI_NCCL_ENQUEUE(x->comm, nc,
@@ -138,6 +138,7 @@ static gmpi_status_t grouped_alltoall(dev_ctx_t *x, const void *send, void *recv
                       ncclRecv(AT(recv, (size_t)p * block), block, ncclUint8, p, nc, x->s));
   }
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
+#endif
   return GMPI_SUCCESS;
 }
 
@@ -146,8 +147,7 @@ static gmpi_status_t grouped_gather(dev_ctx_t *x, const void *send, void *recv, 
   ncclComm_t nc = x->cc->nccl;
 #ifdef GMPI_HAVE_NCCL_GATHER
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGather(send, recv, block, ncclUint8, root, nc, x->s));
-  return GMPI_SUCCESS;
-#endif
+#else
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclSend(send, block, ncclUint8, root, nc, x->s));
   if (x->comm->rank == root)
@@ -155,6 +155,7 @@ static gmpi_status_t grouped_gather(dev_ctx_t *x, const void *send, void *recv, 
       GMPI_NCCL_ENQUEUE(x->comm, nc,
                         ncclRecv(AT(recv, (size_t)p * block), block, ncclUint8, p, nc, x->s));
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
+#endif
   return GMPI_SUCCESS;
 }
 
@@ -317,8 +318,7 @@ static gmpi_status_t dev_scatter(dev_ctx_t *x) {
 #ifdef GMPI_HAVE_NCCL_SCATTER
   GMPI_NCCL_ENQUEUE(x->comm, nc,
                     ncclScatter(a->sendbuf, recv, x->bytes, ncclUint8, a->root, nc, x->s));
-  return GMPI_SUCCESS;
-#endif
+#else
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
   if (x->comm->rank == a->root)
     for (int p = 0; p < x->comm->size; p++)
@@ -327,6 +327,7 @@ static gmpi_status_t dev_scatter(dev_ctx_t *x) {
           ncclSend(AT(a->sendbuf, (size_t)p * x->bytes), x->bytes, ncclUint8, p, nc, x->s));
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclRecv(recv, x->bytes, ncclUint8, a->root, nc, x->s));
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
+#endif
   return GMPI_SUCCESS;
 }
 
@@ -370,8 +371,6 @@ static gmpi_status_t dev_exchange(dev_ctx_t *x) {
 /* Reduce-scatter with per-rank counts: one reduce per rank (NCCL has no reduce_scatterv), each
  * taking the path its type and op need (dev_reduce). In place, this rank's result goes to a
  * temporary first: recvbuf's start still holds blocks the reduces read. */
-static gmpi_status_t dev_reduce(dev_ctx_t *x);
-
 static gmpi_status_t dev_reduce_scatterv(dev_ctx_t *x) {
   const gmpi_coll_args_t *a = x->a;
   int me = x->comm->rank;

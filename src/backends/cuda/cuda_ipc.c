@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CUDA IPC between ranks of one host: the sender describes its buffer (an IPC handle of the
  * allocation that holds it, and the offset); the receiver opens the handle once per allocation
  * and copies with the copy engine. A copy waits for no kernel of the peer's, so it cannot join a
  * wait cycle, and it runs at the copy engine's speed even when ranks share one GPU (measured:
- * shared/notes/nccl-p2p-order.md). The mapping costs no device memory. */
+ * docs/design.md, "What NCCL point to point does"). The mapping costs no device memory. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The kernels that must exist: reducing gathered inputs for the (dtype, op) pairs NCCL lacks
  * (16-bit integers, bool, byte, bitwise and logical ops, complex product...), and the division
  * that finishes an average after NCCL's sum (C's truncation for integers). 16-bit floats compute in

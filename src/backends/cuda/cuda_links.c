@@ -1,12 +1,13 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NCCL links: one two-rank NCCL communicator and stream per peer that exchanges rendezvous
  * device messages with this rank (between hosts, or everywhere with GMPI_DEVICE_P2P=nccl).
  *
  * The envelope engine issues a link's transfers on both ranks in one order (its leader's), so a
  * transfer never waits for one issued after it; links share no communicator or stream, so no
- * wait crosses from one link to another. What NCCL adds (shared/notes/nccl-p2p-order.md): the
- * first operation on a communicator blocks the host until the peer's first one. So a link is
- * set up by a helper thread -- blocking init, then one grouped send and receive of a byte each
- * way, which pairs up whatever the order of the two ranks -- and transfers issued meanwhile
+ * wait crosses from one link to another. What NCCL adds (docs/design.md, "What NCCL point to point
+ * does"): the first operation on a communicator blocks the host until the peer's first one. So a
+ * link is set up by a helper thread -- blocking init, then one grouped send and receive of a byte
+ * each way, which pairs up whatever the order of the two ranks -- and transfers issued meanwhile
  * wait in the link's queue; the host never blocks on a peer. The helper's blocking wait cannot
  * be bounded, but the transfers that wait for it are (GMPI_TIMEOUT), and a link whose set-up
  * never finishes is left to the process at close. Nothing here synchronizes the device while
@@ -277,7 +278,6 @@ gmpi_status_t cuda_link_test(void *handle, int *done) {
   free_xfer(x);
   *done = st == GMPI_SUCCESS;
   return st;
-  return GMPI_SUCCESS;
 }
 
 /* A transfer not yet issued keeps its place in the link's order (its peer issues the other

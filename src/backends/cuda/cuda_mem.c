@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Device memory. One budget per process (a process owns one GPU): GMPI_GPU_MEM_FRACTION of
  * the device for gmpi_mem_alloc, either allocated block by block or, with
  * GMPI_GPU_PREALLOCATE=1, reserved at init and handed out first-fit. The blocks are also a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cuda backend's mover for the envelope engine: eager data through host memory, rendezvous
  * data by CUDA IPC within a host and by NCCL links between hosts. The engine decides the order
  * of everything; this file only moves bytes. */

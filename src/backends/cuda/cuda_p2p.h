@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Device point to point on the cuda backend: the envelope engine (src/core/envelope.c) matches as
  * MPI does; this is its mover. Eager data is copied through host memory; rendezvous data moves by
  * CUDA IPC copies between ranks of one host (cuda_ipc.c) and by NCCL links between hosts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Plans on the cuda backend: the whole plan becomes one CUDA graph, captured once from gmpi's
  * stream. Each point-to-point group is one NCCL group on the comm's communicator (matching is
  * resolved, so no envelopes), runs of collectives that every rank records back to back share

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Completion and bounded waiting on the cuda backend.
  *
  * Every data-path NCCL call (collectives, grouped sends and receives, plan captures) goes to the

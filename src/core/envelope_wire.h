@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What travels on the envelope engine's control channel (core/envelope.c): one header per
+ * envelope, an eager message's data right after it. Data from another rank: every field is
+ * checked by gmpi_env_wire_check before it is used. Private to the engine and its unit test. */
+#ifndef GMPI_CORE_ENVELOPE_WIRE_H
+#define GMPI_CORE_ENVELOPE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "envelope.h"
+
+/* What travels on the envelope channel; an eager message's data follows the header. */
+typedef enum {
+  W_EAGER = 1, /* sender -> receiver: a message with its data */
+  W_RTS_PULL,  /* sender -> receiver: a rendezvous message the receiver may pull (blob) */
+  W_RTS_LINK,  /* sender -> receiver: a rendezvous message that will move on the link */
+  W_FIN,       /* receiver -> sender: your send is complete (pulled, or refused by its receive) */
+  W_RTR,       /* follower receiver -> leader sender: matched, give it a link position */
+  W_CTS,       /* leader receiver -> follower sender: send it at link position k */
+  W_GO         /* leader sender -> follower receiver: receive it at link position k */
+} wire_kind_t;
+
+typedef struct {
+  uint32_t kind;
+  int32_t tag;
+  int32_t dtype;
+  uint32_t blob_len; /* RTS_PULL: the buffer's description; CTS/GO: the link's introduction */
+  uint64_t bytes;
+  uint64_t seq; /* the message's number on (sender -> receiver), from 0 */
+  uint64_t k;   /* CTS, GO: position on the link */
+  uint8_t blob[GMPI_MOVER_BLOB_BYTES];
+} wire_t;
+
+/* GMPI_SUCCESS when the len bytes at buf, received from rank src of nranks, are an envelope the
+ * engine may read: a whole header, an eager payload as long as it says, a blob that fits.
+ * Otherwise GMPI_ERR_INTERNAL, described (a malformed or hostile envelope). */
+gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nranks);
+
+#endif
