@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// XLA FFI handlers for gmpi.jax: MPI calls inside jax.jit, run by gmpi. C++ only because XLA's
+// FFI is a C++ API; everything here is a client of gmpi.h, like the drop-in layer.
+//
+// One handler, gmpi_xla_call, serves every call: its `kind` attribute says which, the other
+// attributes carry what the call needs (the gmpi comm's address, dtype, op, peers, tags, the
+// request slot), and its operands are the call's input buffers then the ordering token, its
+// results the output buffers then the token (python/gmpi/jax/_lowering.py builds them). One
+// handler keeps one argument decoder and one error path for fifteen calls.
+//
+// CPU: the buffers are host memory and gmpi runs its host engine on them, to completion.
+// Nonblocking point to point (isend, irecv, wait) stages data in memory the handler owns: XLA
+// may reuse an operand's buffer as soon as the call that read it returns, and a result's buffer
+// must be final when its call returns, while MPI reads or writes until the wait. A request
+// lives in a slot named at trace time (one per isend/irecv in the program), from its post to
+// its wait.
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "gmpi.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// The calls, as python/gmpi/jax/_lowering.py numbers them.
+enum Kind : int32_t {
+  kAllreduce = 0,
+  kBcast,
+  kReduce,
+  kAllgather,
+  kAlltoall,
+  kGather,
+  kScatter,
+  kBarrier,
+  kSend,
+  kRecv,
+  kSendrecv,
+  kIsend,
+  kIrecv,
+  kWait,
+  kKindCount
+};
+
+struct Call {
+  int32_t kind;
+  gmpi_comm_t comm;
+  gmpi_dtype_t dtype;
+  gmpi_op_t op;
+  int64_t count; // elements of the call's main buffer
+  int32_t root, peer, tag, peer2, tag2;
+  MPI_Status *status; // an mpi4py status to fill, or NULL
+  int64_t slot;
+};
+
+// A posted isend or irecv, from its post to its wait.
+struct Pending {
+  gmpi_request_t request = nullptr;
+  void *stage = nullptr; // the data MPI reads (send) or writes (receive)
+  size_t bytes = 0;
+  bool is_recv = false;
+};
+
+std::mutex pending_lock;
+std::unordered_map<int64_t, Pending> pending;
+
+ffi::Error Failed(const char *what) {
+  return ffi::Error::Internal(std::string("gmpi.jax: ") + what + ": " + gmpi_last_error());
+}
+
+ffi::Error Refused(const std::string &what) {
+  return ffi::Error::InvalidArgument("gmpi.jax: " + what);
+}
+
+// The status a receive matched, written where mpi4py's Status keeps it; the count as bytes, so
+// that Get_count(datatype) divides by the datatype's size as MPI does.
+void Fill(MPI_Status *s, const gmpi_msg_status_t &got, gmpi_dtype_t dtype) {
+  if (!s) return;
+  s->MPI_SOURCE = got.source;
+  s->MPI_TAG = got.tag;
+  s->MPI_ERROR = MPI_SUCCESS;
+  MPI_Status_set_elements_x(s, MPI_BYTE, (MPI_Count)(got.count * gmpi_dtype_size(dtype)));
+}
+
+ffi::Error Check(gmpi_status_t st, const char *what) {
+  return st == GMPI_SUCCESS ? ffi::Error::Success() : Failed(what);
+}
+
+ffi::Error Post(const Call &c, void *in, size_t bytes) {
+  Pending p;
+  p.bytes = bytes;
+  p.is_recv = c.kind == kIrecv;
+  p.stage = std::malloc(bytes ? bytes : 1);
+  if (!p.stage) return Refused("no memory to stage " + std::to_string(bytes) + " bytes");
+  gmpi_status_t st;
+  if (p.is_recv) {
+    st = gmpi_irecv(p.stage, (size_t)c.count, c.dtype, c.peer, c.tag, c.comm, &p.request);
+  } else {
+    std::memcpy(p.stage, in, bytes);
+    st = gmpi_isend(p.stage, (size_t)c.count, c.dtype, c.peer, c.tag, c.comm, &p.request);
+  }
+  if (st != GMPI_SUCCESS) {
+    std::free(p.stage);
+    return Failed(p.is_recv ? "irecv" : "isend");
+  }
+  std::lock_guard<std::mutex> hold(pending_lock);
+  if (!pending.emplace(c.slot, p).second) {
+    // The program posted this isend/irecv again before waiting for it (e.g. in a loop body
+    // without the wait): the first stays pending and is still waited by the wait.
+    gmpi_request_t extra = p.request;
+    gmpi_wait(&extra, nullptr);
+    std::free(p.stage);
+    return Refused("request slot " + std::to_string(c.slot) +
+                   " posted twice without a wait in between: wait for each isend/irecv before "
+                   "posting it again");
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error Wait(const Call &c, void *out, size_t out_bytes) {
+  Pending p;
+  {
+    std::lock_guard<std::mutex> hold(pending_lock);
+    auto it = pending.find(c.slot);
+    if (it == pending.end())
+      return Refused("wait for request slot " + std::to_string(c.slot) +
+                     ", which is not pending (waited twice?)");
+    p = it->second;
+    pending.erase(it);
+  }
+  gmpi_msg_status_t got = {};
+  gmpi_status_t st = gmpi_wait(&p.request, &got);
+  if (st == GMPI_SUCCESS && p.is_recv) {
+    std::memcpy(out, p.stage, p.bytes < out_bytes ? p.bytes : out_bytes);
+    Fill(c.status, got, c.dtype);
+  }
+  std::free(p.stage);
+  return Check(st, "wait");
+}
+
+// in: the call's input buffer (or NULL), out: its output buffer (or NULL).
+ffi::Error Run(const Call &c, const void *in, void *out, size_t in_bytes, size_t out_bytes) {
+  size_t n = (size_t)c.count;
+  gmpi_msg_status_t got = {};
+  int rank = 0, size = 1;
+  gmpi_comm_rank(c.comm, &rank);
+  gmpi_comm_size(c.comm, &size);
+  switch (c.kind) {
+  case kAllreduce: return Check(gmpi_allreduce(in, out, n, c.dtype, c.op, c.comm), "allreduce");
+  case kBcast:
+    if (rank == c.root && out != in) std::memcpy(out, in, out_bytes);
+    return Check(gmpi_bcast(out, n, c.dtype, c.root, c.comm), "bcast");
+  case kReduce:
+    return Check(gmpi_reduce(in, rank == c.root ? out : nullptr, n, c.dtype, c.op, c.root, c.comm),
+                 "reduce");
+  case kAllgather: return Check(gmpi_allgather(in, out, n, c.dtype, c.comm), "allgather");
+  case kAlltoall:
+    if (n % (size_t)size)
+      return Refused("alltoall of " + std::to_string(n) + " elements over " + std::to_string(size) +
+                     " ranks: the first axis must be the size");
+    return Check(gmpi_alltoall(in, out, n / (size_t)size, c.dtype, c.comm), "alltoall");
+  case kGather:
+    return Check(gmpi_gather(in, rank == c.root ? out : nullptr, n, c.dtype, c.root, c.comm),
+                 "gather");
+  case kScatter:
+    return Check(gmpi_scatter(rank == c.root ? in : nullptr, out, n, c.dtype, c.root, c.comm),
+                 "scatter");
+  case kBarrier: return Check(gmpi_barrier(c.comm), "barrier");
+  case kSend: return Check(gmpi_send(in, n, c.dtype, c.peer, c.tag, c.comm), "send");
+  case kRecv:
+    if (gmpi_recv(out, n, c.dtype, c.peer, c.tag, c.comm, &got) != GMPI_SUCCESS)
+      return Failed("recv");
+    Fill(c.status, got, c.dtype);
+    return ffi::Error::Success();
+  case kSendrecv:
+    // peer/tag: the send's destination and tag; peer2/tag2: the receive's source and tag
+    if (gmpi_sendrecv(in, in_bytes / gmpi_dtype_size(c.dtype), c.dtype, c.peer, c.tag, out, n,
+                      c.dtype, c.peer2, c.tag2, c.comm, &got) != GMPI_SUCCESS)
+      return Failed("sendrecv");
+    Fill(c.status, got, c.dtype);
+    return ffi::Error::Success();
+  case kIsend:
+  case kIrecv: return Post(c, const_cast<void *>(in), c.kind == kIsend ? in_bytes : out_bytes);
+  case kWait: return Wait(c, out, out_bytes);
+  default: return Refused("unknown call kind " + std::to_string(c.kind));
+  }
+}
+
+// Operands: the inputs, then the token; results: the outputs, then the token. Irecv's first
+// result is its request (the slot number), isend's too; wait reads only the slot attribute.
+ffi::Error Call_(ffi::RemainingArgs args, ffi::RemainingRets rets, int32_t kind, int64_t comm,
+                 int32_t dtype, int32_t op, int64_t count, int32_t root, int32_t peer, int32_t tag,
+                 int32_t peer2, int32_t tag2, int64_t status, int64_t slot) {
+  if (kind < 0 || kind >= kKindCount) return Refused("unknown call kind " + std::to_string(kind));
+  Call c = {kind,
+            reinterpret_cast<gmpi_comm_t>(comm),
+            static_cast<gmpi_dtype_t>(dtype),
+            static_cast<gmpi_op_t>(op),
+            count,
+            root,
+            peer,
+            tag,
+            peer2,
+            tag2,
+            reinterpret_cast<MPI_Status *>(status),
+            slot};
+  const void *in = nullptr;
+  void *out = nullptr;
+  size_t in_bytes = 0, out_bytes = 0;
+  if (args.size() > 1) { // a data operand before the token
+    auto a = args.get<ffi::AnyBuffer>(0);
+    if (!a.has_value()) return a.error();
+    in = a->untyped_data();
+    in_bytes = a->size_bytes();
+  }
+  if (rets.size() > 1) { // a data result before the token
+    auto r = rets.get<ffi::AnyBuffer>(0);
+    if (!r.has_value()) return r.error();
+    out = (*r)->untyped_data();
+    out_bytes = (*r)->size_bytes();
+  }
+  if (c.kind == kIsend || c.kind == kIrecv) {
+    // The request result is an int32 scalar holding the slot; irecv has no data result, and
+    // its size comes from the count.
+    if (out) *static_cast<int32_t *>(out) = static_cast<int32_t>(slot);
+    out = nullptr;
+    out_bytes = c.kind == kIrecv ? (size_t)count * gmpi_dtype_size(c.dtype) : 0;
+  }
+  return Run(c, in, out, in_bytes, out_bytes);
+}
+
+} // namespace
+
+// The one exported symbol: python/gmpi/jax registers it with XLA for the cpu platform.
+extern "C" __attribute__((visibility("default"))) XLA_FFI_Error *
+gmpi_xla_call(XLA_FFI_CallFrame *call_frame);
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(gmpi_xla_call, Call_,
+                              ffi::Ffi::Bind()
+                                  .RemainingArgs()
+                                  .RemainingRets()
+                                  .Attr<int32_t>("kind")
+                                  .Attr<int64_t>("comm")
+                                  .Attr<int32_t>("dtype")
+                                  .Attr<int32_t>("op")
+                                  .Attr<int64_t>("count")
+                                  .Attr<int32_t>("root")
+                                  .Attr<int32_t>("peer")
+                                  .Attr<int32_t>("tag")
+                                  .Attr<int32_t>("peer2")
+                                  .Attr<int32_t>("tag2")
+                                  .Attr<int64_t>("status")
+                                  .Attr<int64_t>("slot"));

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# gmpi.jax's pytest suite (python/tests_jax) on every rank:
+#   python_jax.sh PYTHON XLA_LIBRARY SOURCE_DIR MPIEXEC NRANKS [mpiexec flags...]
+# Exits 77 (ctest: skipped) with the reason when libgmpi_xla was not built (CMake found no
+# Python with jax) or PYTHON lacks jax, mpi4py, numpy or pytest.
+set -euo pipefail
+python=$1 xla=$2 src=$3 mpiexec=$4 n=$5
+shift 5
+if [ -z "$xla" ] || [ ! -f "$xla" ]; then
+  echo "gmpi.jax tests: SKIP: libgmpi_xla was not built (CMake found no Python with jax;" \
+    "scripts/install-deps installs it, or cmake -DGMPI_JAX_PYTHON=/path/to/python)"
+  exit 77
+fi
+missing=$("$python" -c 'import importlib.util as u
+print(" ".join(m for m in ("jax", "mpi4py", "numpy", "pytest") if u.find_spec(m) is None))') ||
+  { echo "gmpi.jax tests: SKIP: $python does not run"; exit 77; }
+if [ -n "$missing" ]; then
+  echo "gmpi.jax tests: SKIP: $python has no $missing (scripts/install-deps installs them)"
+  exit 77
+fi
+export PYTHONDONTWRITEBYTECODE=1 GMPI_XLA_LIBRARY=$xla
+exec "$mpiexec" -n "$n" "$@" "$python" -m pytest -q --color=no -p no:cacheprovider \
+  "$src/python/tests_jax"
