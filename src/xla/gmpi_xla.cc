@@ -22,6 +22,11 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
+
+#ifdef GMPI_XLA_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "gmpi.h"
 #include "xla/ffi/api/ffi.h"
@@ -71,6 +76,44 @@ struct Pending {
 std::mutex pending_lock;
 std::unordered_map<int64_t, Pending> pending;
 
+// Where a call's buffers live: host memory (the cpu platform), or device memory ordered on the
+// stream XLA hands the call (the CUDA platform, built with GMPI_XLA_CUDA), where gmpi runs in
+// stream-ordered mode on that stream.
+struct Memory {
+  void *stream; // NULL: host memory
+};
+
+void *Alloc(const Memory &m, size_t bytes) {
+#ifdef GMPI_XLA_CUDA
+  if (m.stream) {
+    void *p = nullptr;
+    return cudaMallocAsync(&p, bytes ? bytes : 1, (cudaStream_t)m.stream) == cudaSuccess ? p
+                                                                                         : nullptr;
+  }
+#endif
+  return std::malloc(bytes ? bytes : 1);
+}
+
+void Release(const Memory &m, void *p) {
+#ifdef GMPI_XLA_CUDA
+  if (m.stream) {
+    cudaFreeAsync(p, (cudaStream_t)m.stream);
+    return;
+  }
+#endif
+  std::free(p);
+}
+
+void Copy(const Memory &m, void *dst, const void *src, size_t bytes) {
+#ifdef GMPI_XLA_CUDA
+  if (m.stream) {
+    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)m.stream);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
 ffi::Error Failed(const char *what) {
   return ffi::Error::Internal(std::string("gmpi.jax: ") + what + ": " + gmpi_last_error());
 }
@@ -93,21 +136,21 @@ ffi::Error Check(gmpi_status_t st, const char *what) {
   return st == GMPI_SUCCESS ? ffi::Error::Success() : Failed(what);
 }
 
-ffi::Error Post(const Call &c, void *in, size_t bytes) {
+ffi::Error Post(const Memory &m, const Call &c, void *in, size_t bytes) {
   Pending p;
   p.bytes = bytes;
   p.is_recv = c.kind == kIrecv;
-  p.stage = std::malloc(bytes ? bytes : 1);
+  p.stage = Alloc(m, bytes);
   if (!p.stage) return Refused("no memory to stage " + std::to_string(bytes) + " bytes");
   gmpi_status_t st;
   if (p.is_recv) {
     st = gmpi_irecv(p.stage, (size_t)c.count, c.dtype, c.peer, c.tag, c.comm, &p.request);
   } else {
-    std::memcpy(p.stage, in, bytes);
+    Copy(m, p.stage, in, bytes);
     st = gmpi_isend(p.stage, (size_t)c.count, c.dtype, c.peer, c.tag, c.comm, &p.request);
   }
   if (st != GMPI_SUCCESS) {
-    std::free(p.stage);
+    Release(m, p.stage);
     return Failed(p.is_recv ? "irecv" : "isend");
   }
   std::lock_guard<std::mutex> hold(pending_lock);
@@ -116,7 +159,7 @@ ffi::Error Post(const Call &c, void *in, size_t bytes) {
     // without the wait): the first stays pending and is still waited by the wait.
     gmpi_request_t extra = p.request;
     gmpi_wait(&extra, nullptr);
-    std::free(p.stage);
+    Release(m, p.stage);
     return Refused("request slot " + std::to_string(c.slot) +
                    " posted twice without a wait in between: wait for each isend/irecv before "
                    "posting it again");
@@ -124,7 +167,7 @@ ffi::Error Post(const Call &c, void *in, size_t bytes) {
   return ffi::Error::Success();
 }
 
-ffi::Error Wait(const Call &c, void *out, size_t out_bytes) {
+ffi::Error Wait(const Memory &m, const Call &c, void *out, size_t out_bytes) {
   Pending p;
   {
     std::lock_guard<std::mutex> hold(pending_lock);
@@ -138,15 +181,16 @@ ffi::Error Wait(const Call &c, void *out, size_t out_bytes) {
   gmpi_msg_status_t got = {};
   gmpi_status_t st = gmpi_wait(&p.request, &got);
   if (st == GMPI_SUCCESS && p.is_recv) {
-    std::memcpy(out, p.stage, p.bytes < out_bytes ? p.bytes : out_bytes);
+    Copy(m, out, p.stage, p.bytes < out_bytes ? p.bytes : out_bytes);
     Fill(c.status, got, c.dtype);
   }
-  std::free(p.stage);
+  Release(m, p.stage);
   return Check(st, "wait");
 }
 
 // in: the call's input buffer (or NULL), out: its output buffer (or NULL).
-ffi::Error Run(const Call &c, const void *in, void *out, size_t in_bytes, size_t out_bytes) {
+ffi::Error Run(const Memory &m, const Call &c, const void *in, void *out, size_t in_bytes,
+               size_t out_bytes) {
   size_t n = (size_t)c.count;
   gmpi_msg_status_t got = {};
   int rank = 0, size = 1;
@@ -155,7 +199,7 @@ ffi::Error Run(const Call &c, const void *in, void *out, size_t in_bytes, size_t
   switch (c.kind) {
   case kAllreduce: return Check(gmpi_allreduce(in, out, n, c.dtype, c.op, c.comm), "allreduce");
   case kBcast:
-    if (rank == c.root && out != in) std::memcpy(out, in, out_bytes);
+    if (rank == c.root && out != in) Copy(m, out, in, out_bytes);
     return Check(gmpi_bcast(out, n, c.dtype, c.root, c.comm), "bcast");
   case kReduce:
     return Check(gmpi_reduce(in, rank == c.root ? out : nullptr, n, c.dtype, c.op, c.root, c.comm),
@@ -187,17 +231,18 @@ ffi::Error Run(const Call &c, const void *in, void *out, size_t in_bytes, size_t
     Fill(c.status, got, c.dtype);
     return ffi::Error::Success();
   case kIsend:
-  case kIrecv: return Post(c, const_cast<void *>(in), c.kind == kIsend ? in_bytes : out_bytes);
-  case kWait: return Wait(c, out, out_bytes);
+  case kIrecv: return Post(m, c, const_cast<void *>(in), c.kind == kIsend ? in_bytes : out_bytes);
+  case kWait: return Wait(m, c, out, out_bytes);
   default: return Refused("unknown call kind " + std::to_string(c.kind));
   }
 }
 
 // Operands: the inputs, then the token; results: the outputs, then the token. Irecv's first
 // result is its request (the slot number), isend's too; wait reads only the slot attribute.
-ffi::Error Call_(ffi::RemainingArgs args, ffi::RemainingRets rets, int32_t kind, int64_t comm,
-                 int32_t dtype, int32_t op, int64_t count, int32_t root, int32_t peer, int32_t tag,
-                 int32_t peer2, int32_t tag2, int64_t status, int64_t slot) {
+ffi::Error Dispatch(const Memory &m, ffi::RemainingArgs args, ffi::RemainingRets rets, int32_t kind,
+                    int64_t comm, int32_t dtype, int32_t op, int64_t count, int32_t root,
+                    int32_t peer, int32_t tag, int32_t peer2, int32_t tag2, int64_t status,
+                    int64_t slot) {
   if (kind < 0 || kind >= kKindCount) return Refused("unknown call kind " + std::to_string(kind));
   Call c = {kind,
             reinterpret_cast<gmpi_comm_t>(comm),
@@ -227,34 +272,64 @@ ffi::Error Call_(ffi::RemainingArgs args, ffi::RemainingRets rets, int32_t kind,
     out_bytes = (*r)->size_bytes();
   }
   if (c.kind == kIsend || c.kind == kIrecv) {
-    // The request result is an int32 scalar holding the slot; irecv has no data result, and
-    // its size comes from the count.
-    if (out) *static_cast<int32_t *>(out) = static_cast<int32_t>(slot);
+    // The request result is an int32 scalar that only orders the wait after the post: the slot
+    // on the host, zero on a device. Irecv has no data result; its size comes from the count.
+    if (out && !m.stream) *static_cast<int32_t *>(out) = static_cast<int32_t>(slot);
+#ifdef GMPI_XLA_CUDA
+    if (out && m.stream) cudaMemsetAsync(out, 0, sizeof(int32_t), (cudaStream_t)m.stream);
+#endif
     out = nullptr;
     out_bytes = c.kind == kIrecv ? (size_t)count * gmpi_dtype_size(c.dtype) : 0;
   }
-  return Run(c, in, out, in_bytes, out_bytes);
+  return Run(m, c, in, out, in_bytes, out_bytes);
 }
+
+// The attributes every call has, in Dispatch's order, added to a handler's binding.
+template <typename Binding> auto WithCallAttrs(Binding b) {
+  return std::move(b)
+      .template Attr<int32_t>("kind")
+      .template Attr<int64_t>("comm")
+      .template Attr<int32_t>("dtype")
+      .template Attr<int32_t>("op")
+      .template Attr<int64_t>("count")
+      .template Attr<int32_t>("root")
+      .template Attr<int32_t>("peer")
+      .template Attr<int32_t>("tag")
+      .template Attr<int32_t>("peer2")
+      .template Attr<int32_t>("tag2")
+      .template Attr<int64_t>("status")
+      .template Attr<int64_t>("slot");
+}
+
+auto OnHost = [](ffi::RemainingArgs args, ffi::RemainingRets rets, auto... attrs) {
+  return Dispatch(Memory{nullptr}, args, rets, attrs...);
+};
+
+#ifdef GMPI_XLA_CUDA
+// Device arrays: gmpi runs stream-ordered on XLA's stream, so collectives are enqueued there
+// and return; point to point completes as gmpi's waits do (docs/design.md, stream-ordered mode).
+auto OnDevice = [](cudaStream_t stream, ffi::RemainingArgs args, ffi::RemainingRets rets,
+                   int32_t kind, int64_t comm, auto... attrs) {
+  if (gmpi_comm_set_stream(reinterpret_cast<gmpi_comm_t>(comm), stream) != GMPI_SUCCESS)
+    return Failed("gmpi_comm_set_stream");
+  return Dispatch(Memory{stream}, args, rets, kind, comm, attrs...);
+};
+#endif
 
 } // namespace
 
-// The one exported symbol: python/gmpi/jax registers it with XLA for the cpu platform.
+// The exported symbols: python/gmpi/jax registers them with XLA, for the cpu platform and, when
+// built with CUDA, the CUDA platform.
 extern "C" __attribute__((visibility("default"))) XLA_FFI_Error *
 gmpi_xla_call(XLA_FFI_CallFrame *call_frame);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(gmpi_xla_call, OnHost,
+                              WithCallAttrs(ffi::Ffi::Bind().RemainingArgs().RemainingRets()));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(gmpi_xla_call, Call_,
-                              ffi::Ffi::Bind()
-                                  .RemainingArgs()
-                                  .RemainingRets()
-                                  .Attr<int32_t>("kind")
-                                  .Attr<int64_t>("comm")
-                                  .Attr<int32_t>("dtype")
-                                  .Attr<int32_t>("op")
-                                  .Attr<int64_t>("count")
-                                  .Attr<int32_t>("root")
-                                  .Attr<int32_t>("peer")
-                                  .Attr<int32_t>("tag")
-                                  .Attr<int32_t>("peer2")
-                                  .Attr<int32_t>("tag2")
-                                  .Attr<int64_t>("status")
-                                  .Attr<int64_t>("slot"));
+#ifdef GMPI_XLA_CUDA
+extern "C" __attribute__((visibility("default"))) XLA_FFI_Error *
+gmpi_xla_call_cuda(XLA_FFI_CallFrame *call_frame);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    gmpi_xla_call_cuda, OnDevice,
+    WithCallAttrs(
+        ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>().RemainingArgs().RemainingRets()));
+#endif

@@ -21,8 +21,9 @@ at its first use in gmpi.jax, collectively over it (gmpi.init), so the first cal
 communicator must be one every rank of it makes, or call gmpi.jax.comm_for(comm) on all of them
 first. Differentiation where mpi4jax defines it: allreduce with SUM (its transpose is the
 identity, as mpi4jax's: the loss is the same on every rank) and sendrecv (the cotangent goes
-back the way the data came); vmap of allreduce. Device (cuda) arrays are not handled yet: this
-version registers the CPU handlers only."""
+back the way the data came); vmap of allreduce. Device (cuda) arrays go to a CUDA handler
+(gmpi stream-ordered on XLA's stream) when libgmpi_xla has one; that path has not run on a GPU
+yet (docs/jax.md)."""
 import itertools
 from functools import partial
 
@@ -48,8 +49,9 @@ ANY_TAG = _gcomm.ANY_TAG
 
 
 def has_cuda_support():
-    """False: this version lowers to gmpi's host engine only (CPU arrays)."""
-    return False
+    """True when device (cuda) arrays lower to gmpi's CUDA handler: libgmpi_xla was built with
+    the cuda backend and jax has its CUDA plugin. Not yet proven on a GPU (docs/jax.md)."""
+    return _xla.CUDA
 
 
 # ---- communicators, ops, dtypes, statuses -------------------------------------------------------
@@ -59,11 +61,42 @@ _by_mpi = {}
 _statuses = {}  # address -> the mpi4py Status it belongs to, kept alive: compiled code writes it
 
 
+def _fraction(name, default):
+    import os
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        raise _lib.GmpiError(1, "%s = %r is not a fraction" % (name, os.environ[name])) from None
+
+
+def _fit_device(comm):
+    """On a cuda comm: JAX's default device becomes gmpi's (local rank's) GPU, and XLA's
+    preallocated pool and gmpi's reserved budget must fit on it together."""
+    if comm.backend != "cuda" or not _xla.CUDA:
+        return
+    import os
+    xla = _fraction("XLA_PYTHON_CLIENT_MEM_FRACTION", 0.75)
+    if os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true").lower() in ("0", "false"):
+        xla = 0.0
+    gmpi_reserved = (_fraction("GMPI_GPU_MEM_FRACTION", 0.75)
+                     if os.environ.get("GMPI_GPU_PREALLOCATE", "0") == "1" else 0.0)
+    _lib.check_arg(xla + gmpi_reserved <= 0.9, "XLA preallocates %.2f of the GPU "
+                   "(XLA_PYTHON_CLIENT_MEM_FRACTION) and gmpi reserves %.2f "
+                   "(GMPI_GPU_PREALLOCATE=1, GMPI_GPU_MEM_FRACTION): together over 0.9, leaving "
+                   "NCCL too little; lower one of them" % (xla, gmpi_reserved))
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    mine = [d for d in gpus if d.id == comm.device]
+    _lib.check_arg(bool(mine), "gmpi uses GPU %d on this rank, which JAX does not see (JAX sees "
+                   "%s)" % (comm.device, [d.id for d in gpus]))
+    jax.config.update("jax_default_device", mine[0])
+
+
 def comm_for(comm=None):
     """The gmpi.Comm gmpi.jax uses for comm (None: the world). Collective the first time."""
     if comm is None:
         if not _default:
             _default.append(_gcomm.init())
+            _fit_device(_default[0])
         return _default[0]
     if isinstance(comm, _gcomm.Comm):
         return comm
@@ -77,6 +110,7 @@ def comm_for(comm=None):
     key = MPI._handleof(comm)
     if key not in _by_mpi:
         _by_mpi[key] = _gcomm.init(comm)
+        _fit_device(_by_mpi[key])
     return _by_mpi[key]
 
 
@@ -147,6 +181,8 @@ def _primitive(name):
     p.def_impl(partial(dispatch.apply_primitive, p))
     p.def_effectful_abstract_eval(_abstract)
     mlir.register_lowering(p, _lowering, platform="cpu")
+    if _xla.CUDA:
+        mlir.register_lowering(p, _lowering, platform="cuda")
     return p
 
 

@@ -44,6 +44,22 @@ _handlers = _load()
 jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(_handlers.gmpi_xla_call), platform="cpu")
 
 
+def _register_cuda():
+    """The CUDA handler, when libgmpi_xla was built with the cuda backend and jax has a CUDA
+    plugin: True when registered."""
+    if not hasattr(_handlers, "gmpi_xla_call_cuda"):
+        return False
+    try:
+        jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(_handlers.gmpi_xla_call_cuda),
+                                    platform="CUDA")
+    except Exception:  # no CUDA plugin in this jax
+        return False
+    return True
+
+
+CUDA = _register_cuda()
+
+
 class _OrderedMpi(effects.Effect):
     """MPI calls happen in program order on every rank: an ordered effect, threaded by a token."""
 
