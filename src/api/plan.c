@@ -105,6 +105,7 @@ static void dump_step(FILE *out, const gmpi_plan_step_t *s, int index) {
             a->count, gmpi_dtype_name(a->dtype));
     if (gmpi_coll_has_op(a->kind)) fprintf(out, " op=%s", gmpi_op_name(a->op));
     if (gmpi_coll_has_root(a->kind)) fprintf(out, " root=%d", a->root);
+    if (s->fuse_why) fprintf(out, " [%s]", s->fuse_why); /* why it did not join the run before */
     break;
   }
   case PLAN_SEND:

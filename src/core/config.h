@@ -42,6 +42,7 @@ typedef struct {
   gmpi_timeout_action_t timeout_action; /* GMPI_TIMEOUT_ACTION: end (the job), status */
   gmpi_log_level_t debug;               /* GMPI_DEBUG */
   int check;                            /* GMPI_CHECK: 1 = agree on every collective's signature */
+  int plan_fuse;                        /* GMPI_PLAN_FUSE: 1 = fuse plans' small collectives */
   gmpi_p2p_mode_t p2p;                  /* GMPI_P2P: auto, native, envelope */
   gmpi_device_p2p_t device_p2p;         /* GMPI_DEVICE_P2P: auto, nccl */
   size_t max_chunk;          /* GMPI_MAX_CHUNK: most elements per MPI call (tests lower it) */

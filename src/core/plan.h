@@ -26,8 +26,17 @@ typedef struct {
   size_t bytes;          /* bytes that move (a receive: the matched message's) */
   int group;             /* lowering: steps with one group number run together */
   int fuse_next;         /* COLL: on every rank the next collective follows with no p2p between */
-  char lowered[48];      /* backend call this step became, for gmpi_plan_dump */
-  size_t *owned;         /* COLL: the step's copy of a v-variant's arrays (coll points here) */
+  /* COLL, fusion (core/plan_fuse.h): a run of collectives replayed as one over a packed
+   * buffer. run_len: on the run's first step, how many collectives it holds (1: not fused);
+   * run_first: the first step of the run this one belongs to (its own index when first);
+   * run_offset: where its elements start in the packed buffer; run_count: the first step's
+   * total elements. fuse_why: why this collective starts a run rather than joining the one
+   * before (gmpi_plan_dump), NULL when it joined. */
+  int run_len, run_first;
+  size_t run_offset, run_count;
+  const char *fuse_why;
+  char lowered[48]; /* backend call this step became, for gmpi_plan_dump */
+  size_t *owned;    /* COLL: the step's copy of a v-variant's arrays (coll points here) */
 } gmpi_plan_step_t;
 
 struct gmpi_plan {

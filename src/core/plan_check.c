@@ -23,11 +23,13 @@
 #include "match.h"
 #include "oob.h"
 #include "ops.h"
+#include "plan_fuse.h"
 
 /* One step as it travels between ranks. */
 typedef struct {
   int32_t kind, coll, dtype, op, root, peer, tag, request;
   uint64_t count;
+  int32_t reach, unused; /* COLL: this rank's fusion reach (plan_fuse.h) */
 } wire_step_t;
 
 typedef struct {
@@ -360,6 +362,30 @@ static void mark_fusable(const plan_view_t *v, gmpi_plan_step_t *steps, int n) {
   free(fuse);
 }
 
+/* Fusion runs, the same on every rank: each collective's reach is the least over the ranks
+ * (collectives are matched by their order, checked equal above). */
+static void fuse(const plan_view_t *v, gmpi_plan_step_t *steps, int n) {
+  int ncoll = 0;
+  for (int i = 0; i < n; i++)
+    ncoll += steps[i].kind == PLAN_COLL;
+  uint8_t *least = malloc((size_t)ncoll + 1), *reach = calloc((size_t)n + 1, 1);
+  if (least && reach) {
+    memset(least, 255, (size_t)ncoll + 1);
+    for (int r = 0; r < v->nranks; r++)
+      for (int j = 0, k = 0; j < v->n[r] && k < ncoll; j++)
+        if (v->step[r][j].kind == PLAN_COLL) {
+          int32_t got = v->step[r][j].reach;
+          least[k] = got < least[k] ? (uint8_t)(got < 0 ? 0 : got) : least[k];
+          k++;
+        }
+    for (int i = 0, k = 0; i < n; i++)
+      if (steps[i].kind == PLAN_COLL) reach[i] = least[k++];
+  } /* without memory reach stays 0: nothing fuses, which is always correct */
+  if (reach) gmpi_plan_fuse_runs(steps, n, reach);
+  free(least);
+  free(reach);
+}
+
 static wire_step_t to_wire(const gmpi_plan_step_t *s) {
   wire_step_t w;
   memset(&w, 0, sizeof(w));
@@ -398,7 +424,7 @@ static void free_view(plan_view_t *v) {
 
 /* Gather everything (one allgatherv: a header int pair, then the steps). */
 static gmpi_status_t gather_view(gmpi_comm_t comm, const gmpi_plan_step_t *steps, int n,
-                                 int unwaited, plan_view_t *v, void **blob) {
+                                 int unwaited, const uint8_t *reach, plan_view_t *v, void **blob) {
   size_t bytes = 2 * sizeof(int32_t) + (size_t)n * sizeof(wire_step_t);
   char *mine = malloc(bytes);
   if (!mine) return gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory for %d steps", n);
@@ -406,6 +432,7 @@ static gmpi_status_t gather_view(gmpi_comm_t comm, const gmpi_plan_step_t *steps
   memcpy(mine, head, sizeof(head));
   for (int i = 0; i < n; i++) {
     wire_step_t w = to_wire(&steps[i]);
+    w.reach = reach[i];
     memcpy(mine + sizeof(head) + (size_t)i * sizeof(w), &w, sizeof(w));
   }
   size_t *offs = NULL;
@@ -448,8 +475,11 @@ gmpi_status_t gmpi_plan_check(gmpi_comm_t comm, gmpi_plan_step_t *steps, int n, 
   memset(&v, 0, sizeof(v));
   void *blob = NULL;
   int *nseg = calloc((size_t)comm->size, sizeof(int));
-  gmpi_status_t st = nseg ? GMPI_SUCCESS : gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory");
-  if (st == GMPI_SUCCESS) st = gather_view(comm, steps, n, unwaited, &v, &blob);
+  uint8_t *reach = calloc((size_t)n + 1, 1);
+  gmpi_status_t st =
+      nseg && reach ? GMPI_SUCCESS : gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory");
+  if (st == GMPI_SUCCESS) gmpi_plan_fuse_reach(steps, n, comm->cfg.plan_fuse, reach);
+  if (st == GMPI_SUCCESS) st = gather_view(comm, steps, n, unwaited, reach, &v, &blob);
   if (st == GMPI_SUCCESS) st = check_waits(&v);
   if (st == GMPI_SUCCESS) st = check_collectives(&v);
   for (int r = 0; r < comm->size && st == GMPI_SUCCESS; r++)
@@ -458,6 +488,7 @@ gmpi_status_t gmpi_plan_check(gmpi_comm_t comm, gmpi_plan_step_t *steps, int n, 
   if (st == GMPI_SUCCESS) { /* our steps learn their partners and groups */
     int me = comm->rank;
     mark_fusable(&v, steps, n);
+    fuse(&v, steps, n);
     for (int i = 0; i < n; i++) {
       steps[i].group = v.group[me][i];
       if (steps[i].kind != PLAN_SEND && steps[i].kind != PLAN_RECV) continue;
@@ -472,5 +503,6 @@ gmpi_status_t gmpi_plan_check(gmpi_comm_t comm, gmpi_plan_step_t *steps, int n, 
   free_view(&v);
   free(blob);
   free(nseg);
+  free(reach);
   return st;
 }

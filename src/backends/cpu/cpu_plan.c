@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "../../core/comm.h"
+#include "../../core/dtype.h"
 #include "../../core/error.h"
 #include "../../core/ops.h"
 #include "../../core/plan.h"
+#include "../../core/plan_fuse.h"
 #include "../../mpi/mpi_check.h"
 #include "../../mpi/oob.h"
 #include "../../mpi/types.h"
@@ -22,6 +24,7 @@ typedef struct {
   MPI_Datatype *types; /* their byte types */
   int *first, *count;  /* per group: first request and how many (0 for a collective) */
   int n_groups;
+  void *packed; /* fused runs' packed buffer, as large as the largest run (plan_fuse.h) */
 } cpu_plan_t;
 
 void gmpi_cpu_plan_free(void *lowered) {
@@ -35,6 +38,7 @@ void gmpi_cpu_plan_free(void *lowered) {
   free(cp->types);
   free(cp->first);
   free(cp->count);
+  free(cp->packed);
   free(cp);
 }
 
@@ -69,7 +73,13 @@ static void name_step(gmpi_plan_step_t *s) {
       [GMPI_COLL_ALLTOALLV] = "MPI_Alltoallv",
       [GMPI_COLL_REDUCE_SCATTERV] = "MPI_Reduce_scatter",
   };
-  if (s->kind == PLAN_COLL) snprintf(s->lowered, sizeof(s->lowered), "%s", mpi_name[s->coll.kind]);
+  if (s->kind == PLAN_COLL && s->run_len == 0) /* a later member of a fused run */
+    snprintf(s->lowered, sizeof(s->lowered), "(packed into step %d's call)", s->run_first);
+  else if (s->kind == PLAN_COLL && s->run_len > 1)
+    snprintf(s->lowered, sizeof(s->lowered), "%s (%d fused, packed)", mpi_name[s->coll.kind],
+             s->run_len);
+  else if (s->kind == PLAN_COLL)
+    snprintf(s->lowered, sizeof(s->lowered), "%s", mpi_name[s->coll.kind]);
   if (s->kind == PLAN_WAIT) snprintf(s->lowered, sizeof(s->lowered), "(group end: MPI_Waitall)");
 }
 
@@ -92,6 +102,17 @@ gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi
     goto fail;
   }
   cp->n_groups = ng;
+  size_t packed = 0;
+  for (int i = 0; i < ns; i++) {
+    const gmpi_plan_step_t *s = &plan->steps[i];
+    size_t b =
+        s->kind == PLAN_COLL && s->run_len > 1 ? s->run_count * gmpi_dtype_size(s->coll.dtype) : 0;
+    packed = b > packed ? b : packed;
+  }
+  if (packed && !(cp->packed = malloc(packed))) {
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan's %zu-byte packed buffer", packed);
+    goto fail;
+  }
   for (int i = 0; i < ns; i++) {
     gmpi_plan_step_t *s = &plan->steps[i];
     name_step(s);
@@ -109,6 +130,46 @@ fail:
   return st;
 }
 
+/* Copy each collective of the run that starts at step first into the packed buffer (to: 1),
+ * or the packed result out to each (to: 0). A bcast's root packs and the others unpack. */
+static void move_run(const struct gmpi_plan *plan, int first, char *packed, int to, int me) {
+  const gmpi_plan_step_t *f = &plan->steps[first];
+  size_t es = gmpi_dtype_size(f->coll.dtype);
+  int is_bcast = f->coll.kind == GMPI_COLL_BCAST;
+  if (is_bcast && (me == f->coll.root) != to) return;
+  for (int i = first, left = f->run_len; left > 0 && i < plan->n_steps; i++) {
+    const gmpi_plan_step_t *s = &plan->steps[i];
+    if (s->kind != PLAN_COLL) continue;
+    char *at = packed + s->run_offset * es;
+    size_t bytes = s->coll.count * es;
+    if (to)
+      memcpy(at, is_bcast ? s->coll.recvbuf : s->coll.sendbuf, bytes);
+    else
+      memcpy(s->coll.recvbuf, at, bytes);
+    left--;
+  }
+}
+
+/* A collective step: run alone, run its whole fused run packed, or nothing (a later member of
+ * a run, already run). */
+static gmpi_status_t replay_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const struct gmpi_plan *plan,
+                                 const cpu_plan_t *cp, int i) {
+  const gmpi_plan_step_t *s = &plan->steps[i];
+  if (s->run_len == 0) return GMPI_SUCCESS;
+  gmpi_coll_args_t fused;
+  const gmpi_coll_args_t *a = &s->coll;
+  if (s->run_len > 1) {
+    move_run(plan, i, cp->packed, 1, comm->rank);
+    fused = gmpi_plan_fused_args(s, cp->packed);
+    a = &fused;
+  }
+  gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count); /* blocking: watched */
+  gmpi_status_t st = gmpi_cpu_coll_run(comm, cpu, a);
+  gmpi_watch_exit(comm);
+  if (st == GMPI_SUCCESS && s->run_len > 1) move_run(plan, i, cp->packed, 0, comm->rank);
+  return st;
+}
+
 gmpi_status_t gmpi_cpu_plan_replay(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
                                    void *lowered) {
   cpu_plan_t *cp = lowered;
@@ -118,11 +179,8 @@ gmpi_status_t gmpi_cpu_plan_replay(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmp
   int group = -1;
   for (int i = 0; i < plan->n_steps; i++) {
     gmpi_plan_step_t *s = &plan->steps[i];
-    if (s->kind == PLAN_COLL) { /* a blocking call: watched (core/watchdog.h) */
-      gmpi_watch_enter(comm, gmpi_coll_name(s->coll.kind), s->coll.count);
-      gmpi_status_t st = gmpi_cpu_coll_run(comm, cpu, &s->coll);
-      gmpi_watch_exit(comm);
-      GMPI_CHECK(st);
+    if (s->kind == PLAN_COLL) {
+      GMPI_CHECK(replay_coll(comm, cpu, plan, cp, i));
       continue;
     }
     if (s->kind == PLAN_WAIT || s->group == group) continue;

@@ -76,9 +76,25 @@ static gmpi_status_t capture_p2p_group(gmpi_comm_t comm, struct gmpi_plan *plan,
   return GMPI_SUCCESS;
 }
 
+/* Fused runs (core/plan_fuse.h) are not packed on cuda yet: each collective stays its own
+ * NCCL call, small ones sharing one NCCL group (below), until packing is measured against that
+ * on a GPU. The steps say so in gmpi_plan_dump. */
+static void unfuse(struct gmpi_plan *plan) {
+  for (int i = 0; i < plan->n_steps; i++) {
+    gmpi_plan_step_t *st = &plan->steps[i];
+    if (st->kind != PLAN_COLL || (st->run_len == 1 && st->fuse_why)) continue;
+    st->run_len = 1;
+    st->run_first = i;
+    st->run_offset = 0;
+    st->run_count = st->coll.count;
+    st->fuse_why = "not packed on cuda yet (one NCCL group instead)";
+  }
+}
+
 /* Enqueue the whole plan on s (being captured). */
 static gmpi_status_t capture_steps(gmpi_comm_t comm, struct gmpi_plan *plan, cudaStream_t s) {
   ncclComm_t nc = ((cuda_comm_t *)comm->be)->nccl;
+  unfuse(plan);
   int in_group = 0, last_group = -1;
   for (int i = 0; i < plan->n_steps; i++) {
     gmpi_plan_step_t *st = &plan->steps[i];

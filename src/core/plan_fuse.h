@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Plan fusion: runs of small collectives a plan records back to back become one collective
+ * over a packed buffer at replay (see plan_fuse.c). */
+#ifndef GMPI_CORE_PLAN_FUSE_H
+#define GMPI_CORE_PLAN_FUSE_H
+
+#include <stdint.h>
+
+#include "plan.h"
+
+/* The most collectives in one run, a collective's largest size to be fused, a run's largest
+ * packed size. */
+#define GMPI_FUSE_MAX_STEPS  255
+#define GMPI_FUSE_STEP_BYTES ((size_t)256 << 10)
+#define GMPI_FUSE_RUN_BYTES  ((size_t)8 << 20)
+
+/* This rank's part, before the plan's steps are gathered: reach[i] for each collective step i
+ * is how many collectives right before it may share a run with it here (their buffers and
+ * its own are independent, their kinds fusable alike); 0 for other steps, or when fusing is
+ * off (enabled 0). Linear in n (at most GMPI_FUSE_MAX_STEPS looks a step). */
+void gmpi_plan_fuse_reach(const gmpi_plan_step_t *steps, int n, int enabled, uint8_t *reach);
+
+/* Every rank, the same: with reach folded over the ranks (the least, per step) and fuse_next
+ * set, form the runs and fill the steps' run fields and fuse_why. */
+void gmpi_plan_fuse_runs(gmpi_plan_step_t *steps, int n, const uint8_t *reach);
+
+/* For a run's first step: the collective that replays the whole run on a packed buffer of
+ * run_count elements (in place: sendbuf == recvbuf == packed). */
+gmpi_coll_args_t gmpi_plan_fused_args(const gmpi_plan_step_t *first, void *packed);
+
+#endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Plan fusion (core/plan_fuse.c): a replay equals the eager calls, value for value on every
+ * rank, for sequences that fuse and sequences that must not -- a collective reading another's
+ * result, in place, mixed dtypes and ops, point to point between, buffers that overlap on one
+ * rank only, a collective too large -- and gmpi_plan_dump says what was fused and why not.
+ * With GMPI_PLAN_FUSE=0 (ctest variant) nothing fuses and the values are the same. On cuda the
+ * runs are not packed (dump says so) and only the values are checked. */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_values.h"
+
+static int rank, size, fuse_on, packs; /* packs: this backend packs fused runs (cpu) */
+static gmpi_comm_t comm;
+
+#define SMALL 6     /* elements of each small collective */
+#define MANY  100   /* small collectives in a fusable run */
+#define BIG   70000 /* elements of a collective too large to fuse (280 KB of float32) */
+
+/* A recorded sequence writes only into out (and in, where in place); both are bufs_t. */
+typedef struct {
+  float *in, *out;
+  int32_t *iin, *iout;
+  double *din, *dout;
+} bufs_t;
+
+static size_t nf(void) { return (size_t)MANY * SMALL + BIG + 64; }
+
+static void bufs_alloc(bufs_t *b) {
+  b->in = t_alloc(nf() * sizeof(float));
+  b->out = t_alloc(nf() * sizeof(float));
+  b->iin = t_alloc(MANY * SMALL * sizeof(int32_t));
+  b->iout = t_alloc(MANY * SMALL * sizeof(int32_t));
+  b->din = t_alloc(MANY * SMALL * sizeof(double));
+  b->dout = t_alloc(MANY * SMALL * sizeof(double));
+}
+
+static void bufs_free(bufs_t *b) {
+  t_free(b->in), t_free(b->out), t_free(b->iin), t_free(b->iout), t_free(b->din), t_free(b->dout);
+}
+
+/* Small integers, different per rank and replay: every sum and product is exact. */
+static void fill(bufs_t *b, int it) {
+  size_t n = nf(), m = MANY * SMALL;
+  float *f = t_host(n * sizeof(float));
+  int32_t *i32 = t_host(m * sizeof(int32_t));
+  double *d = t_host(m * sizeof(double));
+  for (size_t i = 0; i < n; i++)
+    f[i] = (float)((rank * 5 + (int)i + it * 3) % 7);
+  for (size_t i = 0; i < m; i++) {
+    i32[i] = (rank * 3 + (int)i + it) % 11 - 5;
+    d[i] = (double)((rank + (int)i * 2 + it) % 9);
+  }
+  t_put(b->in, f, n * sizeof(float));
+  t_put(b->out, f, n * sizeof(float));
+  t_put(b->iin, i32, m * sizeof(int32_t));
+  t_put(b->iout, i32, m * sizeof(int32_t));
+  t_put(b->din, d, m * sizeof(double));
+  t_put(b->dout, d, m * sizeof(double));
+  free(f), free(i32), free(d);
+}
+
+typedef void (*seq_fn)(bufs_t *b);
+
+/* 100 independent small allreduces, then 100 small bcasts from the last rank: two runs. */
+static void seq_independent(bufs_t *b) {
+  for (int k = 0; k < MANY; k++)
+    T_OK(
+        gmpi_allreduce(b->in + k * SMALL, b->out + k * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+  for (int k = 0; k < MANY; k++)
+    T_OK(gmpi_bcast(b->iout + k * SMALL, SMALL, GMPI_INT32, size - 1, comm));
+}
+
+/* Each allreduce reads the one before's result: nothing may fuse with its predecessor. */
+static void seq_chain(bufs_t *b) {
+  T_OK(gmpi_allreduce(b->in, b->out, SMALL, GMPI_FLOAT32, GMPI_MAX, comm));
+  for (int k = 1; k < 20; k++)
+    T_OK(gmpi_allreduce(b->out + (k - 1) * SMALL, b->out + k * SMALL, SMALL, GMPI_FLOAT32, GMPI_MAX,
+                        comm));
+}
+
+/* In place, alternating dtypes and ops (runs of one each), then same-kind pairs in place. */
+static void seq_mixed_in_place(bufs_t *b) {
+  for (int k = 0; k < 30; k++) {
+    T_OK(gmpi_allreduce(b->iout + k * SMALL, b->iout + k * SMALL, SMALL, GMPI_INT32, GMPI_SUM,
+                        comm));
+    T_OK(gmpi_allreduce(b->dout + k * SMALL, b->dout + k * SMALL, SMALL, GMPI_FLOAT64,
+                        k % 2 ? GMPI_MAX : GMPI_PROD, comm));
+  }
+  for (int k = 30; k < MANY; k++)
+    T_OK(gmpi_allreduce(b->dout + k * SMALL, b->dout + k * SMALL, SMALL, GMPI_FLOAT64, GMPI_MIN,
+                        comm));
+}
+
+/* Point to point between collectives: the runs stop at it. */
+static void seq_p2p_between(bufs_t *b) {
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  gmpi_request_t r[2];
+  for (int k = 0; k < 10; k++)
+    T_OK(
+        gmpi_allreduce(b->in + k * SMALL, b->out + k * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+  T_OK(gmpi_irecv(b->out + 50 * SMALL, SMALL, GMPI_FLOAT32, left, 3, comm, &r[0]));
+  T_OK(gmpi_isend(b->in + 60 * SMALL, SMALL, GMPI_FLOAT32, right, 3, comm, &r[1]));
+  T_OK(gmpi_waitall(2, r, NULL));
+  for (int k = 10; k < 20; k++)
+    T_OK(
+        gmpi_allreduce(b->in + k * SMALL, b->out + k * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+}
+
+/* On rank 0 only, the second allreduce's input overlaps the first's output: no rank may fuse
+ * them (the ranks would call different collectives), and the third joins nothing before it. */
+static void seq_overlap_one_rank(bufs_t *b) {
+  float *second_in = rank == 0 ? b->out + 2 : b->in + SMALL;
+  T_OK(gmpi_allreduce(b->in, b->out, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+  T_OK(gmpi_allreduce(second_in, b->out + 2 * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+  T_OK(gmpi_allreduce(b->in + 3 * SMALL, b->out + 3 * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+}
+
+/* A collective over 256 KiB between small ones: not fused, and it splits the run. */
+static void seq_big_between(bufs_t *b) {
+  for (int k = 0; k < 5; k++)
+    T_OK(
+        gmpi_allreduce(b->in + k * SMALL, b->out + k * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+  size_t at = (size_t)MANY * SMALL;
+  T_OK(gmpi_allreduce(b->in + at, b->out + at, BIG, GMPI_FLOAT32, GMPI_SUM, comm));
+  for (int k = 5; k < 10; k++)
+    T_OK(
+        gmpi_allreduce(b->in + k * SMALL, b->out + k * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+}
+
+static void compare(const char *what, bufs_t *e, bufs_t *p) {
+  size_t n = nf(), m = MANY * SMALL;
+  float *ef = t_host(n * sizeof(float)), *pf = t_host(n * sizeof(float));
+  t_get(ef, e->out, n * sizeof(float));
+  t_get(pf, p->out, n * sizeof(float));
+  t_check_buffer(what, GMPI_FLOAT32, pf, ef, n);
+  int32_t *ei = t_host(m * sizeof(int32_t)), *pi = t_host(m * sizeof(int32_t));
+  t_get(ei, e->iout, m * sizeof(int32_t));
+  t_get(pi, p->iout, m * sizeof(int32_t));
+  t_check_buffer(what, GMPI_INT32, pi, ei, m);
+  double *ed = t_host(m * sizeof(double)), *pd = t_host(m * sizeof(double));
+  t_get(ed, e->dout, m * sizeof(double));
+  t_get(pd, p->dout, m * sizeof(double));
+  t_check_buffer(what, GMPI_FLOAT64, pd, ed, m);
+  free(ef), free(pf), free(ei), free(pi), free(ed), free(pd);
+}
+
+/* How many times gmpi_plan_dump's text holds word. */
+static int dump_count(gmpi_plan_t plan, const char *word) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  T_TRUE(f != NULL);
+  T_OK(gmpi_plan_dump(plan, f));
+  fclose(f);
+  int n = 0;
+  for (const char *at = text; (at = strstr(at, word)) != NULL; at += strlen(word))
+    n++;
+  free(text);
+  return n;
+}
+
+/* Record seq, replay it 5 times with new inputs against the eager calls, and check that the
+ * dump shows `runs` fused runs, fused_word among them, where the backend packs and fusion is
+ * on (none otherwise). */
+static void plan_equals_eager(const char *what, seq_fn seq, const char *fused_word, int runs) {
+  bufs_t e, p;
+  bufs_alloc(&e);
+  bufs_alloc(&p);
+  gmpi_plan_t plan = NULL;
+  T_OK(gmpi_plan_begin(comm));
+  seq(&p);
+  T_OK(gmpi_plan_end(comm, &plan));
+  for (int it = 0; it < 5; it++) {
+    fill(&e, it);
+    fill(&p, it);
+    seq(&e);
+    T_OK(gmpi_plan_run(plan));
+    compare(what, &e, &p);
+  }
+  int expect = fuse_on && packs ? runs : 0;
+  int got = dump_count(plan, "fused, packed");
+  if (got != expect || (fused_word && expect && dump_count(plan, fused_word) < 1)) {
+    if (rank == 0) gmpi_plan_dump(plan, stderr);
+    T_FAIL_("%s: %d fused runs in the dump, expected %d%s%s", what, got, expect,
+            fused_word ? " including " : "", fused_word ? fused_word : "");
+  }
+  T_OK(gmpi_plan_free(&plan));
+  bufs_free(&e);
+  bufs_free(&p);
+}
+
+int main(int argc, char **argv) {
+  comm = t_init(&argc, &argv);
+  gmpi_comm_rank(comm, &rank);
+  gmpi_comm_size(comm, &size);
+  const char *env = getenv("GMPI_PLAN_FUSE");
+  fuse_on = !(env && strcmp(env, "0") == 0);
+  gmpi_backend_t backend;
+  T_OK(gmpi_comm_backend(comm, &backend));
+  packs = backend == GMPI_BACKEND_CPU || getenv("GMPI_TEST_HOST_BUFFERS") != NULL;
+  plan_equals_eager("independent allreduces and bcasts", seq_independent, "(100 fused, packed)", 2);
+  plan_equals_eager("a chain of dependent allreduces", seq_chain, NULL, 0);
+  /* 30 int32 + 30 float64 alternating never fuse; the 70 float64 MIN in place fuse once */
+  plan_equals_eager("mixed dtypes and ops, in place", seq_mixed_in_place, "(70 fused, packed)", 1);
+  plan_equals_eager("point to point between", seq_p2p_between, "(10 fused, packed)", 2);
+  /* allreduces 2 and 3 may fuse (2's input overlaps 1's output on rank 0 only) */
+  plan_equals_eager("overlap on one rank", seq_overlap_one_rank, "(2 fused, packed)", 1);
+  plan_equals_eager("a large collective between", seq_big_between, "(5 fused, packed)", 2);
+  return t_finish("plan fusion");
+}
