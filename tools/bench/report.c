@@ -106,9 +106,9 @@ int bench_report_json(bench_report_t *r, const bench_ctx_t *c, const bench_run_i
     else
       fputs("null", f);
     fprintf(f, ", \"bytes\": %zu, \"count\": %zu", w->bytes, w->count);
-    json_number(f, "time_us", w->time_us, timed, "%.3f");
-    json_number(f, "algbw_gbs", w->algbw, timed, "%.4f");
-    json_number(f, "busbw_gbs", w->busbw, timed && c->size > 1, "%.4f");
+    json_number(f, "time_us", w->time_us, timed, "%.6g");
+    json_number(f, "algbw_gbs", w->algbw, timed, "%.6g");
+    json_number(f, "busbw_gbs", w->busbw, timed && c->size > 1, "%.6g");
     fprintf(f, ", \"wrong\": %ld", w->wrong);
     json_number(f, "gmpi_over_this", w->ratio, baseline, "%.4f");
     json_number(f, "ratio_min", w->ratio_min, baseline, "%.4f");
