@@ -74,9 +74,9 @@ def test_ireduce_scatter_equal_blocks_only(comm):
 
 
 def test_nonblocking_bad_argument_raises_before_starting(comm):
-    # the blocking method's checks apply: a recvbuf not a multiple of size, on every rank
+    # the blocking method's checks apply: sendbuf is not size x recvbuf, on every rank
     with pytest.raises(gmpi.GmpiError):
-        comm.Ireduce_scatter_block(np.ones(comm.size * 2 + 1, np.int32), np.zeros(3, np.int32))
+        comm.Ireduce_scatter_block(np.ones(comm.size * 3 + 1, np.int32), np.zeros(3, np.int32))
     comm.Barrier()  # the comm still works and nothing was left started
     x = np.ones(1, np.int32)
     comm.Allreduce(gmpi.IN_PLACE, x)
@@ -95,3 +95,18 @@ def test_world_free_leaves_mpi_running(comm):
     y = np.ones(1, np.int32)
     comm.Allreduce(gmpi.IN_PLACE, y)
     assert y[0] == comm.size
+
+
+def test_import_names_missing_numpy():
+    # A Python without numpy: `import gmpi` fails at once, naming numpy and the interpreter.
+    import os
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['numpy'] = None; import gmpi"
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(gmpi.__file__)))
+    p = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True, timeout=60)
+    assert p.returncode != 0
+    assert "gmpi needs numpy" in p.stdout, p.stdout
+    assert sys.executable in p.stdout, p.stdout
