@@ -35,7 +35,7 @@ class GmpiError(RuntimeError):
 
 
 def _candidates():
-    """Where libgmpi may be, in the order tried (see README "Python")."""
+    """Where libgmpi may be, in the order tried (see docs/python.md)."""
     env = os.environ.get("GMPI_LIBRARY")
     if env:
         return [env]  # an explicit choice is the only one tried
