@@ -192,7 +192,7 @@ GMPI_API gmpi_status_t gmpi_mem_free(gmpi_comm_t comm, void *ptr);
  * return. Lets host code fill and check device buffers without CUDA headers. */
 GMPI_API gmpi_status_t gmpi_mem_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes);
 
-/* ---- collectives (in place when sendbuf == recvbuf; see README for the layout) ----- */
+/* ---- collectives (in place when sendbuf == recvbuf; see docs/api.md for the layout) ----- */
 GMPI_API gmpi_status_t gmpi_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                       gmpi_dtype_t dtype, gmpi_op_t op, gmpi_comm_t comm);
 GMPI_API gmpi_status_t gmpi_bcast(void *buf, size_t count, gmpi_dtype_t dtype, int root,

@@ -11,7 +11,7 @@ print(" ".join(m for m in ("numpy", "mpi4py", "pytest") if u.find_spec(m) is Non
   { echo "python tests: SKIP: $python does not run"; exit 77; }
 if [ -n "$missing" ]; then
   echo "python tests: SKIP: $python has no $missing" \
-    "(Debian: apt-get install python3-numpy python3-mpi4py python3-pytest)"
+    "(scripts/install-deps makes the venv .venv with them)"
   exit 77
 fi
 export PYTHONDONTWRITEBYTECODE=1

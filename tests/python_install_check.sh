@@ -8,7 +8,7 @@ set -euo pipefail
 build=$1 python=$2 mpiexec=$3
 shift 3
 "$python" -c "import numpy" 2>/dev/null ||
-  { echo "python_install_check: SKIP: $python has no numpy (apt-get install python3-numpy)"; exit 77; }
+  { echo "python_install_check: SKIP: $python has no numpy (scripts/install-deps makes the venv .venv with it)"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null

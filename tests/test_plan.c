@@ -221,7 +221,8 @@ static void one_kind(const char *name, op_fn op, size_t check_elems) {
 
 /* ---- mismatches: every rank gets GMPI_ERR_MISMATCH naming the problem ------------------ */
 
-static char dummy_a[64 * 1024], dummy_b[64 * 1024];
+/* The buffers a mismatch case records with: 64 KiB each. */
+enum { MISMATCH_BUF_BYTES = 64 * 1024 };
 
 static void expect_mismatch(const char *what, const char *word) {
   gmpi_plan_t plan = (gmpi_plan_t)0x1;
@@ -239,7 +240,7 @@ static void expect_mismatch(const char *what, const char *word) {
 }
 
 static void mismatches(void) {
-  void *a = t_alloc(sizeof(dummy_a)), *b = t_alloc(sizeof(dummy_b));
+  void *a = t_alloc(MISMATCH_BUF_BYTES), *b = t_alloc(MISMATCH_BUF_BYTES);
   int right = (rank + 1) % size, left = (rank + size - 1) % size;
   gmpi_request_t r[2];
 

@@ -2,6 +2,7 @@
 /* gmpi-info: one line per rank -- host, local rank, backend, device -- and the versions of
  * gmpi, MPI and NCCL, plus the library's own device memory. Run it under mpiexec. */
 #include <gmpi.h>
+#include <gmpi_version.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,10 +10,17 @@ static const char usage[] =
     "usage: mpiexec -n N gmpi-info\n"
     "  One line per rank (host, local rank, backend, device, gmpi's own device memory), the\n"
     "  versions of gmpi, MPI and NCCL, and why the backend was chosen. Reads the GMPI_*\n"
-    "  variables as any gmpi program does (GMPI_BACKEND=auto|cpu|cuda, GMPI_VISIBLE_DEVICES).\n";
+    "  variables as any gmpi program does (GMPI_BACKEND=auto|cpu|cuda, GMPI_VISIBLE_DEVICES).\n"
+    "  --version: gmpi-info's and the libraries' versions, without starting MPI's job.\n";
 
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+      const char *g, *m, *n;
+      gmpi_versions(&g, &m, &n);
+      printf("gmpi-info %s\n%s | %s | NCCL %s\n", GMPI_VERSION_STRING, g, m, n);
+      return 0;
+    }
     int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
     fprintf(help ? stdout : stderr, "%s%s%s", help ? "" : "gmpi-info: unknown argument '",
             help ? "" : argv[i], help ? usage : "'\n");

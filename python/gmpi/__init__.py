@@ -7,6 +7,16 @@ libgmpi by ctypes. Names follow mpi4py's buffer methods:
     x = np.full(4, comm.rank, np.float32)
     comm.Allreduce(gmpi.IN_PLACE, x, op=gmpi.SUM)
 """
+import sys as _sys
+
+try:  # every buffer goes through numpy's dtypes: say so at import, not at the first call
+    import numpy as _numpy  # noqa: F401
+except ImportError as _e:
+    raise ImportError(
+        "gmpi needs numpy, which this Python (%s) cannot import: %s. Install it into this "
+        "Python: '%s -m pip install numpy' (or 'pip install ./python', which brings it)"
+        % (_sys.executable, _e, _sys.executable)) from None
+
 from ._lib import STATUS_NAMES, GmpiError, last_error, versions
 from ._comm import (ANY_SOURCE, ANY_TAG, AVG, BAND, BOR, BXOR, IN_PLACE, LAND, LOR, LXOR, MAX,
                     MIN, PROC_NULL, PROD, SUM, UNDEFINED, Comm, Op, Plan, Request, Status,

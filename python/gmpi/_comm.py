@@ -5,6 +5,7 @@ import ctypes
 
 from ._buffer import as_buffer, sync_producer
 from ._lib import MsgStatus, call, check_arg, op_from_name
+from ._more import MoreCalls, finalize_mpi, start_mpi
 
 ANY_SOURCE = -1
 ANY_TAG = -1
@@ -188,7 +189,7 @@ class Plan:
     free = Free
 
 
-class Comm:
+class Comm(MoreCalls):
     """A gmpi communicator (gmpi_comm_t). Methods follow mpi4py's upper-case buffer methods."""
 
     def __init__(self, handle, from_init=False):
@@ -557,6 +558,7 @@ def init(mpi_comm=None):
     """A Comm on the world (no argument) or on an mpi4py communicator. Collective."""
     h = ctypes.c_void_p()
     if mpi_comm is None:
+        start_mpi()  # MPI then outlives the world comm's Free (see _more.start_mpi)
         call("gmpi_init_world", ctypes.byref(h))
     else:
         call("gmpi_init", _mpi_handle(mpi_comm), ctypes.byref(h))
@@ -591,3 +593,4 @@ def _free_all():
                 comm.Free()
             except Exception:  # the process is ending; the error was for a comm it dropped
                 pass
+    finalize_mpi()

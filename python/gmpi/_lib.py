@@ -36,7 +36,7 @@ class GmpiError(RuntimeError):
 
 
 def _candidates():
-    """Where libgmpi may be, in the order tried (see README "Python")."""
+    """Where libgmpi may be, in the order tried (see docs/python.md)."""
     env = os.environ.get("GMPI_LIBRARY")
     if env:
         return [env]  # an explicit choice is the only one tried
@@ -130,6 +130,17 @@ _PROTOTYPES = {
     "gmpi_plan_end": [_P, _PP],
     "gmpi_plan_run": [_P],
     "gmpi_plan_free": [_PP],
+    # synchronous sends and the rest of the nonblocking collectives (python/gmpi/_started.py)
+    "gmpi_ssend": [_P, _S, _I, _I, _I, _P],
+    "gmpi_issend": [_P, _S, _I, _I, _I, _P, _PP],
+    "gmpi_ireduce": [_P, _P, _S, _I, _I, _I, _P, _PP],
+    "gmpi_ireduce_scatter": [_P, _P, _S, _I, _I, _P, _PP],
+    "gmpi_igather": [_P, _P, _S, _I, _I, _P, _PP],
+    "gmpi_iscatter": [_P, _P, _S, _I, _I, _P, _PP],
+    "gmpi_iallgatherv": [_P, _S, _P, _PS, _PS, _I, _P, _PP],
+    "gmpi_igatherv": [_P, _S, _P, _PS, _PS, _I, _I, _P, _PP],
+    "gmpi_iscatterv": [_P, _PS, _PS, _P, _S, _I, _I, _P, _PP],
+    "gmpi_ialltoallv": [_P, _PS, _PS, _P, _PS, _PS, _I, _P, _PP],
 }
 for _name, _args in _PROTOTYPES.items():
     _f = getattr(lib, _name)
@@ -146,10 +157,16 @@ def last_error():
     return (lib.gmpi_last_error() or b"").decode(errors="replace")
 
 
+failed_comm = False  # a call timed out or met a failed comm: MPI_Finalize is skipped at exit
+
+
 def call(name, *args):
     """Call gmpi_<name>; raise GmpiError carrying gmpi_last_error() on failure."""
     status = getattr(lib, name)(*args)
     if status != 0:
+        if status in (7, 8):  # GMPI_ERR_TIMEOUT, GMPI_ERR_STATE: a peer may be gone
+            global failed_comm
+            failed_comm = True
         raise GmpiError(status, last_error(), name)
 
 

@@ -102,8 +102,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   int backend = (int)c.backend, debug = (int)c.debug, p2p = (int)c.p2p;
   int device_p2p = (int)GMPI_DEVICE_P2P_AUTO, timeout_action = (int)GMPI_TIMEOUT_END_JOB;
   double chunk = (double)c.max_chunk, records = c.flight_records;
-  GMPI_CHECK(
-      read_word("GMPI_BACKEND", backend_words, "one of auto, cpu, cuda, gpu, rocm", &backend));
+  GMPI_CHECK(read_word("GMPI_BACKEND", backend_words, "one of auto, cpu, cuda, gpu", &backend));
   GMPI_CHECK(read_word("GMPI_DEBUG", debug_words, "one of none, warn, info, trace", &debug));
   GMPI_CHECK(read_word("GMPI_P2P", p2p_words, "one of auto, native, envelope", &p2p));
   GMPI_CHECK(read_word("GMPI_DEVICE_P2P", device_p2p_words, "one of auto, nccl", &device_p2p));

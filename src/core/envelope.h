@@ -25,7 +25,7 @@
 
 #include "gmpi.h"
 
-/* Largest message whose data rides in its envelope (documented in the README). */
+/* Largest message whose data rides in its envelope (documented in docs/api.md). */
 #define GMPI_ENV_EAGER_BYTES ((size_t)16 * 1024)
 /* Largest mover introduction or buffer description an envelope carries. */
 #define GMPI_MOVER_BLOB_BYTES 128

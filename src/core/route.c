@@ -37,7 +37,7 @@ static const char *kind_name(gmpi_mem_kind_t kind) {
  * Every rank must route a collective to the same engine. With equal counts they do: a count of
  * 0 is 0 everywhere. A v-variant may move nothing on this rank and data on others, so there
  * its buffer pointers are classified even when they span no bytes, and a rank that passes no
- * pointer at all takes the device engine on a comm that has one (README: on cuda, a rank with
+ * pointer at all takes the device engine on a comm that has one (docs/api.md: on cuda, a rank with
  * nothing to move passes its usual buffers, or NULL for device memory). */
 static gmpi_status_t coll_kind(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                const gmpi_coll_extent_t *ext, gmpi_mem_kind_t *kind) {

@@ -40,8 +40,9 @@ gmpi_status_t gmpi_backend_select(gmpi_comm_t comm, const gmpi_backend_ops_t **o
   case GMPI_WANT_CUDA:
   case GMPI_WANT_GPU: return select_gpu(comm, ops);
   case GMPI_WANT_ROCM:
-    return gmpi_error(GMPI_ERR_NO_DEVICE,
-                      "GMPI_BACKEND=rocm: gmpi was not built with ROCm support");
+    return gmpi_error(
+        GMPI_ERR_NO_DEVICE,
+        "GMPI_BACKEND=rocm: not built: gmpi has no ROCm backend yet (cpu and cuda only)");
   case GMPI_WANT_AUTO: break;
   }
   /* auto: the first usable backend; the reasons of those passed over are kept for gmpi-info. */

@@ -5,6 +5,7 @@
 
 #include <gmpi.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum {
   BENCH_ALLREDUCE = 0,
@@ -45,7 +46,8 @@ typedef struct {
   size_t min_bytes, max_bytes;
   double factor;
   int iters, warmup, check;
-  int rounds; /* --rounds: gmpi and each baseline alternate this many timed blocks */
+  int average; /* -a: each block's time across ranks: 0 rank 0's, 1 mean (default), 2 min, 3 max */
+  int rounds;  /* --rounds: gmpi and each baseline alternate this many timed blocks */
   bench_mode_t mode;
   int plan_ops;    /* operations per recorded plan (plan mode) */
   int nonblocking; /* --nonblocking: gmpi's i-form and a wait, not the blocking call */
@@ -91,6 +93,9 @@ const bench_baseline_t *bench_find_baseline(const char *name);
 /* One measured row for the report. */
 typedef struct {
   const char *coll, *impl; /* "allreduce", "gmpi" / "mpi" / ... */
+  gmpi_dtype_t dtype;
+  gmpi_op_t op;
+  int has_op; /* the collective takes op (else it does not apply: JSON null) */
   size_t bytes, count;
   double time_us, algbw, busbw; /* time: the median block's */
   long wrong;
@@ -99,9 +104,22 @@ typedef struct {
   double ratio, ratio_min, ratio_max;
 } bench_row_t;
 
-/* Write the rows; non-zero (after a message) when the file cannot be written. */
-int bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n);
-int bench_report_svg(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n);
+/* A report file, opened before the run so that a bad path fails at once. */
+typedef struct {
+  const char *path;
+  FILE *f;
+} bench_report_t;
+/* Open r->path for writing; non-zero after saying why. */
+int bench_report_open(bench_report_t *r);
+/* What the JSON says about the run besides its rows. */
+typedef struct {
+  const char *started_utc; /* ISO 8601 */
+  double seconds;          /* the whole run */
+} bench_run_info_t;
+/* Write the rows and close; non-zero (after a message) when the file cannot be written. */
+int bench_report_json(bench_report_t *r, const bench_ctx_t *c, const bench_run_info_t *info,
+                      const bench_row_t *rows, int n);
+int bench_report_svg(bench_report_t *r, const bench_ctx_t *c, const bench_row_t *rows, int n);
 
 /* Helpers shared by the collective table and baselines. */
 long bench_count_wrong(const bench_ctx_t *c, size_t elems);

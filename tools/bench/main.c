@@ -5,23 +5,33 @@
  *
  *   mpiexec -n 2 gmpi-bench -b 8 -e 64M -f 2 --coll allreduce,bcast --baseline mpi */
 #include <getopt.h>
+#include <gmpi_version.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "bench.h"
 
-#define MAX_BASELINES 4
-#define MAX_ROWS      4096
+#define MAX_BASELINES    4
+#define PROGRESS_EVERY_S 5.0 /* a progress line on stderr at most this often, after this long */
 
 static const bench_baseline_t *baselines[MAX_BASELINES];
 static int n_baselines;
 static int coll_selected[BENCH_COLL_COUNT];
-static const char *json_path, *svg_path;
-static bench_row_t rows[MAX_ROWS];
-static int n_rows;
+/* -d and -o: the dtypes and ops to run, each collective with each (ops: reducing ones only) */
+static gmpi_dtype_t dtypes[GMPI_DTYPE_COUNT];
+static int n_dtypes;
+static gmpi_op_t ops[GMPI_OP_COUNT];
+static int n_ops;
+static bench_report_t json_report, svg_report;
+static bench_row_t *rows; /* every measured row, grown as needed: the reports lose none */
+static int n_rows, rows_cap;
 static int tells; /* this rank prints option errors and the usage (rank 0: once per job) */
+/* progress: rows printed so far of all that the run will print, and when the last line went */
+static int rows_done, rows_total;
+static double run_start, last_progress;
 
 static void usage(void) {
   printf("usage: mpiexec -n N gmpi-bench [options]\n"
@@ -34,8 +44,15 @@ static void usage(void) {
          "                        the median of per-round ratios, with their spread\n"
          "  -w, --warmup_iters N  untimed iterations first, default 5\n"
          "  -c, --check 0|1       check results (default 1); a wrong value exits non-zero\n"
-         "  -o, --op OP           sum prod min max avg band bor bxor land lor lxor\n"
-         "  -d, --datatype T      int8 uint8 ... float16 bfloat16 float32 float64 ...\n"
+         "  -a, --average 0|1|2|3 time of a block across ranks: 0 rank 0's, 1 the mean\n"
+         "                        (default, as nccl-tests), 2 the fastest rank's, 3 the slowest's\n"
+         "  -o, --op OP[,OP...]   sum prod min max avg band bor bxor land lor lxor, or all\n"
+         "                        (nccl-tests' five: sum prod max min avg); default sum\n"
+         "  -d, --datatype T[,T]  int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16\n"
+         "                        bfloat16 float32 float64 complex64 complex128 bool byte;\n"
+         "                        nccl-tests' names too: char int half float double, and all\n"
+         "                        (nccl-tests' ten: int8 uint8 int32 uint32 int64 uint64 half\n"
+         "                        float double bfloat16); default float32\n"
          "  -r, --root R          root of bcast and reduce, default 0\n"
          "      --coll LIST       allreduce,bcast,reduce,allgather,reduce_scatter,alltoall,\n"
          "                        gather,scatter,allgatherv,gatherv,scatterv,alltoallv,\n"
@@ -48,7 +65,12 @@ static void usage(void) {
          "      --mode M          eager (default), stream (cuda: enqueue, sync once), plan\n"
          "      --plan-ops N      operations recorded per plan in plan mode, default 100\n"
          "  -J, --json FILE       write every row as JSON\n"
-         "      --plot FILE       draw busbw and time against size (SVG)\n");
+         "      --plot FILE       draw busbw against size, one panel per collective (SVG);\n"
+         "                        tools/bench/plot.py draws a PNG with ratios from the JSON\n"
+         "  -V, --version         print gmpi-bench's and the libraries' versions\n"
+         "Columns: time in us, algbw and busbw in GB/s (nccl-tests' definitions); per baseline\n"
+         "its time and ratio = gmpi time / baseline time (below 1: gmpi faster), the median of\n"
+         "the rounds' ratios with its spread (lowest-highest).\n");
 }
 
 /* A value gmpi-bench cannot use: say which option and value, and why. Returns 1 (bad). */
@@ -97,6 +119,16 @@ static const char *dtype_name(int i) { return gmpi_dtype_name((gmpi_dtype_t)i); 
 static const char *op_name(int i) { return gmpi_op_name((gmpi_op_t)i); }
 static const char *coll_name(int i) { return bench_colls[i].name; }
 
+/* nccl-tests' type names, as gmpi's. */
+static const char *const dtype_aliases[][2] = {
+    {"char", "int8"},      {"int", "int32"},    {"half", "float16"}, {"float", "float32"},
+    {"double", "float64"}, {"fp16", "float16"}, {"bf16", "bfloat16"}};
+/* -d all and -o all: nccl-tests' sets. */
+static const gmpi_dtype_t nccl_tests_dtypes[] = {
+    GMPI_INT8,   GMPI_UINT8,   GMPI_INT32,   GMPI_UINT32,  GMPI_INT64,
+    GMPI_UINT64, GMPI_FLOAT16, GMPI_FLOAT32, GMPI_FLOAT64, GMPI_BFLOAT16};
+static const gmpi_op_t nccl_tests_ops[] = {GMPI_SUM, GMPI_PROD, GMPI_MAX, GMPI_MIN, GMPI_AVG};
+
 static int parse_list(char *list, int (*add)(const char *)) {
   for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ","))
     if (add(tok)) return 1;
@@ -118,6 +150,40 @@ static int add_coll(const char *w) {
     coll_selected[k] = 1;
   return k < 0;
 }
+static int add_dtype(const char *w) {
+  if (!strcasecmp(w, "all")) {
+    for (size_t i = 0; i < sizeof(nccl_tests_dtypes) / sizeof(nccl_tests_dtypes[0]); i++)
+      if (add_dtype(gmpi_dtype_name(nccl_tests_dtypes[i]))) return 1;
+    return 0;
+  }
+  const char *name = w;
+  for (size_t i = 0; i < sizeof(dtype_aliases) / sizeof(dtype_aliases[0]); i++)
+    if (!strcasecmp(w, dtype_aliases[i][0])) name = dtype_aliases[i][1];
+  int k = lookup(name, dtype_name, GMPI_DTYPE_COUNT);
+  if (k < 0)
+    return bad_value("--datatype", w,
+                     "unknown type (int8 ... float32 float64 bfloat16 ..., nccl-tests' char int "
+                     "half float double, or all)");
+  for (int i = 0; i < n_dtypes; i++)
+    if (dtypes[i] == (gmpi_dtype_t)k) return 0;
+  dtypes[n_dtypes++] = (gmpi_dtype_t)k;
+  return 0;
+}
+static int add_op(const char *w) {
+  if (!strcasecmp(w, "all")) {
+    for (size_t i = 0; i < sizeof(nccl_tests_ops) / sizeof(nccl_tests_ops[0]); i++)
+      if (add_op(gmpi_op_name(nccl_tests_ops[i]))) return 1;
+    return 0;
+  }
+  int k = lookup(w, op_name, GMPI_OP_COUNT);
+  if (k < 0)
+    return bad_value("--op", w,
+                     "unknown op (sum prod min max avg band bor bxor land lor lxor, or all)");
+  for (int i = 0; i < n_ops; i++)
+    if (ops[i] == (gmpi_op_t)k) return 0;
+  ops[n_ops++] = (gmpi_op_t)k;
+  return 0;
+}
 static int add_baseline(const char *w) {
   const bench_baseline_t *b = bench_find_baseline(w);
   if (!b)
@@ -137,9 +203,10 @@ static int parse_args(int argc, char **argv, bench_ctx_t *c) {
                                        {"baseline", 1, 0, 3},       {"plot", 1, 0, 4},
                                        {"mode", 1, 0, 5},           {"plan-ops", 1, 0, 6},
                                        {"nonblocking", 0, 0, 7},    {"rounds", 1, 0, 8},
+                                       {"average", 1, 0, 'a'},      {"version", 0, 0, 'V'},
                                        {"help", 0, 0, 'h'},         {0, 0, 0, 0}};
   int o, bad = 0;
-  while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:o:d:r:J:h", opts, NULL)) != -1) {
+  while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:o:d:r:J:a:Vh", opts, NULL)) != -1) {
     switch (o) {
     case 'b':
       c->min_bytes = parse_size(optarg);
@@ -157,23 +224,18 @@ static int parse_args(int argc, char **argv, bench_ctx_t *c) {
     case 'w': bad |= parse_int("--warmup_iters", optarg, 0, &c->warmup); break;
     case 'c': bad |= parse_int("--check", optarg, 0, &c->check); break;
     case 'r': bad |= parse_int("--root", optarg, 0, &c->root); break;
-    case 'J': json_path = optarg; break;
-    case 'o':
-      c->op = (gmpi_op_t)lookup(optarg, op_name, GMPI_OP_COUNT);
-      bad |= (int)c->op < 0 && bad_value("--op", optarg,
-                                         "unknown op (sum prod min max avg band "
-                                         "bor bxor land lor lxor)");
+    case 'J': json_report.path = optarg; break;
+    case 'a':
+      bad |= parse_int("--average", optarg, 0, &c->average) ||
+             (c->average > 3 &&
+              bad_value("--average", optarg, "0 (rank 0), 1 (mean), 2 (min) or 3 (max)"));
       break;
-    case 'd':
-      c->dtype = (gmpi_dtype_t)lookup(optarg, dtype_name, GMPI_DTYPE_COUNT);
-      bad |= (int)c->dtype < 0 && bad_value("--datatype", optarg,
-                                            "unknown type (int8 ... "
-                                            "float32 float64 bfloat16 ...)");
-      break;
+    case 'o': bad |= parse_list(optarg, add_op); break;
+    case 'd': bad |= parse_list(optarg, add_dtype); break;
     case 1: bad |= parse_list(optarg, add_coll); break;
     case 2: setenv("GMPI_BACKEND", optarg, 1); break;
     case 3: bad |= parse_list(optarg, add_baseline); break;
-    case 4: svg_path = optarg; break;
+    case 4: svg_report.path = optarg; break;
     case 5:
       c->mode = !strcmp(optarg, "stream") ? MODE_STREAM
                 : !strcmp(optarg, "plan") ? MODE_PLAN
@@ -189,6 +251,13 @@ static int parse_args(int argc, char **argv, bench_ctx_t *c) {
       break;
     case 'h':
       if (tells) usage();
+      return 2;
+    case 'V':
+      if (tells) {
+        const char *g, *m, *n;
+        gmpi_versions(&g, &m, &n);
+        printf("gmpi-bench %s\n%s | %s | NCCL %s\n", GMPI_VERSION_STRING, g, m, n);
+      }
       return 2;
     default: bad = 1; /* getopt said which */
     }
@@ -251,13 +320,20 @@ static double time_block(bench_ctx_t *c, const bench_coll_t *coll, const bench_s
   for (int i = 0; i < c->iters; i++)
     err |= b ? b->run(c, coll, s) : run(c, coll, s);
   bench_sync(c); /* stream mode: the loop only enqueued */
-  double t = (MPI_Wtime() - t0) / c->iters, tmax = 0;
+  double t = (MPI_Wtime() - t0) / c->iters, across = 0;
   /* plan mode: one gmpi "operation" is a replay of plan_ops calls */
   if (!b && c->mode == MODE_PLAN) t /= c->plan_ops;
-  MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, c->mpi);
+  if (c->average == 0) { /* rank 0's, as nccl-tests' -a 0 */
+    across = t;
+    MPI_Bcast(&across, 1, MPI_DOUBLE, 0, c->mpi);
+  } else {
+    MPI_Op how = c->average == 2 ? MPI_MIN : c->average == 3 ? MPI_MAX : MPI_SUM;
+    MPI_Allreduce(&t, &across, 1, MPI_DOUBLE, how, c->mpi);
+    if (c->average == 1) across /= c->size;
+  }
   int any_err = 0;
   MPI_Allreduce(&err, &any_err, 1, MPI_INT, MPI_LOR, c->mpi);
-  return any_err ? -1 : tmax;
+  return any_err ? -1 : across;
 }
 
 static void warm_up(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s, impl_fn_t run,
@@ -277,7 +353,9 @@ static double median(double *v, int n) {
 
 static bench_row_t make_row(const bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
                             const char *impl, double t, long wrong) {
-  bench_row_t r = {coll->name, impl, s->bytes, s->count, t * 1e6, 0, 0, wrong, 0, 0, 0};
+  bench_row_t r = {coll->name, impl,     c->dtype, c->op, coll->has_op,
+                   s->bytes,   s->count, t * 1e6,  0,     0,
+                   wrong,      0,        0,        0};
   if (t > 0) {
     r.algbw = (double)s->bytes / t / 1e9;
     r.busbw = r.algbw * coll->busbw_factor(c->size);
@@ -328,13 +406,38 @@ static bench_row_t measure_against(bench_ctx_t *c, const bench_coll_t *coll, con
   return r;
 }
 
-static void add_row(const bench_row_t *r) {
-  if (n_rows < MAX_ROWS) rows[n_rows++] = *r;
+/* Keep a row for the reports (rank 0); every row is kept. */
+static void add_row(const bench_ctx_t *c, const bench_row_t *r) {
+  if (c->rank) return;
+  if (n_rows == rows_cap) {
+    int cap = rows_cap ? 2 * rows_cap : 256;
+    bench_row_t *more = realloc(rows, (size_t)cap * sizeof(*rows));
+    if (!more) {
+      fprintf(stderr, "gmpi-bench: no memory for %d report rows\n", cap);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    rows = more, rows_cap = cap;
+  }
+  rows[n_rows++] = *r;
+}
+
+/* After each printed row: a line on stderr once the run has taken PROGRESS_EVERY_S, then at
+ * most that often, so a long run shows it is alive and how far it is. */
+static void progress(const bench_ctx_t *c, const bench_coll_t *coll, size_t bytes) {
+  rows_done++;
+  if (c->rank) return;
+  double now = MPI_Wtime();
+  if (now - run_start < PROGRESS_EVERY_S || now - last_progress < PROGRESS_EVERY_S) return;
+  last_progress = now;
+  fprintf(stderr, "gmpi-bench: %d of %d rows (%s %s, %zu bytes), %.0f s so far\n", rows_done,
+          rows_total, coll->name, gmpi_dtype_name(c->dtype), bytes, now - run_start);
 }
 
 /* ---- driver ----------------------------------------------------------------------------- */
 
 static void print_header(const bench_ctx_t *c, const bench_coll_t *coll) {
+  static const char *const average_name[] = {"rank 0's", "mean over ranks", "fastest rank's",
+                                             "slowest rank's"};
   if (c->rank) return;
   if (c->mode == MODE_PLAN)
     printf("#\n# plan mode: gmpi times are per operation of a %d-operation plan replay\n",
@@ -347,10 +450,17 @@ static void print_header(const bench_ctx_t *c, const bench_coll_t *coll) {
          !c->nonblocking ? ""
          : coll->start   ? ", nonblocking: i-form + wait"
                          : ", blocking: no nonblocking form");
-  printf("# %12s %12s %9s %7s %5s %10s %8s %8s %7s", "size", "count", "type", "redop", "root",
-         "time(us)", "algbw", "busbw", "#wrong");
+  printf("# time: %s median block of %d iterations (%d rounds)", average_name[c->average], c->iters,
+         c->rounds);
+  if (n_baselines) printf("; ratio = gmpi time / baseline time (below 1: gmpi faster)");
+  printf("\n# %12s %12s %9s %7s %5s %10s %8s %8s %7s", "size", "count", "type", "redop", "root",
+         "time", "algbw", "busbw", "#wrong");
   for (int i = 0; i < n_baselines; i++)
-    printf(" | %6s %10s %7s %13s %6s", baselines[i]->name, "time(us)", "ratio", "spread", "#wrong");
+    printf(" | %6s %10s %7s %13s %6s", baselines[i]->name, "time", "ratio", "spread", "#wrong");
+  printf("\n# %12s %12s %9s %7s %5s %10s %8s %8s %7s", "(B)", "(elements)", "", "", "", "(us)",
+         "(GB/s)", "(GB/s)", "");
+  for (int i = 0; i < n_baselines; i++)
+    printf(" | %6s %10s %7s %13s %6s", "", "(us)", "(x)", "(low-high)", "");
   printf("\n");
 }
 
@@ -380,13 +490,13 @@ static int run_coll(bench_ctx_t *c, const bench_coll_t *coll, impl_fn_t gmpi_run
       double t = 0;
       base[i] = measure_against(c, coll, &s, gmpi_run, baselines[i], &t);
       if (!timed++) gmpi_time = t;
-      add_row(&base[i]);
+      add_row(c, &base[i]);
       wrong += base[i].wrong;
     }
     bench_row_t g = timed ? make_row(c, coll, &s, "gmpi", gmpi_time,
                                      checked(c, coll, &s, gmpi_run, NULL) + (gmpi_time < 0))
                           : measure(c, coll, &s, "gmpi", gmpi_run, NULL);
-    add_row(&g);
+    add_row(c, &g);
     wrong += g.wrong;
     if (c->rank == 0)
       printf("  %12zu %12zu %9s %7s %5d %10.2f %8.3f %8.3f %7ld", g.bytes, g.count,
@@ -401,6 +511,7 @@ static int run_coll(bench_ctx_t *c, const bench_coll_t *coll, impl_fn_t gmpi_run
     }
     if (c->rank == 0) printf("\n");
     fflush(stdout);
+    progress(c, coll, bytes);
   }
   return wrong != 0;
 }
@@ -456,6 +567,33 @@ static void refuse_run(bench_ctx_t *c) {
   MPI_Finalize();
 }
 
+/* The sizes run_coll steps through. */
+static int count_sizes(const bench_ctx_t *c) {
+  int n = 0;
+  for (size_t bytes = c->min_bytes; bytes <= c->max_bytes;
+       bytes = (size_t)((double)bytes * c->factor) > bytes ? (size_t)((double)bytes * c->factor)
+                                                           : bytes + 1)
+    n++;
+  return n;
+}
+
+/* nccl-tests' closing lines: wrong values and the average bus bandwidth over every row, gmpi's
+ * and then each baseline's. */
+static void print_footer(void) {
+  long wrong = 0;
+  for (int i = 0; i < n_rows; i++)
+    wrong += rows[i].wrong;
+  printf("# Out of bounds values : %ld %s\n", wrong, wrong ? "FAILED" : "OK");
+  for (int b = -1; b < n_baselines; b++) {
+    const char *impl = b < 0 ? "gmpi" : baselines[b]->name;
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < n_rows; i++)
+      if (!strcmp(rows[i].impl, impl) && rows[i].time_us > 0) sum += rows[i].busbw, n++;
+    if (n) printf("# Avg bus bandwidth    : %g  (%s)\n", sum / n, impl);
+  }
+}
+
 int bench_plan_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
 int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
 
@@ -469,6 +607,7 @@ int main(int argc, char **argv) {
                    .warmup = 5,
                    .rounds = 5,
                    .check = 1,
+                   .average = 1,
                    .plan_ops = 100};
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
@@ -484,6 +623,22 @@ int main(int argc, char **argv) {
   for (int i = 0; i < BENCH_COLL_COUNT; i++)
     any |= coll_selected[i];
   if (!any) coll_selected[BENCH_ALLREDUCE] = 1;
+  if (!n_dtypes) dtypes[n_dtypes++] = c.dtype;
+  if (!n_ops) ops[n_ops++] = c.op;
+  /* A report that cannot be written fails now, before the run, not after it. */
+  int unopened = 0;
+  if (c.rank == 0)
+    unopened = (json_report.path && bench_report_open(&json_report)) ||
+               (svg_report.path && bench_report_open(&svg_report));
+  MPI_Bcast(&unopened, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (unopened) {
+    if (tells) fprintf(stderr, "gmpi-bench: nothing run\n");
+    MPI_Finalize();
+    return 2;
+  }
+  time_t started = time(NULL);
+  char started_utc[32];
+  strftime(started_utc, sizeof(started_utc), "%Y-%m-%dT%H:%M:%SZ", gmtime(&started));
   if (gmpi_init(MPI_COMM_WORLD, &c.comm) != GMPI_SUCCESS) {
     fprintf(stderr, "[rank %d] gmpi_init failed: %s\n", c.rank, gmpi_last_error());
     MPI_Abort(MPI_COMM_WORLD, 3);
@@ -499,31 +654,50 @@ int main(int argc, char **argv) {
   if (c.rank == 0) {
     const char *g, *m, *n;
     gmpi_versions(&g, &m, &n);
-    printf("# gmpi-bench: %s | %s | NCCL %s\n# ranks %d, backend %s, dtype %s, op %s, "
-           "iters %d, warmup %d, check %d\n",
-           g, m, n, c.size, gmpi_backend_name(c.backend), gmpi_dtype_name(c.dtype),
-           gmpi_op_name(c.op), c.iters, c.warmup, c.check);
+    printf("# gmpi-bench %s: %s | %s | NCCL %s\n# ranks %d, backend %s, dtype", GMPI_VERSION_STRING,
+           g, m, n, c.size, gmpi_backend_name(c.backend));
+    for (int i = 0; i < n_dtypes; i++)
+      printf("%s%s", i ? "," : " ", gmpi_dtype_name(dtypes[i]));
+    printf(", op");
+    for (int i = 0; i < n_ops; i++)
+      printf("%s%s", i ? "," : " ", gmpi_op_name(ops[i]));
+    printf(", iters %d, warmup %d, rounds %d, check %d, started %s\n", c.iters, c.warmup, c.rounds,
+           c.check, started_utc);
   }
   impl_fn_t impl = c.mode == MODE_PLAN     ? bench_plan_impl
                    : c.mode == MODE_STREAM ? bench_stream_impl
                                            : gmpi_impl;
   int wrong = 0, unwritten = 0;
-  for (int i = 0; i < BENCH_COLL_COUNT; i++) {
-    if (!coll_selected[i]) continue;
-    const bench_coll_t *coll = &bench_colls[i];
-    if (coll->has_op && !gmpi_op_valid(c.dtype, c.op)) {
-      if (c.rank == 0)
-        printf("# %s skipped: op %s is not defined on %s\n", coll->name, gmpi_op_name(c.op),
-               gmpi_dtype_name(c.dtype));
-      continue;
+  for (int pass = 0; pass < 2; pass++) { /* 0: count the rows to come; 1: run them */
+    for (int d = 0; d < n_dtypes; d++) {
+      for (int o = 0; o < n_ops; o++) {
+        c.dtype = dtypes[d], c.op = ops[o];
+        for (int i = 0; i < BENCH_COLL_COUNT; i++) {
+          const bench_coll_t *coll = &bench_colls[i];
+          if (!coll_selected[i] || (!coll->has_op && o > 0)) continue; /* op-less: once per type */
+          if (coll->has_op && !gmpi_op_valid(c.dtype, c.op)) {
+            if (pass && c.rank == 0)
+              printf("# %s skipped: op %s is not defined on %s\n", coll->name, gmpi_op_name(c.op),
+                     gmpi_dtype_name(c.dtype));
+            continue;
+          }
+          if (pass)
+            wrong |= run_coll(&c, coll, impl);
+          else
+            rows_total += count_sizes(&c);
+        }
+      }
     }
-    wrong |= run_coll(&c, coll, impl);
+    if (!pass) run_start = MPI_Wtime();
   }
   if (c.rank == 0) {
-    if (json_path) unwritten |= bench_report_json(json_path, &c, rows, n_rows);
-    if (svg_path) unwritten |= bench_report_svg(svg_path, &c, rows, n_rows);
+    print_footer();
+    bench_run_info_t info = {started_utc, MPI_Wtime() - run_start};
+    if (json_report.f) unwritten |= bench_report_json(&json_report, &c, &info, rows, n_rows);
+    if (svg_report.f) unwritten |= bench_report_svg(&svg_report, &c, rows, n_rows);
     printf("# %s\n", wrong ? "FAILED: some results were wrong" : "all results correct");
   }
+  free(rows);
   bench_cuda_teardown();
   bench_modes_teardown();
   free_buffers(&c);

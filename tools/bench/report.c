@@ -1,94 +1,192 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Reports: every row as JSON, and an SVG with busbw and time against size on log axes, one
- * labelled line per (collective, implementation). */
+/* Reports: every row as JSON (with what the run was: versions, date, machine, iterations),
+ * and an SVG with one panel per collective (and type and op), bus bandwidth against size on log
+ * axes, one line per implementation -- every row drawn, none dropped. */
 #include <errno.h>
+#include <gmpi_version.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include "bench.h"
 
-/* Open path for writing; NULL after saying why (the caller then exits non-zero). */
-static FILE *open_report(const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) fprintf(stderr, "gmpi-bench: cannot write %s: %s\n", path, strerror(errno));
-  return f;
+int bench_report_open(bench_report_t *r) {
+  r->f = fopen(r->path, "w");
+  if (!r->f) fprintf(stderr, "gmpi-bench: cannot write %s: %s\n", r->path, strerror(errno));
+  return !r->f;
 }
 
 /* Close a report; a failed write (full disk) is an error too. */
-static int close_report(FILE *f, const char *path) {
-  int failed = ferror(f) | (fclose(f) != 0);
-  if (failed) fprintf(stderr, "gmpi-bench: writing %s failed: %s\n", path, strerror(errno));
+static int close_report(bench_report_t *r) {
+  int failed = ferror(r->f) | (fclose(r->f) != 0);
+  r->f = NULL;
+  if (failed) fprintf(stderr, "gmpi-bench: writing %s failed: %s\n", r->path, strerror(errno));
   return failed;
 }
 
-int bench_report_json(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n) {
-  FILE *f = open_report(path);
-  if (!f) return 1;
+/* A JSON string: the characters JSON requires escaped, escaped. */
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+/* A number, or null where the figure does not apply (not measured, failed, no bus traffic). */
+static void json_number(FILE *f, const char *key, double v, int applies, const char *fmt) {
+  fprintf(f, ", \"%s\": ", key);
+  if (applies)
+    fprintf(f, fmt, v);
+  else
+    fputs("null", f);
+}
+
+static const char *mode_name(bench_mode_t m) {
+  return m == MODE_STREAM ? "stream" : m == MODE_PLAN ? "plan" : "eager";
+}
+
+int bench_report_json(bench_report_t *r, const bench_ctx_t *c, const bench_run_info_t *info,
+                      const bench_row_t *rows, int n) {
+  static const char *const average_name[] = {"rank0", "mean", "min", "max"};
+  FILE *f = r->f;
+  const char *g, *m, *nc;
+  gmpi_versions(&g, &m, &nc);
+  struct utsname u;
+  char host[256] = "";
+  if (uname(&u) != 0) memset(&u, 0, sizeof(u));
+  gethostname(host, sizeof(host) - 1);
+  fprintf(f, "{\"tool\": \"gmpi-bench\", \"gmpi_version\": \"%s\", \"versions\": {\"gmpi\": ",
+          GMPI_VERSION_STRING);
+  json_string(f, g);
+  fputs(", \"mpi\": ", f);
+  json_string(f, m);
+  fputs(", \"nccl\": ", f);
+  json_string(f, nc);
+  fputs("},\n \"date\": ", f);
+  json_string(f, info->started_utc);
+  fprintf(f, ", \"seconds\": %.1f, \"machine\": {\"host\": ", info->seconds);
+  json_string(f, host);
+  fputs(", \"os\": ", f);
+  json_string(f, u.sysname);
+  fputs(", \"release\": ", f);
+  json_string(f, u.release);
+  fputs(", \"arch\": ", f);
+  json_string(f, u.machine);
+  fprintf(f, ", \"cpus\": %ld},\n", sysconf(_SC_NPROCESSORS_ONLN));
   fprintf(f,
-          "{\"ranks\": %d, \"backend\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\", \"rows\": [\n",
-          c->size, gmpi_backend_name(c->backend), gmpi_dtype_name(c->dtype), gmpi_op_name(c->op));
-  for (int i = 0; i < n; i++)
-    fprintf(f,
-            "  {\"coll\": \"%s\", \"impl\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
-            "\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": %ld, "
-            "\"gmpi_over_this\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f}%s\n",
-            rows[i].coll, rows[i].impl, rows[i].bytes, rows[i].count, rows[i].time_us,
-            rows[i].algbw, rows[i].busbw, rows[i].wrong, rows[i].ratio, rows[i].ratio_min,
-            rows[i].ratio_max, i + 1 < n ? "," : "");
+          " \"ranks\": %d, \"backend\": \"%s\", \"mode\": \"%s\", \"nonblocking\": %s, "
+          "\"iters\": %d, \"warmup_iters\": %d, \"rounds\": %d, \"check\": %d, "
+          "\"average\": \"%s\", \"plan_ops\": ",
+          c->size, gmpi_backend_name(c->backend), mode_name(c->mode),
+          c->nonblocking ? "true" : "false", c->iters, c->warmup, c->rounds, c->check,
+          average_name[c->average]);
+  if (c->mode == MODE_PLAN)
+    fprintf(f, "%d", c->plan_ops);
+  else
+    fputs("null", f);
+  fputs(",\n \"ratio\": \"gmpi time / this row's time, median of the rounds; null on gmpi's own "
+        "rows\",\n \"rows\": [\n",
+        f);
+  for (int i = 0; i < n; i++) {
+    const bench_row_t *w = &rows[i];
+    int timed = w->time_us > 0, baseline = strcmp(w->impl, "gmpi") != 0 && w->ratio > 0;
+    fprintf(f, "  {\"coll\": \"%s\", \"impl\": \"%s\", \"dtype\": \"%s\", \"op\": ", w->coll,
+            w->impl, gmpi_dtype_name(w->dtype));
+    if (w->has_op)
+      fprintf(f, "\"%s\"", gmpi_op_name(w->op));
+    else
+      fputs("null", f);
+    fprintf(f, ", \"bytes\": %zu, \"count\": %zu", w->bytes, w->count);
+    json_number(f, "time_us", w->time_us, timed, "%.6g");
+    json_number(f, "algbw_gbs", w->algbw, timed, "%.6g");
+    json_number(f, "busbw_gbs", w->busbw, timed && c->size > 1, "%.6g");
+    fprintf(f, ", \"wrong\": %ld", w->wrong);
+    json_number(f, "gmpi_over_this", w->ratio, baseline, "%.4f");
+    json_number(f, "ratio_min", w->ratio_min, baseline, "%.4f");
+    json_number(f, "ratio_max", w->ratio_max, baseline, "%.4f");
+    fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+  }
   fprintf(f, "]}\n");
-  return close_report(f, path);
+  return close_report(r);
 }
 
 /* ---- SVG ---------------------------------------------------------------------------------- */
 
-#define PANEL_W    520
-#define PANEL_H    360
-#define MARGIN     70
-#define MAX_SERIES 32
+#define PANEL_W 440
+#define PANEL_H 300
+#define MARGIN  62
+#define COLUMNS 3
 
+/* One panel: the rows of one collective, type and op; a line per implementation. */
 typedef struct {
-  const char *coll, *impl;
-} series_t;
+  const char *coll;
+  gmpi_dtype_t dtype;
+  gmpi_op_t op;
+  int has_op;
+} panel_t;
 
 typedef struct {
   double x0, x1, y0, y1; /* log10 ranges */
-  int left;              /* panel's left edge */
+  int left, top;         /* panel's corner */
 } axes_t;
 
-static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                      "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
+/* A colour per implementation, the same in every panel. */
+static const char *impl_color(const char *impl) {
+  static const char *const names[] = {"gmpi", "mpi", "nccl", "staged", "eager", "checked"};
+  static const char *const colors[] = {"#1f4e9c", "#e07b00", "#2a9d3a",
+                                       "#c0392b", "#8e44ad", "#7f6000"};
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(impl, names[i])) return colors[i];
+  return "#555555";
+}
 
 static double px(const axes_t *a, double bytes) {
-  return a->left + MARGIN + (log10(bytes) - a->x0) / (a->x1 - a->x0) * (PANEL_W - MARGIN - 20);
+  return a->left + MARGIN + (log10(bytes) - a->x0) / (a->x1 - a->x0) * (PANEL_W - MARGIN - 16);
 }
 static double py(const axes_t *a, double v) {
-  return 40 + (1 - (log10(v) - a->y0) / (a->y1 - a->y0)) * (PANEL_H - 80);
+  return a->top + 34 + (1 - (log10(v) - a->y0) / (a->y1 - a->y0)) * (PANEL_H - 80);
 }
 
-static int find_series(series_t *s, int *n, const bench_row_t *r) {
-  for (int i = 0; i < *n; i++)
-    if (!strcmp(s[i].coll, r->coll) && !strcmp(s[i].impl, r->impl)) return i;
-  if (*n == MAX_SERIES) return -1;
-  s[*n] = (series_t){r->coll, r->impl};
-  return (*n)++;
+static int same_panel(const panel_t *p, const bench_row_t *r) {
+  return !strcmp(p->coll, r->coll) && p->dtype == r->dtype && (!p->has_op || p->op == r->op);
 }
 
-/* Panel quantities: 0 time, 1 busbw, 2 algbw (busbw is 0 at one rank: nothing crosses ranks). */
-static double row_value(const bench_row_t *r, int what) {
-  return what == 1 ? r->busbw : what == 2 ? r->algbw : r->time_us;
+/* The panels in the order their first rows came; *n of them. NULL when out of memory. */
+static panel_t *find_panels(const bench_row_t *rows, int n, int *np) {
+  panel_t *p = calloc((size_t)(n ? n : 1), sizeof(*p));
+  *np = 0;
+  for (int i = 0; p && i < n; i++) {
+    int k = 0;
+    while (k < *np && !same_panel(&p[k], &rows[i]))
+      k++;
+    if (k == *np) p[(*np)++] = (panel_t){rows[i].coll, rows[i].dtype, rows[i].op, rows[i].has_op};
+  }
+  return p;
 }
 
-static void draw_axes(FILE *f, const axes_t *a, const char *ylabel) {
-  int x = a->left + MARGIN, w = PANEL_W - MARGIN - 20;
-  fprintf(f, "<rect x='%d' y='40' width='%d' height='%d' fill='none' stroke='#333'/>\n", x, w,
-          PANEL_H - 80);
+/* busbw where ranks exchange data; algbw at one rank (busbw's factor is 0 there). */
+static double row_value(const bench_row_t *r, int busbw) { return busbw ? r->busbw : r->algbw; }
+
+static void draw_axes(FILE *f, const axes_t *a, const char *title) {
+  int x = a->left + MARGIN, w = PANEL_W - MARGIN - 16, y = a->top + 34, h = PANEL_H - 80;
+  fprintf(f, "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#333'/>\n", x, y, w,
+          h);
   for (int e = (int)ceil(a->y0); e <= (int)floor(a->y1); e++) {
-    double y = py(a, pow(10, e));
+    double yy = py(a, pow(10, e));
     fprintf(f,
             "<line x1='%d' x2='%d' y1='%.1f' y2='%.1f' stroke='#ddd'/>"
-            "<text x='%d' y='%.1f' font-size='11' text-anchor='end'>1e%d</text>\n",
-            x, x + w, y, y, x - 4, y + 4, e);
+            "<text x='%d' y='%.1f' font-size='10' text-anchor='end'>%g</text>\n",
+            x, x + w, yy, yy, x - 4, yy + 4, pow(10, e));
   }
   for (int e = (int)ceil(a->x0 / log10(4)); e * log10(4) <= a->x1; e++) {
     double b = pow(4, e), xx = px(a, b);
@@ -98,76 +196,85 @@ static void draw_axes(FILE *f, const axes_t *a, const char *ylabel) {
                    : b >= 1 << 10 ? b / 1024
                                   : b;
     fprintf(f,
-            "<line x1='%.1f' x2='%.1f' y1='40' y2='%d' stroke='#eee'/>"
-            "<text x='%.1f' y='%d' font-size='11' text-anchor='middle'>%g%s</text>\n",
-            xx, xx, PANEL_H - 40, xx, PANEL_H - 24, shown, unit);
+            "<line x1='%.1f' x2='%.1f' y1='%d' y2='%d' stroke='#eee'/>"
+            "<text x='%.1f' y='%d' font-size='10' text-anchor='middle'>%g%s</text>\n",
+            xx, xx, y, y + h, xx, y + h + 14, shown, unit);
   }
-  fprintf(f,
-          "<text x='%d' y='%d' font-size='12' text-anchor='middle'>message size (bytes)</text>\n",
-          x + w / 2, PANEL_H - 6);
-  fprintf(f, "<text x='%d' y='24' font-size='13' font-weight='bold'>%s</text>\n", x, ylabel);
+  fprintf(f, "<text x='%d' y='%d' font-size='11' text-anchor='middle'>size (bytes)</text>\n",
+          x + w / 2, y + h + 30);
+  fprintf(f, "<text x='%d' y='%d' font-size='13' font-weight='bold'>%s</text>\n", x, a->top + 22,
+          title);
 }
 
-static void draw_panel(FILE *f, const bench_row_t *rows, int n, series_t *s, int ns, int what,
-                       int left) {
-  axes_t a = {1e300, -1e300, 1e300, -1e300, left};
+static void draw_panel(FILE *f, const bench_row_t *rows, int n, const panel_t *p, int busbw,
+                       int left, int top) {
+  axes_t a = {1e300, -1e300, 1e300, -1e300, left, top};
+  const char *impls[16];
+  int ni = 0;
   for (int i = 0; i < n; i++) {
-    double v = row_value(&rows[i], what);
+    double v = row_value(&rows[i], busbw);
+    if (!same_panel(p, &rows[i])) continue;
+    int k = 0;
+    while (k < ni && strcmp(impls[k], rows[i].impl))
+      k++;
+    if (k == ni && ni < 16) impls[ni++] = rows[i].impl;
     if (v <= 0 || rows[i].bytes == 0) continue;
     a.x0 = fmin(a.x0, log10((double)rows[i].bytes));
     a.x1 = fmax(a.x1, log10((double)rows[i].bytes));
     a.y0 = fmin(a.y0, log10(v));
     a.y1 = fmax(a.y1, log10(v));
   }
-  if (a.x0 > a.x1) return;
+  char title[160];
+  snprintf(title, sizeof(title), "%s %s%s%s: %s (GB/s)", p->coll, gmpi_dtype_name(p->dtype),
+           p->has_op ? " " : "", p->has_op ? gmpi_op_name(p->op) : "", busbw ? "busbw" : "algbw");
+  if (a.x0 > a.x1) { /* nothing timed: say so rather than leave a blank */
+    a = (axes_t){0, 1, 0, 1, left, top};
+    draw_axes(f, &a, title);
+    fprintf(f, "<text x='%d' y='%d' font-size='12'>no timed rows</text>\n", left + 100, top + 120);
+    return;
+  }
   a.x0 -= 0.1, a.x1 += 0.1, a.y0 = floor(a.y0 - 0.05), a.y1 = ceil(a.y1 + 0.05);
-  static const char *const title[] = {"time per op (us), lower is better",
-                                      "bus bandwidth (GB/s), higher is better",
-                                      "algorithm bandwidth (GB/s; busbw is 0 at 1 rank)"};
-  draw_axes(f, &a, title[what]);
-  for (int k = 0; k < ns; k++) {
-    const char *color = palette[k % 10];
-    const char *dash = strcmp(s[k].impl, "gmpi") ? " stroke-dasharray='6,3'" : "";
-    fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2'%s points='", color, dash);
+  draw_axes(f, &a, title);
+  for (int k = 0; k < ni; k++) {
+    const char *dash = strcmp(impls[k], "gmpi") ? " stroke-dasharray='6,3'" : "";
+    fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2'%s points='",
+            impl_color(impls[k]), dash);
     for (int i = 0; i < n; i++) {
-      double v = row_value(&rows[i], what);
-      if (strcmp(rows[i].coll, s[k].coll) || strcmp(rows[i].impl, s[k].impl) || v <= 0) continue;
+      double v = row_value(&rows[i], busbw);
+      if (!same_panel(p, &rows[i]) || strcmp(rows[i].impl, impls[k]) || v <= 0) continue;
       fprintf(f, "%.1f,%.1f ", px(&a, (double)rows[i].bytes), py(&a, v));
     }
     fprintf(f, "'/>\n");
+    int ly = top + 46 + 15 * k, lx = left + MARGIN + 8;
+    fprintf(f,
+            "<line x1='%d' x2='%d' y1='%d' y2='%d' stroke='%s' stroke-width='2'%s/>"
+            "<text x='%d' y='%d' font-size='11'>%s</text>\n",
+            lx, lx + 22, ly, ly, impl_color(impls[k]), dash, lx + 26, ly + 4, impls[k]);
   }
 }
 
-int bench_report_svg(const char *path, const bench_ctx_t *c, const bench_row_t *rows, int n) {
-  FILE *f = open_report(path);
-  if (!f) return 1;
-  series_t s[MAX_SERIES];
-  int ns = 0;
-  for (int i = 0; i < n; i++)
-    find_series(s, &ns, &rows[i]);
-  int legend_h = 20 * ns + 20;
+int bench_report_svg(bench_report_t *r, const bench_ctx_t *c, const bench_row_t *rows, int n) {
+  FILE *f = r->f;
+  int np = 0;
+  panel_t *panels = find_panels(rows, n, &np);
+  if (!panels) {
+    fprintf(stderr, "gmpi-bench: no memory for the plot's panels\n");
+    fclose(f);
+    r->f = NULL;
+    return 1;
+  }
+  int cols = np < COLUMNS ? (np ? np : 1) : COLUMNS, lines = (np + cols - 1) / cols;
   fprintf(f,
           "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
           "font-family='sans-serif'>\n<rect width='100%%' height='100%%' fill='white'/>\n",
-          2 * PANEL_W, PANEL_H + legend_h + 20);
-  int any_busbw = 0;
-  for (int i = 0; i < n; i++)
-    any_busbw |= rows[i].busbw > 0;
-  draw_panel(f, rows, n, s, ns, any_busbw ? 1 : 2, 0);
-  draw_panel(f, rows, n, s, ns, 0, PANEL_W);
-  for (int k = 0; k < ns; k++) {
-    int y = PANEL_H + 20 + 20 * k;
-    fprintf(f,
-            "<line x1='%d' x2='%d' y1='%d' y2='%d' stroke='%s' stroke-width='2'%s/>"
-            "<text x='%d' y='%d' font-size='12'>%s: %s</text>\n",
-            MARGIN, MARGIN + 30, y, y, palette[k % 10],
-            strcmp(s[k].impl, "gmpi") ? " stroke-dasharray='6,3'" : "", MARGIN + 36, y + 4,
-            s[k].coll, s[k].impl);
-  }
+          cols * PANEL_W, (lines ? lines : 1) * PANEL_H + 30);
+  int busbw = c->size > 1;
+  for (int k = 0; k < np; k++)
+    draw_panel(f, rows, n, &panels[k], busbw, (k % cols) * PANEL_W, 30 + (k / cols) * PANEL_H);
   fprintf(f,
-          "<text x='%d' y='%d' font-size='12' fill='#555'>gmpi-bench, %d ranks, %s backend, "
-          "%s %s</text>\n</svg>\n",
-          MARGIN + 300, PANEL_H + 24, c->size, gmpi_backend_name(c->backend),
-          gmpi_dtype_name(c->dtype), gmpi_op_name(c->op));
-  return close_report(f, path);
+          "<text x='10' y='20' font-size='13' fill='#333'>gmpi-bench %s: %d ranks, %s backend; "
+          "solid gmpi, dashed baselines; higher is better</text>\n</svg>\n",
+          GMPI_VERSION_STRING, c->size, gmpi_backend_name(c->backend));
+  free(panels);
+  return close_report(r);
 }

@@ -3,7 +3,7 @@
  * gmpi_p2p_exchange): the receive and the send go straight to MPI and are tested together
  * until both end or GMPI_TIMEOUT passes -- no gmpi request, no engine state, no eager copy.
  * The send half completes with its transfer, as MPI_Sendrecv's does: gmpi's 16 KiB eager
- * promise is for gmpi_send and gmpi_isend (README; copying it cost 1.2-1.6x MPI_Sendrecv from
+ * promise is for gmpi_send and gmpi_isend (docs/api.md; copying it cost 1.2-1.6x MPI_Sendrecv from
  * 512 B to 16 KiB, docs/performance.md). Message order is MPI's, as for every native send (one
  * communicator, post order). Under GMPI_CHECK both messages are framed (cpu_frame.c) in the
  * engine's two exchange frames, reused call after call. */

@@ -175,11 +175,18 @@ gmpi_status_t gmpi_cpu_recv_result(const gmpi_p2p_args_t *a, const cpu_recv_end_
                                    gmpi_msg_status_t *status) {
   size_t es = gmpi_dtype_size(a->dtype);
   *status = (gmpi_msg_status_t){e->source, e->tag, e->bytes / es};
-  if (e->truncated)
+  if (e->truncated && e->bytes) /* a self message: its length is known */
+    return gmpi_error(GMPI_ERR_TRUNCATE,
+                      "receive from rank %d tag %d: the message has %zu bytes, longer than the "
+                      "receive buffer of %zu %s elements (%zu bytes)",
+                      e->source, e->tag, e->bytes, a->count, gmpi_dtype_name(a->dtype),
+                      a->count * es);
+  if (e->truncated) /* MPI's receive: MPI reports that it truncated, not how long the message was */
     return gmpi_error(GMPI_ERR_TRUNCATE,
                       "receive from rank %d tag %d: the message is longer than the receive "
-                      "buffer of %zu %s elements",
-                      e->source, e->tag, a->count, gmpi_dtype_name(a->dtype));
+                      "buffer of %zu %s elements (%zu bytes); MPI does not report its length: "
+                      "gmpi_probe before the receive gives it",
+                      e->source, e->tag, a->count, gmpi_dtype_name(a->dtype), a->count * es);
   if (e->mpi_rc != MPI_SUCCESS) return gmpi_mpi_error(e->mpi_rc, "MPI_Wait");
   if (e->other_elem_size)
     return gmpi_error(GMPI_ERR_MISMATCH,
