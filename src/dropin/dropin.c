@@ -8,7 +8,7 @@
 
 #include "dropin.h"
 
-dropin_t dropin = {.keyval = MPI_KEYVAL_INVALID};
+dropin_t dropin = {.keyval = MPI_KEYVAL_INVALID, .self_comm = MPI_COMM_NULL};
 _Thread_local int dropin_depth;
 
 /* Twins in creation order: MPI_Finalize frees them newest first (every rank made its comms in
@@ -228,6 +228,7 @@ static void start(void) {
   dropin.timeout_s = read_timeout();
   if (dropin.mode == INTERPOSE_OFF) return;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, noop_delete, &dropin.keyval, NULL);
+  PMPI_Comm_dup(MPI_COMM_SELF, &dropin.self_comm);
   dropin_enter();
   gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &dropin.world);
   gmpi_backend_t backend = GMPI_BACKEND_CPU;
@@ -287,6 +288,7 @@ int MPI_Finalize(void) {
     dropin.active = 0;
   }
   if (dropin.keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&dropin.keyval);
+  if (dropin.self_comm != MPI_COMM_NULL) PMPI_Comm_free(&dropin.self_comm);
   return PMPI_Finalize();
 }
 

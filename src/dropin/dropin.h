@@ -27,6 +27,7 @@ typedef struct {
   gmpi_comm_t self;   /* MPI_COMM_SELF's twin, made at first use (one rank: local) */
   double timeout_s;   /* GMPI_TIMEOUT: bounds waits on arrays that hold gmpi requests */
   int per_kind;       /* GMPI_INTERPOSE_MATCHING=per-kind: host messages stay on MPI */
+  MPI_Comm self_comm; /* the layer's own dup of MPI_COMM_SELF (unpacking partial elements) */
 } dropin_t;
 
 extern dropin_t dropin;
@@ -84,6 +85,36 @@ int dropin_stage_in(dropin_stage_t *s, void **buf, MPI_Aint count, MPI_Datatype 
 /* Copy a staged receive buffer back to the device (when copy_back), then free the copy. */
 int dropin_stage_out(dropin_stage_t *s, int copy_back);
 
+/* ---- collectives on any datatype (dropin_pack.c) ---- */
+/* One side of a data-moving collective (what this rank sends, or receives) as gmpi's bytes: n
+ * blocks of type at user, block i counts[i] elements at displs[i] extents. A contiguous type is
+ * used where it lies (base == user); any other is packed into host memory (base == packed). */
+typedef struct {
+  void *user;           /* the program's buffer */
+  MPI_Datatype type;    /* a dup of the program's type when packed, else MPI_DATATYPE_NULL */
+  MPI_Aint extent;      /* of the program's type */
+  int n;                /* blocks */
+  int *counts, *displs; /* per block: elements, and offset in extents */
+  size_t *bcounts;      /* per block: bytes (gmpi's counts) */
+  size_t *bdispls;      /* per block: byte offset from base (gmpi's displacements) */
+  char *packed;         /* packed bytes of every block; NULL for a contiguous type */
+  size_t total;         /* bytes of packed */
+  void *base;           /* what gmpi reads or writes */
+  size_t *alloc;        /* the one allocation holding the four arrays */
+} dropin_side_t;
+/* 1 when type moves as the bytes where it lies (contiguous, or no bytes at all). */
+int dropin_side_contiguous(MPI_Datatype type);
+void dropin_side_clear(dropin_side_t *s);
+/* counts NULL: every block has count elements at displs i*count. Negative counts: MPI_ERR_COUNT. */
+int dropin_side_init(dropin_side_t *s, void *buf, MPI_Datatype type, int n, const int *counts,
+                     const int *displs, int count);
+void dropin_side_free(dropin_side_t *s);
+/* Pack block i (or all): nothing for a contiguous type. */
+int dropin_side_pack(dropin_side_t *s, int i);
+int dropin_side_pack_all(dropin_side_t *s);
+/* Unpack every block into the program's buffer: nothing for a contiguous type. */
+int dropin_side_unpack_all(dropin_side_t *s);
+
 /* ---- point to point (dropin_p2p.c) and persistent requests (dropin_persist.c) ---- */
 typedef enum { DROPIN_SEND_STANDARD, DROPIN_SEND_SYNC, DROPIN_SEND_BUFFERED } dropin_send_kind_t;
 /* A nonblocking send of kind through comm's twin (as MPI_Isend / MPI_Issend). */
@@ -116,9 +147,11 @@ struct dropin_req {
   size_t bytes;            /* bytes received */
   dropin_after_fn after;   /* NULL or completion work */
   void *owned;             /* freed with the request (packed or staged data) */
+  void (*release)(void *); /* frees owned when set (else free) */
   void *user;              /* the after step's destination */
   MPI_Aint user_count;     /* its count ... */
   MPI_Datatype user_type;  /* ... and type */
+  int type_owned;          /* user_type is the layer's dup, freed with the request */
   MPI_Request inner;       /* a staged nonblocking call: MPI's request on the host copies */
   dropin_stage_t stage[2]; /* staged device buffers: [1] is copied back at completion */
   struct dropin_req *next; /* in the table's bucket */

@@ -61,15 +61,29 @@ static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype 
   return rc;
 }
 
-static int unpack_received(dropin_req_t *r) {
+/* bytes packed bytes into count elements of type at dst. A message may end inside an element
+ * (a receive longer than the message): MPI then fills the basic elements it has, which
+ * MPI_Unpack cannot do (it unpacks whole elements), so that message is received from this rank
+ * itself as MPI_PACKED on the layer's own comm, and MPI lays it out. */
+static int unpack_bytes(const void *packed, size_t bytes, void *dst, MPI_Aint count,
+                        MPI_Datatype type, MPI_Comm comm) {
   MPI_Count size = 0;
-  PMPI_Type_size_x(r->user_type, &size);
-  MPI_Aint n = size > 0 ? (MPI_Aint)(r->bytes / (size_t)size) : 0;
+  int rc = PMPI_Type_size_x(type, &size);
+  if (rc != MPI_SUCCESS || !bytes) return rc;
+  if (size > 0 && bytes % (size_t)size == 0) {
+    int pos = 0;
+    return PMPI_Unpack(packed, (int)bytes, &pos, dst, (int)(bytes / (size_t)size), type, comm);
+  }
+  return PMPI_Sendrecv(packed, (int)bytes, MPI_PACKED, 0, 0, dst, (int)count, type, 0, 0,
+                       dropin.self_comm, MPI_STATUS_IGNORE);
+}
+
+static int unpack_received(dropin_req_t *r) {
   dropin_stage_t s;
   void *dst = r->user;
-  int pos = 0, rc = dropin_stage_in(&s, &dst, r->user_count, r->user_type); /* keeps the holes */
+  int rc = dropin_stage_in(&s, &dst, r->user_count, r->user_type); /* keeps the holes */
   if (rc == MPI_SUCCESS)
-    rc = PMPI_Unpack(r->owned, (int)r->bytes, &pos, dst, (int)n, r->user_type, r->comm);
+    rc = unpack_bytes(r->owned, r->bytes, dst, r->user_count, r->user_type, r->comm);
   int out = dropin_stage_out(&s, rc == MPI_SUCCESS);
   return rc != MPI_SUCCESS ? rc : out;
 }
@@ -169,6 +183,9 @@ static int post_recv(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Dat
   r->user = local.user;
   r->user_count = local.user_count;
   r->user_type = local.user_type;
+  /* the program may free its type before the receive completes (MPI allows it; MPICH's
+   * dtype_send): the unpacking uses the layer's own reference */
+  if (r->after && PMPI_Type_dup(local.user_type, &r->user_type) == MPI_SUCCESS) r->type_owned = 1;
   return MPI_SUCCESS;
 }
 

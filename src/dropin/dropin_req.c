@@ -74,7 +74,11 @@ static int free_req(void *extra) {
   unlink_req(r);
   dropin_stage_out(&r->stage[0], 0);
   dropin_stage_out(&r->stage[1], 0);
-  free(r->owned);
+  if (r->type_owned) PMPI_Type_free(&r->user_type);
+  if (r->release)
+    r->release(r->owned);
+  else
+    free(r->owned);
   free(r);
   dropin_live_requests--;
   return MPI_SUCCESS;
