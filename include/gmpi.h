@@ -307,6 +307,11 @@ GMPI_API gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *sta
 GMPI_API gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests,
                                     gmpi_msg_status_t *statuses);
 GMPI_API gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *status);
+/* Take back a receive that no message has matched yet: *cancelled 1, the request freed and set
+ * to NULL, nothing written. Otherwise *cancelled 0 and the request is left to complete as it
+ * would have (wait for it as before): a receive a message matched first, a send (gmpi does not
+ * take sends back; MPI allows a cancel to fail), a collective, a request recorded in a plan. */
+GMPI_API gmpi_status_t gmpi_cancel(gmpi_request_t *request, int *cancelled);
 /* Wait until one non-NULL request completes: *index is its position (freed, set to NULL).
  * *index is GMPI_UNDEFINED when every request is NULL (or count is 0). */
 GMPI_API gmpi_status_t gmpi_waitany(int count, gmpi_request_t *requests, int *index,

@@ -101,6 +101,12 @@ static void twin_forget(gmpi_comm_t g) {
   }
 }
 
+/* The twin stays in the list (freed at MPI_Finalize in creation order) without its MPI comm. */
+static void twin_retire(gmpi_comm_t g) {
+  for (twin_t *t = twins; t; t = t->next)
+    if (t->g == g) t->comm = MPI_COMM_NULL;
+}
+
 /* The twin of newcomm, made from parent's by gmpi_comm_split (collective over parent, as every
  * constructor below is). Color: the lowest parent rank in newcomm; key: the rank in newcomm. */
 static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *func) {
@@ -125,11 +131,24 @@ static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *
   return MPI_SUCCESS;
 }
 
+/* MPI's comm free does not wait for the comm's pending operations: they complete later (a send
+ * nobody receives may never). A twin whose comm has live requests on any rank is therefore kept,
+ * retired (no MPI comm names it), and freed at MPI_Finalize with the others; every rank decides
+ * alike (one allreduce), because freeing a twin is collective. Until 2026-12 the free waited for
+ * them, up to GMPI_TIMEOUT, and then failed the comm (mpi4py's suite: a send MPI_Cancel did not
+ * take back). */
 static int twin_free(MPI_Comm comm, const char *func) {
   gmpi_comm_t g = dropin_twin(comm);
   if (!g || g == dropin.world || g == dropin.self) return MPI_SUCCESS;
-  dropin_req_flush(comm); /* a freed comm's pending operations still complete (MPI) */
+  int live = dropin_req_live_on(comm) > 0, any = 0;
+  int rc = PMPI_Allreduce(&live, &any, 1, MPI_INT, MPI_MAX, comm);
+  if (rc != MPI_SUCCESS) return rc;
   PMPI_Comm_delete_attr(comm, dropin.keyval);
+  if (any) {
+    dropin_req_rehome(comm);
+    twin_retire(g);
+    return MPI_SUCCESS;
+  }
   twin_forget(g);
   dropin_enter();
   gmpi_status_t st = gmpi_comm_free(&g);
@@ -278,7 +297,7 @@ int MPI_Finalize(void) {
     while (twins) {
       twin_t *t = twins;
       twins = t->next;
-      PMPI_Comm_delete_attr(t->comm, dropin.keyval);
+      if (t->comm != MPI_COMM_NULL) PMPI_Comm_delete_attr(t->comm, dropin.keyval);
       gmpi_comm_free(&t->g);
       free(t);
     }

@@ -142,6 +142,9 @@ struct dropin_req {
   int complete;            /* gmpi finished it and MPI was told */
   int driving;             /* being driven: a polled wait inside drives every other one */
   int detached;            /* MPI_Request_free'd before completion: freed when done */
+  int is_recv;             /* a point-to-point receive: MPI_Cancel may take it back */
+  int cancelled;           /* taken back by MPI_Cancel (MPI_Test_cancelled says so) */
+  int given_up;            /* MPI_Cancel asked for and could not be done (a send) */
   int error;               /* MPI error code of the outcome */
   int source, tag;         /* status of a receive */
   size_t bytes;            /* bytes received */
@@ -160,6 +163,9 @@ struct dropin_req {
 int dropin_req_wrap(MPI_Comm comm, gmpi_request_t g, dropin_req_t **out, MPI_Request *request);
 /* A request that is complete already (a buffered send: its data was copied). */
 int dropin_req_done(MPI_Comm comm, MPI_Request *request);
+/* The same for a receive that ended already: its status (source, tag, bytes) and error. */
+int dropin_req_done_status(MPI_Comm comm, int source, int tag, size_t bytes, int error,
+                           MPI_Request *request);
 /* Wrap MPI's request on staged host copies: the stages are freed (stage[1] copied back to the
  * device) when it completes. */
 int dropin_req_staged(MPI_Comm comm, MPI_Request inner, const dropin_stage_t stage[2],
@@ -177,7 +183,9 @@ int dropin_polled_status(int rc, MPI_Request *request, MPI_Status *status);
 int dropin_quiet(void);
 /* Monotonic seconds, for the layer's own GMPI_TIMEOUT bounds. */
 double dropin_now(void);
-/* Finish every gmpi request on comm (before its twin is freed). */
-void dropin_req_flush(MPI_Comm comm);
+/* Drive comm's gmpi requests once (never waiting) and count those still live. */
+int dropin_req_live_on(MPI_Comm comm);
+/* comm is being freed with requests still live: they report errors to MPI_COMM_WORLD now. */
+void dropin_req_rehome(MPI_Comm comm);
 
 #endif

@@ -330,6 +330,29 @@ gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) 
   return GMPI_SUCCESS;
 }
 
+/* A native receive waits in MPI (MPI_Cancel takes it back, gmpi_cpu_take_back), in the self
+ * queue (a receive from this rank), or both (ANY_SOURCE). */
+gmpi_status_t gmpi_cpu_p2p_cancel(gmpi_cpu_t *cpu, gmpi_request_t req, int *cancelled) {
+  *cancelled = 0;
+  if (cpu->env) return gmpi_env_cancel(cpu->env, req, cancelled);
+  cpu_req_t *cr = req->be;
+  if (!cr || cr->complete || req->args.dir != GMPI_P2P_RECV) return GMPI_SUCCESS;
+  if (cr->mpi != MPI_REQUEST_NULL) {
+    int taken = 0;
+    GMPI_CHECK(gmpi_cpu_take_back(req->comm, &cr->mpi, cr->type, &taken, &cr->end));
+    if (!taken) { /* matched before the cancel came: it ends as received, as test_mpi ends it */
+      if (cr->framed) gmpi_cpu_unframe(&cr->frame, &req->args, &cr->end);
+      gmpi_cpu_self_pending_remove(cpu->native, req);
+      cr->complete = 1;
+      return GMPI_SUCCESS;
+    }
+  }
+  gmpi_cpu_self_pending_remove(cpu->native, req);
+  release(req);
+  *cancelled = 1;
+  return GMPI_SUCCESS;
+}
+
 void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req) {
   if (cpu->env) {
     gmpi_env_abandon(cpu->env, req);
