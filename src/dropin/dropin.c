@@ -68,6 +68,7 @@ gmpi_comm_t dropin_twin(MPI_Comm comm) {
       gmpi_status_t st = gmpi_init(MPI_COMM_SELF, &dropin.self);
       if (st == GMPI_SUCCESS && !dropin.per_kind)
         st = gmpi_comm_set_matching(dropin.self, GMPI_MATCH_ACROSS_KINDS);
+      if (st == GMPI_SUCCESS) st = gmpi_comm_set_tags(dropin.self, GMPI_TAGS_FULL);
       dropin_leave();
       if (st != GMPI_SUCCESS) {
         dropin_fail(MPI_COMM_SELF, "MPI_COMM_SELF's gmpi communicator", st);
@@ -254,6 +255,8 @@ static void start(void) {
   if (st == GMPI_SUCCESS)
     st = gmpi_comm_set_matching(dropin.world,
                                 dropin.per_kind ? GMPI_MATCH_PER_KIND : GMPI_MATCH_ACROSS_KINDS);
+  /* every tag MPI_TAG_UB promises the program: messages move as bytes, no sizes in tags */
+  if (st == GMPI_SUCCESS) st = gmpi_comm_set_tags(dropin.world, GMPI_TAGS_FULL);
   if (st == GMPI_SUCCESS) st = gmpi_comm_backend(dropin.world, &backend);
   dropin_leave();
   if (st != GMPI_SUCCESS) {

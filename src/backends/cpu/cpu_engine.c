@@ -78,7 +78,7 @@ static gmpi_status_t engine_p2p_cancel(void *state, gmpi_request_t req, int *can
 }
 static gmpi_status_t engine_p2p_probe(void *state, gmpi_comm_t comm, int source, int tag, int *flag,
                                       gmpi_msg_status_t *status) {
-  return gmpi_cpu_p2p_probe(state, comm->rank, source, tag, flag, status);
+  return gmpi_cpu_p2p_probe(state, comm, source, tag, flag, status);
 }
 static int engine_p2p_can_exchange(void *state) { return gmpi_cpu_p2p_can_exchange(state); }
 static gmpi_status_t engine_p2p_exchange(void *state, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
