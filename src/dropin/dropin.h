@@ -90,17 +90,19 @@ int dropin_stage_out(dropin_stage_t *s, int copy_back);
  * blocks of type at user, block i counts[i] elements at displs[i] extents. A contiguous type is
  * used where it lies (base == user); any other is packed into host memory (base == packed). */
 typedef struct {
-  void *user;           /* the program's buffer */
-  MPI_Datatype type;    /* a dup of the program's type when packed, else MPI_DATATYPE_NULL */
-  MPI_Aint extent;      /* of the program's type */
-  int n;                /* blocks */
-  int *counts, *displs; /* per block: elements, and offset in extents */
-  size_t *bcounts;      /* per block: bytes (gmpi's counts) */
-  size_t *bdispls;      /* per block: byte offset from base (gmpi's displacements) */
-  char *packed;         /* packed bytes of every block; NULL for a contiguous type */
-  size_t total;         /* bytes of packed */
-  void *base;           /* what gmpi reads or writes */
-  size_t *alloc;        /* the one allocation holding the four arrays */
+  void *user;                 /* the program's buffer */
+  MPI_Datatype type;          /* a dup of the program's type when packed, else MPI_DATATYPE_NULL */
+  MPI_Aint extent;            /* of the program's type */
+  int n;                      /* blocks */
+  int *counts, *displs;       /* per block: elements, and offset in extents */
+  size_t *bcounts;            /* per block: bytes (gmpi's counts) */
+  size_t *bdispls;            /* per block: byte offset from base (gmpi's displacements) */
+  char *packed;               /* packed bytes of every block; NULL for a contiguous type */
+  size_t total;               /* bytes of packed */
+  void *base;                 /* what gmpi reads or writes */
+  size_t *alloc;              /* the one allocation holding the four arrays, when not inline */
+  size_t inline_bytes[2 * 8]; /* the arrays of up to 8 blocks: no allocation per call */
+  int inline_ints[2 * 8];
 } dropin_side_t;
 /* 1 when type moves as the bytes where it lies (contiguous, or no bytes at all). */
 int dropin_side_contiguous(MPI_Datatype type);

@@ -22,7 +22,7 @@ static void fill_status(MPI_Status *status, const gmpi_msg_status_t *gs) {
                        : gs->source == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE
                                                        : gs->source;
   status->MPI_TAG = gs->tag == GMPI_ANY_TAG ? MPI_ANY_TAG : gs->tag;
-  status->MPI_ERROR = MPI_SUCCESS;
+  /* MPI_ERROR is left as it was: single-completion calls do not set it (MPI 3.1, 3.2.5) */
   PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)gs->count);
   PMPI_Status_set_cancelled(status, 0);
 }
@@ -445,7 +445,6 @@ static int deliver_held(held_msg_t *m, void *buf, int count, MPI_Datatype type,
   if (rc == MPI_SUCCESS && m->bytes > room) rc = MPI_ERR_TRUNCATE; /* nothing written */
   gmpi_msg_status_t gs = {.source = m->source, .tag = m->tag, .count = m->bytes};
   fill_status(status, &gs);
-  if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = rc;
   return rc;
 }
 
@@ -575,7 +574,11 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
   }
   MPI_Status st[2];
   rc = MPI_Waitall(2, req, st);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  if (status != MPI_STATUS_IGNORE) { /* MPI_ERROR stays: MPI_Sendrecv does not set it */
+    int error = status->MPI_ERROR;
+    *status = st[0];
+    status->MPI_ERROR = error;
+  }
   if (rc != MPI_ERR_IN_STATUS) return rc;
   return st[0].MPI_ERROR != MPI_SUCCESS ? st[0].MPI_ERROR : st[1].MPI_ERROR;
 }

@@ -33,11 +33,15 @@ int dropin_side_init(dropin_side_t *s, void *buf, MPI_Datatype type, int n, cons
       PMPI_Type_get_extent(type, &lb, &s->extent) != MPI_SUCCESS)
     return MPI_ERR_TYPE;
   size_t per = (size_t)(n > 0 ? n : 1);
-  /* one allocation: the byte arrays, then the element arrays */
-  if (!(s->alloc = malloc(per * (2 * sizeof(size_t) + 2 * sizeof(int))))) return MPI_ERR_NO_MEM;
-  s->bcounts = s->alloc;
+  if (per <= sizeof(s->inline_ints) / sizeof(s->inline_ints[0]) / 2) {
+    s->bcounts = s->inline_bytes;
+    s->counts = s->inline_ints;
+  } else { /* one allocation: the byte arrays, then the element arrays */
+    if (!(s->alloc = malloc(per * (2 * sizeof(size_t) + 2 * sizeof(int))))) return MPI_ERR_NO_MEM;
+    s->bcounts = s->alloc;
+    s->counts = (int *)(void *)(s->bcounts + 2 * per);
+  }
   s->bdispls = s->bcounts + per;
-  s->counts = (int *)(void *)(s->bdispls + per);
   s->displs = s->counts + per;
   s->user = buf;
   s->n = n;

@@ -171,9 +171,12 @@ static void matched_probes(void) {
   MPI_Message m;
   MPI_Status st;
   int v = -1, count = -1;
+  st.MPI_ERROR = MPI_ERR_DIMS; /* single-completion calls leave MPI_ERROR alone (MPICH's mprobe) */
   D_MPI(MPI_Mprobe(d_prev(), 2, MPI_COMM_WORLD, &m, &st));
   D_STATUS(&st, MPI_INT, d_prev(), 2, 1);
+  D_EQ_INT(st.MPI_ERROR, MPI_ERR_DIMS);
   D_MPI(MPI_Mrecv(&v, 1, MPI_INT, &m, &st));
+  D_EQ_INT(st.MPI_ERROR, MPI_ERR_DIMS);
   D_TRUE(m == MPI_MESSAGE_NULL);
   D_EQ_INT(v, 200 + d_prev());
   D_STATUS(&st, MPI_INT, d_prev(), 2, 1);
