@@ -27,11 +27,21 @@ void dropin_side_clear(dropin_side_t *s) {
 int dropin_side_init(dropin_side_t *s, void *buf, MPI_Datatype type, int n, const int *counts,
                      const int *displs, int count) {
   dropin_side_clear(s);
+  if (type == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+  size_t bytes = 0;
   MPI_Count size = 0;
   MPI_Aint lb = 0;
-  if (type == MPI_DATATYPE_NULL || PMPI_Type_size_x(type, &size) != MPI_SUCCESS ||
-      PMPI_Type_get_extent(type, &lb, &s->extent) != MPI_SUCCESS)
+  /* a predefined type is a table lookup here: no MPI call on the common path */
+  int packed = !dropin_contiguous(type, &bytes);
+  if (!packed) {
+    size = (MPI_Count)bytes;
+    s->extent = (MPI_Aint)bytes;
+  } else if (PMPI_Type_size_x(type, &size) != MPI_SUCCESS ||
+             PMPI_Type_get_extent(type, &lb, &s->extent) != MPI_SUCCESS) {
     return MPI_ERR_TYPE;
+  } else {
+    packed = size > 0; /* no bytes: nothing to pack */
+  }
   size_t per = (size_t)(n > 0 ? n : 1);
   if (per <= sizeof(s->inline_ints) / sizeof(s->inline_ints[0]) / 2) {
     s->bcounts = s->inline_bytes;
@@ -45,7 +55,6 @@ int dropin_side_init(dropin_side_t *s, void *buf, MPI_Datatype type, int n, cons
   s->displs = s->counts + per;
   s->user = buf;
   s->n = n;
-  int packed = !dropin_side_contiguous(type);
   size_t total = 0;
   for (int i = 0; i < n; i++) {
     int c = counts ? counts[i] : count;
