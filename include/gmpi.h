@@ -178,6 +178,20 @@ GMPI_API gmpi_status_t gmpi_comm_mem_usage(gmpi_comm_t comm, size_t *library_byt
  * per-kind matching. */
 typedef enum { GMPI_MATCH_PER_KIND = 0, GMPI_MATCH_ACROSS_KINDS = 1 } gmpi_matching_t;
 GMPI_API gmpi_status_t gmpi_comm_set_matching(gmpi_comm_t comm, gmpi_matching_t matching);
+/* Which tags point to point may use, and what a receive's dtype means for matching.
+ * GMPI_TAGS_TYPED (the default): a native host message carries its element size in three bits
+ * of the MPI tag, so a receive matches sends whose dtype has its element size and gmpi_probe
+ * counts in the sender's elements; tags go up to MPI_TAG_UB / 8. GMPI_TAGS_FULL: messages match
+ * on source and tag alone, whatever the element sizes (GMPI_CHECK still reports another dtype),
+ * every tag up to MPI_TAG_UB is valid, and a probe counts a native host message from another
+ * rank in bytes (its element size is not carried; self messages and envelopes still count in
+ * the sender's elements). Meant for comms that move bytes: the drop-in layer sends every
+ * message as GMPI_BYTE. Set on every rank before the comm's first point-to-point call
+ * (GMPI_ERR_STATE after); split and dup inherit it. */
+typedef enum { GMPI_TAGS_TYPED = 0, GMPI_TAGS_FULL = 1 } gmpi_tags_t;
+GMPI_API gmpi_status_t gmpi_comm_set_tags(gmpi_comm_t comm, gmpi_tags_t tags);
+/* The largest tag point to point on comm accepts (it depends on gmpi_comm_set_tags). */
+GMPI_API gmpi_status_t gmpi_comm_tag_ub(gmpi_comm_t comm, int *tag_ub);
 /* 1 when the comm's backend moves ptr as device memory (0 on cpu, for host memory and NULL). */
 GMPI_API gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_device);
 /* One line through gmpi's log at level info (GMPI_DEBUG=info or trace), prefixed by the rank
@@ -312,6 +326,11 @@ GMPI_API gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *sta
 GMPI_API gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests,
                                     gmpi_msg_status_t *statuses);
 GMPI_API gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *status);
+/* Take back a receive that no message has matched yet: *cancelled 1, the request freed and set
+ * to NULL, nothing written. Otherwise *cancelled 0 and the request is left to complete as it
+ * would have (wait for it as before): a receive a message matched first, a send (gmpi does not
+ * take sends back; MPI allows a cancel to fail), a collective, a request recorded in a plan. */
+GMPI_API gmpi_status_t gmpi_cancel(gmpi_request_t *request, int *cancelled);
 /* Wait until one non-NULL request completes: *index is its position (freed, set to NULL).
  * *index is GMPI_UNDEFINED when every request is NULL (or count is 0). */
 GMPI_API gmpi_status_t gmpi_waitany(int count, gmpi_request_t *requests, int *index,

@@ -19,6 +19,9 @@ if [ -n "$missing" ]; then
   echo "gmpi.jax tests: SKIP: $python has no $missing (scripts/install-deps installs them)"
   exit 77
 fi
+# One XLA thread pool per rank on a machine of few cores: ranks that oversubscribe them compile
+# slowly enough to keep their peers waiting.
 export PYTHONDONTWRITEBYTECODE=1 GMPI_XLA_LIBRARY=$xla
+export XLA_FLAGS="${XLA_FLAGS:-} --xla_cpu_multi_thread_eigen=false"
 exec "$mpiexec" -n "$n" "$@" "$python" -m pytest -q --color=no -p no:cacheprovider \
   "$src/python/tests_jax"

@@ -4,8 +4,8 @@
  * sends to its right neighbour messages whose length and dtype only the sender knows; the
  * receiver probes, allocates from the count, receives, and checks every element. Also: iprobe
  * finds nothing before anything is sent; ANY_SOURCE/ANY_TAG probes; PROC_NULL; self messages;
- * bad arguments. Buffers live where the
- * backend moves data (device memory on cuda). */
+ * GMPI_TAGS_FULL (every MPI tag, probes count bytes, sizes not matched); bad arguments. Buffers
+ * live where the backend moves data (device memory on cuda). */
 #include "test_util.h"
 
 static int rank, size;
@@ -148,6 +148,53 @@ static void bad_arguments(void) {
   T_STATUS(gmpi_iprobe(0, 0, NULL, &flag, &st), GMPI_ERR_INVALID_ARG);
 }
 
+/* A dup set to GMPI_TAGS_FULL takes tags up to MPI_TAG_UB (the default stops at MPI_TAG_UB / 8);
+ * a dup of it inherits the setting; setting it after point to point is GMPI_ERR_STATE. Bytes
+ * travel (as the drop-in's do), so every engine's probe counts 4. */
+static void full_tags(void) {
+  int *mpi_ub = NULL, flag = 0, typed = 0, full = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &mpi_ub, &flag);
+  T_TRUE(flag);
+  T_OK(gmpi_comm_tag_ub(comm, &typed));
+  T_EQ_INT(typed, *mpi_ub / 8);
+  gmpi_comm_t d = NULL, dd = NULL;
+  T_OK(gmpi_comm_dup(comm, &d));
+  T_EQ_INT(gmpi_comm_set_tags(d, (gmpi_tags_t)7), GMPI_ERR_INVALID_ARG);
+  T_OK(gmpi_comm_set_tags(d, GMPI_TAGS_FULL));
+  T_OK(gmpi_comm_tag_ub(d, &full));
+  T_EQ_INT(full, *mpi_ub);
+  T_OK(gmpi_comm_dup(d, &dd));
+  T_OK(gmpi_comm_tag_ub(dd, &full));
+  T_EQ_INT(full, *mpi_ub);
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  int32_t v = 1000 + rank;
+  void *s = t_alloc(4), *r = t_alloc(4);
+  t_put(s, &v, 4);
+  gmpi_comm_t comms[2] = {d, dd};
+  for (int c = 0; c < 2; c++) {
+    gmpi_request_t q = NULL;
+    gmpi_msg_status_t st;
+    T_OK(gmpi_isend(s, 4, GMPI_UINT8, right, *mpi_ub, comms[c], &q));
+    T_OK(gmpi_probe(left, *mpi_ub, comms[c], &st));
+    T_EQ_INT(st.tag, *mpi_ub);
+    T_EQ_SIZE(st.count, 4);
+    T_OK(gmpi_recv(r, 4, GMPI_UINT8, left, GMPI_ANY_TAG, comms[c], &st));
+    T_EQ_INT(st.tag, *mpi_ub);
+    T_EQ_SIZE(st.count, 4);
+    int32_t got = 0;
+    t_get(&got, r, 4);
+    T_EQ_INT(got, 1000 + left);
+    T_OK(gmpi_wait(&q, NULL));
+  }
+  T_EQ_INT(gmpi_comm_set_tags(d, GMPI_TAGS_TYPED), GMPI_ERR_STATE);
+  T_EQ_INT(gmpi_isend(s, 1, GMPI_INT32, right, *mpi_ub, comm, &(gmpi_request_t){NULL}),
+           GMPI_ERR_INVALID_ARG); /* the default comm keeps its range */
+  t_free(s);
+  t_free(r);
+  T_OK(gmpi_comm_free(&dd));
+  T_OK(gmpi_comm_free(&d));
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   T_OK(gmpi_comm_rank(comm, &rank));
@@ -158,6 +205,7 @@ int main(int argc, char **argv) {
   probe_then_receive(0, 1);
   probe_then_receive(1, 1);
   self_and_proc_null();
+  full_tags();
   bad_arguments();
   return t_finish("probe");
 }

@@ -2,7 +2,9 @@
 /* Request arrays and communicators: gmpi_waitany over completed, NULL and pending requests;
  * gmpi_testany and gmpi_testall with MPI's rules; all-NULL arrays; a non-periodic halo exchange
  * whose end ranks use GMPI_PROC_NULL instead of an if; gmpi_comm_dup isolating its messages and
- * collectives from its parent; gmpi_comm_free. Values are checked on every rank; buffers live
+ * collectives from its parent; gmpi_comm_free; gmpi_cancel of a receive no message matched
+ * (taken back: the message goes to the next receive), of a matched receive and of a send (both
+ * complete as they would have). Values are checked on every rank; buffers live
  * where the backend moves data. */
 #include "test_util.h"
 
@@ -254,6 +256,53 @@ static void synchronous_sends(void) {
   t_free(self_r);
 }
 
+/* gmpi_cancel: receives no message matched are taken back (one from a rank, one from
+ * GMPI_ANY_SOURCE, one from this rank itself); the message sent afterwards goes to a new receive.
+ * A receive whose message was in before the cancel, and a send, are not cancelled. */
+static void cancel_receives(void) {
+  int left = (rank + size - 1) % size, right = (rank + 1) % size, cancelled = -1;
+  int32_t *r = dev_int(-1), *s = dev_int(700 + rank);
+  int sources[3] = {left, GMPI_ANY_SOURCE, rank};
+  for (int i = 0; i < 3; i++) {
+    gmpi_request_t req = NULL;
+    T_OK(gmpi_irecv(r, 1, GMPI_INT32, sources[i], 11, comm, &req));
+    T_OK(gmpi_cancel(&req, &cancelled));
+    T_EQ_INT(cancelled, 1);
+    T_EQ_PTR(req, NULL);
+    T_EQ_INT(host_int(r), -1);
+  }
+  T_OK(gmpi_barrier(comm));
+  gmpi_request_t sreq = NULL, rreq = NULL;
+  T_OK(gmpi_isend(s, 1, GMPI_INT32, right, 11, comm, &sreq));
+  gmpi_msg_status_t st;
+  T_OK(gmpi_recv(r, 1, GMPI_INT32, left, 11, comm, &st));
+  T_EQ_INT(host_int(r), 700 + left);
+  T_OK(gmpi_wait(&sreq, NULL));
+  /* a send is not taken back: it completes when its receive comes */
+  T_OK(gmpi_issend(s, 1, GMPI_INT32, right, 13, comm, &sreq));
+  T_OK(gmpi_cancel(&sreq, &cancelled));
+  T_EQ_INT(cancelled, 0);
+  T_TRUE(sreq != NULL);
+  T_OK(gmpi_recv(r, 1, GMPI_INT32, left, 13, comm, &st));
+  T_OK(gmpi_wait(&sreq, NULL));
+  /* matched before the cancel: the peer's synchronous send completed before the barrier */
+  T_OK(gmpi_irecv(r, 1, GMPI_INT32, left, 12, comm, &rreq));
+  T_OK(gmpi_issend(s, 1, GMPI_INT32, right, 12, comm, &sreq));
+  T_OK(gmpi_wait(&sreq, NULL));
+  T_OK(gmpi_barrier(comm));
+  int done = 0;
+  for (int spins = 0; !done && spins < 1000000; spins++) {
+    T_OK(gmpi_cancel(&rreq, &cancelled)); /* the message may still be landing */
+    T_EQ_INT(cancelled, 0);
+    T_OK(gmpi_test(&rreq, &done, &st));
+  }
+  T_EQ_INT(done, 1);
+  T_EQ_INT(host_int(r), 700 + left);
+  T_EQ_INT(gmpi_cancel(NULL, &cancelled), GMPI_ERR_INVALID_ARG);
+  t_free(r);
+  t_free(s);
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   T_OK(gmpi_comm_rank(comm, &rank));
@@ -264,6 +313,7 @@ int main(int argc, char **argv) {
   proc_null_in_plan();
   dup_isolates();
   synchronous_sends();
+  cancel_receives();
   bad_arguments();
   return t_finish("requests");
 }

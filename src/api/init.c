@@ -84,7 +84,7 @@ static gmpi_status_t describe_comm(gmpi_comm_t comm) {
   PMPI_Comm_rank(mc, &comm->rank);
   PMPI_Comm_size(mc, &comm->size);
   PMPI_Comm_rank(MPI_COMM_WORLD, &comm->world_rank);
-  comm->tag_ub = gmpi_mpi_tag_ub();
+  comm->tag_ub = comm->tags_full ? gmpi_mpi_tag_ub_full() : gmpi_mpi_tag_ub();
   GMPI_CHECK(
       gmpi_mpi_locality(mc, &comm->local_rank, &comm->local_size, comm->host, sizeof(comm->host)));
   if (gmpi_flight_init(&comm->flight, comm->cfg.flight_records) != GMPI_SUCCESS)
@@ -197,6 +197,7 @@ static gmpi_status_t make_child(gmpi_comm_t parent, struct gmpi_oob *oob, gmpi_c
   if (!child) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a communicator");
   child->cfg = parent->cfg;
   child->match_across_kinds = parent->match_across_kinds;
+  child->tags_full = parent->tags_full;
   child->ops = parent->ops;
   child->oob = oob;
   gmpi_status_t st = describe_comm(child);

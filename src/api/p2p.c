@@ -132,6 +132,25 @@ gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *s
   return gmpi_request_finish(req, status);
 }
 
+gmpi_status_t gmpi_cancel(gmpi_request_t *request, int *cancelled) {
+  gmpi_call_begin_nocomm(__func__);
+  if (!cancelled) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'cancelled' is NULL");
+  *cancelled = 0;
+  int live;
+  gmpi_status_t st = enter_request(request, NULL, &live);
+  if (!live) return st;
+  gmpi_request_t req = *request;
+  const gmpi_engine_t *e = req->engine;
+  if (req->is_coll || req->args.dir != GMPI_P2P_RECV || !e || !e->ops->p2p_cancel || req->done ||
+      req->completed || gmpi_plan_request_is_recorded(req))
+    return GMPI_SUCCESS;
+  GMPI_CHECK(e->ops->p2p_cancel(e->state, req, cancelled));
+  if (!*cancelled) return GMPI_SUCCESS;
+  *request = NULL;
+  gmpi_request_discard(req, GMPI_SUCCESS);
+  return GMPI_SUCCESS;
+}
+
 /* Waitall: test every pending request in turn until all are done, under one deadline. */
 static gmpi_status_t wait_many(int count, gmpi_request_t *reqs, gmpi_msg_status_t *statuses,
                                double timeout_s) {

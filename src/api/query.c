@@ -113,6 +113,26 @@ gmpi_status_t gmpi_comm_set_matching(gmpi_comm_t comm, gmpi_matching_t matching)
   return GMPI_SUCCESS;
 }
 
+gmpi_status_t gmpi_comm_set_tags(gmpi_comm_t comm, gmpi_tags_t tags) {
+  GMPI_API_ENTER(comm);
+  if (tags != GMPI_TAGS_TYPED && tags != GMPI_TAGS_FULL)
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'tags' = %d is not a gmpi_tags_t", (int)tags);
+  int full = tags == GMPI_TAGS_FULL;
+  if (full != comm->tags_full && comm->p2p_started)
+    return gmpi_error(GMPI_ERR_STATE, "the comm has made point-to-point calls: tags are set "
+                                      "before the first one, on every rank");
+  comm->tags_full = full;
+  comm->tag_ub = full ? gmpi_mpi_tag_ub_full() : gmpi_mpi_tag_ub();
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_comm_tag_ub(gmpi_comm_t comm, int *tag_ub) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(tag_ub);
+  *tag_ub = comm->tag_ub;
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_device) {
   GMPI_API_ENTER(comm);
   NEED_OUT(is_device);

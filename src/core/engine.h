@@ -31,6 +31,10 @@ typedef struct gmpi_engine_ops {
   gmpi_status_t (*p2p_test)(void *state, gmpi_request_t req, int *done);
   /* Give up on a request that will not be waited (timeout, finalize): release what it holds. */
   void (*p2p_abandon)(void *state, gmpi_request_t req);
+  /* Take back a receive no message has matched yet: *cancelled 1 and the engine has let go of
+   * req (nothing was written). *cancelled 0 when a message matched it first (it completes as
+   * received). Never blocks beyond GMPI_TIMEOUT. NULL: the engine takes nothing back. */
+  gmpi_status_t (*p2p_cancel)(void *state, gmpi_request_t req, int *cancelled);
   /* Is a message from source with tag (wildcards allowed) waiting to be received on this
    * engine? *flag 1 and *status (count in the sender's elements) for the one the next matching
    * receive would get; nothing is received. Never blocks. */

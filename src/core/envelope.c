@@ -642,6 +642,18 @@ static void abandon_recv(struct gmpi_envelope_engine *env, env_recv_t *er) {
   msg->orphan = 1;
 }
 
+gmpi_status_t gmpi_env_cancel(struct gmpi_envelope_engine *env, gmpi_request_t req,
+                              int *cancelled) {
+  env_recv_t *er = req->be;
+  *cancelled = 0;
+  if (req->done || !er || req->args.dir != GMPI_P2P_RECV || er->msg) return GMPI_SUCCESS;
+  if (!gmpi_match_cancel(&env->match, &er->m)) return GMPI_SUCCESS;
+  free(er);
+  req->be = NULL;
+  *cancelled = 1;
+  return GMPI_SUCCESS;
+}
+
 void gmpi_env_abandon(struct gmpi_envelope_engine *env, gmpi_request_t req) {
   if (req->done || !req->be) return;
   if (req->args.dir == GMPI_P2P_SEND)

@@ -76,6 +76,8 @@ gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req
 /* Progress everything, then report whether req is done (its status and result final). */
 gmpi_status_t gmpi_env_test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done);
 void gmpi_env_abandon(struct gmpi_envelope_engine *env, gmpi_request_t req);
+/* Take back a receive still posted (no message matched it): *cancelled 1, req->be released. */
+gmpi_status_t gmpi_env_cancel(struct gmpi_envelope_engine *env, gmpi_request_t req, int *cancelled);
 /* Progress, then describe the first unexpected message a receive for (source, tag) would take
  * (*flag 0 when none has arrived). Nothing is received. */
 gmpi_status_t gmpi_env_probe(struct gmpi_envelope_engine *env, int source, int tag, int *flag,

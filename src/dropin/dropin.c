@@ -9,7 +9,7 @@
 
 #include "dropin.h"
 
-dropin_t dropin = {.keyval = MPI_KEYVAL_INVALID};
+dropin_t dropin = {.keyval = MPI_KEYVAL_INVALID, .self_comm = MPI_COMM_NULL};
 
 /* Twins in creation order: MPI_Finalize frees them newest first (every rank made its comms in
  * the same collective order, so the collective frees line up). */
@@ -67,6 +67,7 @@ gmpi_comm_t dropin_twin(MPI_Comm comm) {
       gmpi_status_t st = gmpi_init(MPI_COMM_SELF, &dropin.self);
       if (st == GMPI_SUCCESS && !dropin.per_kind)
         st = gmpi_comm_set_matching(dropin.self, GMPI_MATCH_ACROSS_KINDS);
+      if (st == GMPI_SUCCESS) st = gmpi_comm_set_tags(dropin.self, GMPI_TAGS_FULL);
       if (st != GMPI_SUCCESS) {
         dropin_fail(MPI_COMM_SELF, "MPI_COMM_SELF's gmpi communicator", st);
         return NULL;
@@ -99,6 +100,12 @@ static void twin_forget(gmpi_comm_t g) {
   }
 }
 
+/* The twin stays in the list (freed at MPI_Finalize in creation order) without its MPI comm. */
+static void twin_retire(gmpi_comm_t g) {
+  for (twin_t *t = twins; t; t = t->next)
+    if (t->g == g) t->comm = MPI_COMM_NULL;
+}
+
 /* The twin of newcomm, made from parent's by gmpi_comm_split (collective over parent, as every
  * constructor below is). Color: the lowest parent rank in newcomm; key: the rank in newcomm. */
 static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *func) {
@@ -121,11 +128,24 @@ static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *
   return MPI_SUCCESS;
 }
 
+/* MPI's comm free does not wait for the comm's pending operations: they complete later (a send
+ * nobody receives may never). A twin whose comm has live requests on any rank is therefore kept,
+ * retired (no MPI comm names it), and freed at MPI_Finalize with the others; every rank decides
+ * alike (one allreduce), because freeing a twin is collective. Until 2026-12 the free waited for
+ * them, up to GMPI_TIMEOUT, and then failed the comm (mpi4py's suite: a send MPI_Cancel did not
+ * take back). */
 static int twin_free(MPI_Comm comm, const char *func) {
   gmpi_comm_t g = dropin_twin(comm);
   if (!g || g == dropin.world || g == dropin.self) return MPI_SUCCESS;
-  dropin_req_flush(comm); /* a freed comm's pending operations still complete (MPI) */
+  int live = dropin_req_live_on(comm) > 0, any = 0;
+  int rc = PMPI_Allreduce(&live, &any, 1, MPI_INT, MPI_MAX, comm);
+  if (rc != MPI_SUCCESS) return rc;
   PMPI_Comm_delete_attr(comm, dropin.keyval);
+  if (any) {
+    dropin_req_rehome(comm);
+    twin_retire(g);
+    return MPI_SUCCESS;
+  }
   twin_forget(g);
   gmpi_status_t st = gmpi_comm_free(&g);
   return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
@@ -220,11 +240,14 @@ static void start(void) {
   dropin.timeout_s = read_timeout();
   if (dropin.mode == INTERPOSE_OFF) return;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, noop_delete, &dropin.keyval, NULL);
+  PMPI_Comm_dup(MPI_COMM_SELF, &dropin.self_comm);
   gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &dropin.world);
   gmpi_backend_t backend = GMPI_BACKEND_CPU;
   if (st == GMPI_SUCCESS)
     st = gmpi_comm_set_matching(dropin.world,
                                 dropin.per_kind ? GMPI_MATCH_PER_KIND : GMPI_MATCH_ACROSS_KINDS);
+  /* every tag MPI_TAG_UB promises the program: messages move as bytes, no sizes in tags */
+  if (st == GMPI_SUCCESS) st = gmpi_comm_set_tags(dropin.world, GMPI_TAGS_FULL);
   if (st == GMPI_SUCCESS) st = gmpi_comm_backend(dropin.world, &backend);
   if (st != GMPI_SUCCESS) {
     fprintf(stderr, "[gmpi_mpi] MPI_Init: gmpi could not start: %s\n", gmpi_last_error());
@@ -264,7 +287,7 @@ int MPI_Finalize(void) {
     while (twins) {
       twin_t *t = twins;
       twins = t->next;
-      PMPI_Comm_delete_attr(t->comm, dropin.keyval);
+      if (t->comm != MPI_COMM_NULL) PMPI_Comm_delete_attr(t->comm, dropin.keyval);
       gmpi_comm_free(&t->g);
       free(t);
     }
@@ -273,6 +296,7 @@ int MPI_Finalize(void) {
     dropin.active = 0;
   }
   if (dropin.keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&dropin.keyval);
+  if (dropin.self_comm != MPI_COMM_NULL) PMPI_Comm_free(&dropin.self_comm);
   return PMPI_Finalize();
 }
 

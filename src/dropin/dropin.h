@@ -28,6 +28,7 @@ typedef struct {
   gmpi_comm_t self;   /* MPI_COMM_SELF's twin, made at first use (one rank: local) */
   double timeout_s;   /* GMPI_TIMEOUT: bounds waits on arrays that hold gmpi requests */
   int per_kind;       /* GMPI_INTERPOSE_MATCHING=per-kind: host messages stay on MPI */
+  MPI_Comm self_comm; /* the layer's own dup of MPI_COMM_SELF (unpacking partial elements) */
 } dropin_t;
 
 extern dropin_t dropin;
@@ -80,6 +81,38 @@ int dropin_stage_in(dropin_stage_t *s, void **buf, MPI_Aint count, MPI_Datatype 
 /* Copy a staged receive buffer back to the device (when copy_back), then free the copy. */
 int dropin_stage_out(dropin_stage_t *s, int copy_back);
 
+/* ---- collectives on any datatype (dropin_pack.c) ---- */
+/* One side of a data-moving collective (what this rank sends, or receives) as gmpi's bytes: n
+ * blocks of type at user, block i counts[i] elements at displs[i] extents. A contiguous type is
+ * used where it lies (base == user); any other is packed into host memory (base == packed). */
+typedef struct {
+  void *user;                 /* the program's buffer */
+  MPI_Datatype type;          /* a dup of the program's type when packed, else MPI_DATATYPE_NULL */
+  MPI_Aint extent;            /* of the program's type */
+  int n;                      /* blocks */
+  int *counts, *displs;       /* per block: elements, and offset in extents */
+  size_t *bcounts;            /* per block: bytes (gmpi's counts) */
+  size_t *bdispls;            /* per block: byte offset from base (gmpi's displacements) */
+  char *packed;               /* packed bytes of every block; NULL for a contiguous type */
+  size_t total;               /* bytes of packed */
+  void *base;                 /* what gmpi reads or writes */
+  size_t *alloc;              /* the one allocation holding the four arrays, when not inline */
+  size_t inline_bytes[2 * 8]; /* the arrays of up to 8 blocks: no allocation per call */
+  int inline_ints[2 * 8];
+} dropin_side_t;
+/* 1 when type moves as the bytes where it lies (contiguous, or no bytes at all). */
+int dropin_side_contiguous(MPI_Datatype type);
+void dropin_side_clear(dropin_side_t *s);
+/* counts NULL: every block has count elements at displs i*count. Negative counts: MPI_ERR_COUNT. */
+int dropin_side_init(dropin_side_t *s, void *buf, MPI_Datatype type, int n, const int *counts,
+                     const int *displs, int count);
+void dropin_side_free(dropin_side_t *s);
+/* Pack block i (or all): nothing for a contiguous type. */
+int dropin_side_pack(dropin_side_t *s, int i);
+int dropin_side_pack_all(dropin_side_t *s);
+/* Unpack every block into the program's buffer: nothing for a contiguous type. */
+int dropin_side_unpack_all(dropin_side_t *s);
+
 /* ---- point to point (dropin_p2p.c) and persistent requests (dropin_persist.c) ---- */
 typedef enum { DROPIN_SEND_STANDARD, DROPIN_SEND_SYNC, DROPIN_SEND_BUFFERED } dropin_send_kind_t;
 /* A nonblocking send of kind through comm's twin (as MPI_Isend / MPI_Issend). */
@@ -107,14 +140,19 @@ struct dropin_req {
   int complete;            /* gmpi finished it and MPI was told */
   int driving;             /* being driven: a polled wait inside drives every other one */
   int detached;            /* MPI_Request_free'd before completion: freed when done */
+  int is_recv;             /* a point-to-point receive: MPI_Cancel may take it back */
+  int cancelled;           /* taken back by MPI_Cancel (MPI_Test_cancelled says so) */
+  int given_up;            /* MPI_Cancel asked for and could not be done (a send) */
   int error;               /* MPI error code of the outcome */
   int source, tag;         /* status of a receive */
   size_t bytes;            /* bytes received */
   dropin_after_fn after;   /* NULL or completion work */
   void *owned;             /* freed with the request (packed or staged data) */
+  void (*release)(void *); /* frees owned when set (else free) */
   void *user;              /* the after step's destination */
   MPI_Aint user_count;     /* its count ... */
   MPI_Datatype user_type;  /* ... and type */
+  int type_owned;          /* user_type is the layer's dup, freed with the request */
   MPI_Request inner;       /* a staged nonblocking call: MPI's request on the host copies */
   dropin_stage_t stage[2]; /* staged device buffers: [1] is copied back at completion */
   struct dropin_req *next; /* in the table's bucket */
@@ -123,6 +161,9 @@ struct dropin_req {
 int dropin_req_wrap(MPI_Comm comm, gmpi_request_t g, dropin_req_t **out, MPI_Request *request);
 /* A request that is complete already (a buffered send: its data was copied). */
 int dropin_req_done(MPI_Comm comm, MPI_Request *request);
+/* The same for a receive that ended already: its status (source, tag, bytes) and error. */
+int dropin_req_done_status(MPI_Comm comm, int source, int tag, size_t bytes, int error,
+                           MPI_Request *request);
 /* Wrap MPI's request on staged host copies: the stages are freed (stage[1] copied back to the
  * device) when it completes. */
 int dropin_req_staged(MPI_Comm comm, MPI_Request inner, const dropin_stage_t stage[2],
@@ -140,7 +181,9 @@ int dropin_polled_status(int rc, MPI_Request *request, MPI_Status *status);
 int dropin_quiet(void);
 /* Monotonic seconds, for the layer's own GMPI_TIMEOUT bounds. */
 double dropin_now(void);
-/* Finish every gmpi request on comm (before its twin is freed). */
-void dropin_req_flush(MPI_Comm comm);
+/* Drive comm's gmpi requests once (never waiting) and count those still live. */
+int dropin_req_live_on(MPI_Comm comm);
+/* comm is being freed with requests still live: they report errors to MPI_COMM_WORLD now. */
+void dropin_req_rehome(MPI_Comm comm);
 
 #endif

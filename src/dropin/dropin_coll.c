@@ -290,18 +290,82 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
   }
 }
 
-/* ---- data movement -------------------------------------------------------------------------- */
+/* ---- data movement: every rank through gmpi, derived types packed (dropin_pack.c) ---------- */
+
+/* Both sides of a data-moving collective; a nonblocking call's request owns them. */
+typedef struct {
+  dropin_side_t send, recv;
+} sides_t;
+
+/* Host buffers of any type take gmpi (packed), so every rank chooses alike whatever type it
+ * passed; device buffers of a derived type are staged to MPI as before. */
+static int gmpi_moves(MPI_Datatype a, MPI_Datatype b, const void *x, const void *y) {
+  return (dropin_side_contiguous(a) && dropin_side_contiguous(b)) ||
+         !(dropin_is_device(x) || dropin_is_device(y));
+}
+
+/* Sides on the stack for a blocking call, on the heap for a nonblocking one. */
+static sides_t *sides_new(MPI_Request *request, sides_t *local) {
+  sides_t *c = request ? malloc(sizeof(*c)) : local;
+  if (c) dropin_side_clear(&c->send), dropin_side_clear(&c->recv);
+  return c;
+}
+
+static void sides_release(void *p) {
+  sides_t *c = p;
+  dropin_side_free(&c->send);
+  dropin_side_free(&c->recv);
+  free(c);
+}
+
+static int sides_after(dropin_req_t *r) {
+  return dropin_side_unpack_all(&((sides_t *)r->owned)->recv);
+}
+
+/* Finish a data-moving collective: rc is the preparation's outcome (MPI), st gmpi's. A blocking
+ * call unpacks now; a nonblocking call's request unpacks when it completes. */
+static int sides_finish(MPI_Comm comm, const char *func, int rc, gmpi_status_t st, gmpi_request_t g,
+                        sides_t *c, MPI_Request *request) {
+  if (rc == MPI_SUCCESS && st != GMPI_SUCCESS)
+    rc = dropin_fail(comm, func, st);
+  else if (rc != MPI_SUCCESS)
+    PMPI_Comm_call_errhandler(comm, rc);
+  if (rc == MPI_SUCCESS && request) {
+    dropin_req_t *r = NULL;
+    rc = dropin_req_wrap(comm, g, &r, request);
+    if (rc == MPI_SUCCESS) {
+      r->owned = c;
+      r->after = sides_after;
+      r->release = sides_release;
+      return MPI_SUCCESS;
+    }
+  }
+  if (rc == MPI_SUCCESS) rc = dropin_side_unpack_all(&c->recv);
+  dropin_side_free(&c->send);
+  dropin_side_free(&c->recv);
+  if (request) free(c);
+  return rc;
+}
+
+#define SIDES_CALL(st, request, gr, icall, call) ((st) = (request) ? (icall) : (call))
 
 static int bcast_any(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
                      MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
-  size_t size = bytes_of(type);
-  switch (dropin_via(comm, buf, NULL, count >= 0 && size, &g)) {
+  switch (dropin_via(comm, buf, NULL, gmpi_moves(type, type, buf, NULL), &g)) {
   case VIA_GMPI: {
-    size_t bytes = (size_t)count * size;
-    if (request)
-      VIA_GMPI_START(comm, func, gmpi_ibcast(buf, bytes, GMPI_BYTE, root, g, &g_), request);
-    VIA_GMPI_CALL(comm, func, gmpi_bcast(buf, bytes, GMPI_BYTE, root, g));
+    sides_t local, *c = sides_new(request, &local);
+    if (!c) return MPI_ERR_NO_MEM;
+    int at_root = rank_of(comm) == root; /* the root packs, the others unpack */
+    dropin_side_t *s = at_root ? &c->send : &c->recv;
+    int rc = dropin_side_init(s, buf, type, 1, NULL, NULL, count);
+    if (rc == MPI_SUCCESS && at_root) rc = dropin_side_pack_all(s);
+    gmpi_status_t st = GMPI_SUCCESS;
+    gmpi_request_t gr = NULL;
+    if (rc == MPI_SUCCESS)
+      SIDES_CALL(st, request, gr, gmpi_ibcast(s->base, s->bcounts[0], GMPI_BYTE, root, g, &gr),
+                 gmpi_bcast(s->base, s->bcounts[0], GMPI_BYTE, root, g));
+    return sides_finish(comm, func, rc, st, gr, c, request);
   }
   case VIA_STAGING: {
     staged_t s;
@@ -329,16 +393,26 @@ static int allgather_any(const void *sendbuf, int sendcount, MPI_Datatype sendty
                          int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
                          const char *func) {
   gmpi_comm_t g = NULL;
-  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
-  int n = size_of(comm);
-  switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
+  int n = size_of(comm), inplace = sendbuf == MPI_IN_PLACE;
+  MPI_Datatype st_ = inplace ? recvtype : sendtype;
+  switch (dropin_via(comm, sendbuf, recvbuf, gmpi_moves(st_, recvtype, sendbuf, recvbuf), &g)) {
   case VIA_GMPI: {
-    size_t block = (size_t)recvcount * rsize;
-    const void *sb =
-        sendbuf == MPI_IN_PLACE ? (char *)recvbuf + block * (size_t)rank_of(comm) : sendbuf;
-    if (request)
-      VIA_GMPI_START(comm, func, gmpi_iallgather(sb, recvbuf, block, GMPI_BYTE, g, &g_), request);
-    VIA_GMPI_CALL(comm, func, gmpi_allgather(sb, recvbuf, block, GMPI_BYTE, g));
+    sides_t local, *c = sides_new(request, &local);
+    if (!c) return MPI_ERR_NO_MEM;
+    int rc = dropin_side_init(&c->recv, recvbuf, recvtype, n, NULL, NULL, recvcount);
+    if (rc == MPI_SUCCESS && !inplace)
+      rc = dropin_side_init(&c->send, (void *)sendbuf, sendtype, 1, NULL, NULL, sendcount);
+    if (rc == MPI_SUCCESS)
+      rc = inplace ? dropin_side_pack(&c->recv, rank_of(comm)) : dropin_side_pack_all(&c->send);
+    gmpi_status_t st = GMPI_SUCCESS;
+    gmpi_request_t gr = NULL;
+    if (rc == MPI_SUCCESS) {
+      const void *sb = inplace ? c->recv.base : c->send.base; /* gmpi's in place: sb == rb */
+      size_t block = c->recv.bcounts[0];
+      SIDES_CALL(st, request, gr, gmpi_iallgather(sb, c->recv.base, block, GMPI_BYTE, g, &gr),
+                 gmpi_allgather(sb, c->recv.base, block, GMPI_BYTE, g));
+    }
+    return sides_finish(comm, func, rc, st, gr, c, request);
   }
   case VIA_STAGING: {
     staged_t s;
@@ -375,15 +449,25 @@ static int alltoall_any(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
                         const char *func) {
   gmpi_comm_t g = NULL;
-  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
-  int n = size_of(comm);
-  switch (dropin_via(comm, sendbuf, recvbuf, recvcount >= 0 && rsize && ssize, &g)) {
+  int n = size_of(comm), inplace = sendbuf == MPI_IN_PLACE;
+  MPI_Datatype st_ = inplace ? recvtype : sendtype;
+  switch (dropin_via(comm, sendbuf, recvbuf, gmpi_moves(st_, recvtype, sendbuf, recvbuf), &g)) {
   case VIA_GMPI: {
-    const void *sb = in_place(sendbuf, recvbuf);
-    size_t block = (size_t)recvcount * rsize;
-    if (request)
-      VIA_GMPI_START(comm, func, gmpi_ialltoall(sb, recvbuf, block, GMPI_BYTE, g, &g_), request);
-    VIA_GMPI_CALL(comm, func, gmpi_alltoall(sb, recvbuf, block, GMPI_BYTE, g));
+    sides_t local, *c = sides_new(request, &local);
+    if (!c) return MPI_ERR_NO_MEM;
+    int rc = dropin_side_init(&c->recv, recvbuf, recvtype, n, NULL, NULL, recvcount);
+    if (rc == MPI_SUCCESS && !inplace)
+      rc = dropin_side_init(&c->send, (void *)sendbuf, sendtype, n, NULL, NULL, sendcount);
+    if (rc == MPI_SUCCESS) rc = dropin_side_pack_all(inplace ? &c->recv : &c->send);
+    gmpi_status_t st = GMPI_SUCCESS;
+    gmpi_request_t gr = NULL;
+    if (rc == MPI_SUCCESS) {
+      const void *sb = inplace ? c->recv.base : c->send.base;
+      size_t block = c->recv.bcounts[0];
+      SIDES_CALL(st, request, gr, gmpi_ialltoall(sb, c->recv.base, block, GMPI_BYTE, g, &gr),
+                 gmpi_alltoall(sb, c->recv.base, block, GMPI_BYTE, g));
+    }
+    return sides_finish(comm, func, rc, st, gr, c, request);
   }
   case VIA_STAGING: {
     staged_t s;
@@ -420,17 +504,29 @@ static int gather_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                       MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
-  int at_root = rank_of(comm) == root, n = size_of(comm);
+  int me = rank_of(comm), at_root = me == root, n = size_of(comm);
   void *rb = at_root ? recvbuf : NULL;
-  size_t block =
-      at_root ? (size_t)recvcount * bytes_of(recvtype) : (size_t)sendcount * bytes_of(sendtype);
-  int native = block || (at_root ? bytes_of(recvtype) : bytes_of(sendtype));
-  switch (dropin_via(comm, sendbuf, rb, native && sendcount >= 0, &g)) {
+  int inplace = at_root && sendbuf == MPI_IN_PLACE;
+  MPI_Datatype st_ = inplace ? recvtype : sendtype, rt_ = at_root ? recvtype : st_;
+  switch (dropin_via(comm, sendbuf, rb, gmpi_moves(st_, rt_, sendbuf, rb), &g)) {
   case VIA_GMPI: {
-    const void *sb = in_place(sendbuf, rb);
-    if (request)
-      VIA_GMPI_START(comm, func, gmpi_igather(sb, rb, block, GMPI_BYTE, root, g, &g_), request);
-    VIA_GMPI_CALL(comm, func, gmpi_gather(sb, rb, block, GMPI_BYTE, root, g));
+    sides_t local, *c = sides_new(request, &local);
+    if (!c) return MPI_ERR_NO_MEM;
+    int rc = at_root ? dropin_side_init(&c->recv, recvbuf, recvtype, n, NULL, NULL, recvcount)
+                     : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS && !inplace)
+      rc = dropin_side_init(&c->send, (void *)sendbuf, sendtype, 1, NULL, NULL, sendcount);
+    if (rc == MPI_SUCCESS)
+      rc = inplace ? dropin_side_pack(&c->recv, me) : dropin_side_pack_all(&c->send);
+    gmpi_status_t st = GMPI_SUCCESS;
+    gmpi_request_t gr = NULL;
+    if (rc == MPI_SUCCESS) {
+      const void *sb = inplace ? c->recv.base : c->send.base;
+      size_t block = at_root ? c->recv.bcounts[0] : c->send.bcounts[0];
+      SIDES_CALL(st, request, gr, gmpi_igather(sb, c->recv.base, block, GMPI_BYTE, root, g, &gr),
+                 gmpi_gather(sb, c->recv.base, block, GMPI_BYTE, root, g));
+    }
+    return sides_finish(comm, func, rc, st, gr, c, request);
   }
   case VIA_STAGING: {
     staged_t s;
@@ -471,16 +567,28 @@ static int scatter_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype
   gmpi_comm_t g = NULL;
   int at_root = rank_of(comm) == root, n = size_of(comm);
   const void *sb = at_root ? sendbuf : NULL;
-  void *rb =
-      recvbuf == MPI_IN_PLACE ? (void *)sb : recvbuf; /* gmpi: the root's recvbuf == sendbuf */
-  size_t block =
-      at_root ? (size_t)sendcount * bytes_of(sendtype) : (size_t)recvcount * bytes_of(recvtype);
-  int native = block || (at_root ? bytes_of(sendtype) : bytes_of(recvtype));
-  switch (dropin_via(comm, sb, rb, native && recvcount >= 0, &g)) {
-  case VIA_GMPI:
-    if (request)
-      VIA_GMPI_START(comm, func, gmpi_iscatter(sb, rb, block, GMPI_BYTE, root, g, &g_), request);
-    VIA_GMPI_CALL(comm, func, gmpi_scatter(sb, rb, block, GMPI_BYTE, root, g));
+  int inplace = at_root && recvbuf == MPI_IN_PLACE;
+  void *rb = inplace ? NULL : recvbuf;
+  MPI_Datatype rt_ = inplace ? sendtype : recvtype, st_ = at_root ? sendtype : rt_;
+  switch (dropin_via(comm, sb, rb, gmpi_moves(st_, rt_, sb, rb), &g)) {
+  case VIA_GMPI: {
+    sides_t local, *c = sides_new(request, &local);
+    if (!c) return MPI_ERR_NO_MEM;
+    int rc = at_root ? dropin_side_init(&c->send, (void *)sb, sendtype, n, NULL, NULL, sendcount)
+                     : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS && !inplace)
+      rc = dropin_side_init(&c->recv, recvbuf, recvtype, 1, NULL, NULL, recvcount);
+    if (rc == MPI_SUCCESS) rc = dropin_side_pack_all(&c->send);
+    gmpi_status_t st = GMPI_SUCCESS;
+    gmpi_request_t gr = NULL;
+    if (rc == MPI_SUCCESS) {
+      void *r = inplace ? c->send.base : c->recv.base; /* gmpi's in place: the root's rb == sb */
+      size_t block = at_root ? c->send.bcounts[0] : c->recv.bcounts[0];
+      SIDES_CALL(st, request, gr, gmpi_iscatter(c->send.base, r, block, GMPI_BYTE, root, g, &gr),
+                 gmpi_scatter(c->send.base, r, block, GMPI_BYTE, root, g));
+    }
+    return sides_finish(comm, func, rc, st, gr, c, request);
+  }
   case VIA_STAGING: {
     staged_t s;
     int rc = stage(&s, sb, (MPI_Aint)sendcount * n, sendtype, recvbuf, recvcount, recvtype, func,
@@ -516,64 +624,34 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 
 /* ---- v-variants: element counts become gmpi's byte arrays ----------------------------------- */
 
-/* gmpi's byte counts and offsets for up to two v-layouts, in one block that lives until the
- * call completes (a nonblocking call's request owns it). */
-typedef struct {
-  size_t *block;
-  size_t *counts[2], *displs[2];
-} v_bytes_t;
-
-static int v_bytes(v_bytes_t *v, int n, const int *c0, const int *d0, size_t s0, const int *c1,
-                   const int *d1, size_t s1) {
-  size_t per = (size_t)(n > 0 ? n : 1);
-  v->block = malloc(4 * per * sizeof(size_t));
-  if (!v->block) return 0;
-  const int *src[4] = {c0, d0, c1, d1};
-  size_t size[4] = {s0, s0, s1, s1};
-  size_t *dst[4];
-  for (int k = 0; k < 4; k++) {
-    dst[k] = src[k] ? v->block + (size_t)k * per : NULL;
-    for (int i = 0; src[k] && i < n; i++)
-      dst[k][i] = (size_t)src[k][i] * size[k];
-  }
-  v->counts[0] = dst[0], v->displs[0] = dst[1], v->counts[1] = dst[2], v->displs[1] = dst[3];
-  return 1;
-}
-
-/* Finish a v-variant started through gmpi: blocking (request NULL) frees the arrays now; a
- * nonblocking call's request owns them. */
-static int v_finish(MPI_Comm comm, const char *func, gmpi_status_t st, gmpi_request_t g,
-                    v_bytes_t *v, MPI_Request *request) {
-  if (st != GMPI_SUCCESS || !request) {
-    free(v->block);
-    return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
-  }
-  dropin_req_t *r = NULL;
-  int rc = dropin_req_wrap(comm, g, &r, request);
-  if (rc == MPI_SUCCESS)
-    r->owned = v->block;
-  else
-    free(v->block);
-  return rc;
-}
-
 static int allgatherv_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                           MPI_Comm comm, MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
-  int n = size_of(comm);
-  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
-  switch (dropin_via(comm, sendbuf, recvbuf, rsize && ssize && recvcounts && displs, &g)) {
+  int n = size_of(comm), me = rank_of(comm), inplace = sendbuf == MPI_IN_PLACE;
+  MPI_Datatype st_ = inplace ? recvtype : sendtype;
+  switch (dropin_via(comm, sendbuf, recvbuf, gmpi_moves(st_, recvtype, sendbuf, recvbuf), &g)) {
   case VIA_GMPI: {
-    v_bytes_t v;
-    if (!v_bytes(&v, n, recvcounts, displs, rsize, NULL, NULL, 0)) return MPI_ERR_NO_MEM;
-    const void *sb = in_place(sendbuf, recvbuf);
-    size_t sc = (size_t)sendcount * ssize;
+    if (!recvcounts || !displs) return MPI_ERR_ARG;
+    sides_t local, *c = sides_new(request, &local);
+    if (!c) return MPI_ERR_NO_MEM;
+    int rc = dropin_side_init(&c->recv, recvbuf, recvtype, n, recvcounts, displs, 0);
+    if (rc == MPI_SUCCESS && !inplace)
+      rc = dropin_side_init(&c->send, (void *)sendbuf, sendtype, 1, NULL, NULL, sendcount);
+    if (rc == MPI_SUCCESS)
+      rc = inplace ? dropin_side_pack(&c->recv, me) : dropin_side_pack_all(&c->send);
+    gmpi_status_t st = GMPI_SUCCESS;
     gmpi_request_t gr = NULL;
-    gmpi_status_t st =
-        request ? gmpi_iallgatherv(sb, sc, recvbuf, v.counts[0], v.displs[0], GMPI_BYTE, g, &gr)
-                : gmpi_allgatherv(sb, sc, recvbuf, v.counts[0], v.displs[0], GMPI_BYTE, g);
-    return v_finish(comm, func, st, gr, &v, request);
+    if (rc == MPI_SUCCESS) {
+      /* in place: sendcount is ignored (MPI_IN_PLACE comes with any value, -1 in MPICH's tests) */
+      const void *sb = inplace ? c->recv.base : c->send.base;
+      size_t sc = inplace ? c->recv.bcounts[me] : c->send.bcounts[0];
+      dropin_side_t *r = &c->recv;
+      SIDES_CALL(st, request, gr,
+                 gmpi_iallgatherv(sb, sc, r->base, r->bcounts, r->bdispls, GMPI_BYTE, g, &gr),
+                 gmpi_allgatherv(sb, sc, r->base, r->bcounts, r->bdispls, GMPI_BYTE, g));
+    }
+    return sides_finish(comm, func, rc, st, gr, c, request);
   }
   case VIA_STAGING: {
     staged_t s;
@@ -614,22 +692,32 @@ static int gatherv_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype
                        const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                        MPI_Comm comm, MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
-  int n = size_of(comm), at_root = rank_of(comm) == root;
+  int n = size_of(comm), me = rank_of(comm), at_root = me == root;
   void *rb = at_root ? recvbuf : NULL;
-  size_t rsize = bytes_of(recvtype), ssize = sendbuf == MPI_IN_PLACE ? rsize : bytes_of(sendtype);
-  int native = at_root ? rsize && ssize && recvcounts && displs : ssize != 0;
-  switch (dropin_via(comm, sendbuf, rb, native, &g)) {
+  int inplace = at_root && sendbuf == MPI_IN_PLACE;
+  MPI_Datatype st_ = inplace ? recvtype : sendtype, rt_ = at_root ? recvtype : st_;
+  switch (dropin_via(comm, sendbuf, rb, gmpi_moves(st_, rt_, sendbuf, rb), &g)) {
   case VIA_GMPI: {
-    v_bytes_t v;
-    if (!v_bytes(&v, n, at_root ? recvcounts : NULL, at_root ? displs : NULL, rsize, NULL, NULL, 0))
-      return MPI_ERR_NO_MEM;
-    const void *sb = in_place(sendbuf, rb);
-    size_t sc = (size_t)sendcount * ssize;
+    if (at_root && (!recvcounts || !displs)) return MPI_ERR_ARG;
+    sides_t local, *c = sides_new(request, &local);
+    if (!c) return MPI_ERR_NO_MEM;
+    int rc = at_root ? dropin_side_init(&c->recv, recvbuf, recvtype, n, recvcounts, displs, 0)
+                     : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS && !inplace)
+      rc = dropin_side_init(&c->send, (void *)sendbuf, sendtype, 1, NULL, NULL, sendcount);
+    if (rc == MPI_SUCCESS)
+      rc = inplace ? dropin_side_pack(&c->recv, me) : dropin_side_pack_all(&c->send);
+    gmpi_status_t st = GMPI_SUCCESS;
     gmpi_request_t gr = NULL;
-    gmpi_status_t st =
-        request ? gmpi_igatherv(sb, sc, rb, v.counts[0], v.displs[0], GMPI_BYTE, root, g, &gr)
-                : gmpi_gatherv(sb, sc, rb, v.counts[0], v.displs[0], GMPI_BYTE, root, g);
-    return v_finish(comm, func, st, gr, &v, request);
+    if (rc == MPI_SUCCESS) {
+      const void *sb = inplace ? c->recv.base : c->send.base;
+      size_t sc = inplace ? c->recv.bcounts[me] : c->send.bcounts[0];
+      dropin_side_t *r = &c->recv;
+      SIDES_CALL(st, request, gr,
+                 gmpi_igatherv(sb, sc, r->base, r->bcounts, r->bdispls, GMPI_BYTE, root, g, &gr),
+                 gmpi_gatherv(sb, sc, r->base, r->bcounts, r->bdispls, GMPI_BYTE, root, g));
+    }
+    return sides_finish(comm, func, rc, st, gr, c, request);
   }
   case VIA_STAGING: {
     staged_t s;
@@ -672,22 +760,32 @@ static int scatterv_any(const void *sendbuf, const int sendcounts[], const int d
                         MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                         int root, MPI_Comm comm, MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
-  int n = size_of(comm), at_root = rank_of(comm) == root;
+  int n = size_of(comm), me = rank_of(comm), at_root = me == root;
   const void *sb = at_root ? sendbuf : NULL;
-  void *rb = recvbuf == MPI_IN_PLACE ? (void *)sb : recvbuf;
-  size_t ssize = bytes_of(sendtype), rsize = recvbuf == MPI_IN_PLACE ? ssize : bytes_of(recvtype);
-  int native = at_root ? ssize && rsize && sendcounts && displs : rsize != 0;
-  switch (dropin_via(comm, sb, rb, native, &g)) {
+  int inplace = at_root && recvbuf == MPI_IN_PLACE;
+  void *rb = inplace ? NULL : recvbuf;
+  MPI_Datatype rt_ = inplace ? sendtype : recvtype, st_ = at_root ? sendtype : rt_;
+  switch (dropin_via(comm, sb, rb, gmpi_moves(st_, rt_, sb, rb), &g)) {
   case VIA_GMPI: {
-    v_bytes_t v;
-    if (!v_bytes(&v, n, at_root ? sendcounts : NULL, at_root ? displs : NULL, ssize, NULL, NULL, 0))
-      return MPI_ERR_NO_MEM;
-    size_t rc = (size_t)recvcount * rsize;
+    if (at_root && (!sendcounts || !displs)) return MPI_ERR_ARG;
+    sides_t local, *c = sides_new(request, &local);
+    if (!c) return MPI_ERR_NO_MEM;
+    int rc = at_root ? dropin_side_init(&c->send, (void *)sb, sendtype, n, sendcounts, displs, 0)
+                     : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS && !inplace)
+      rc = dropin_side_init(&c->recv, recvbuf, recvtype, 1, NULL, NULL, recvcount);
+    if (rc == MPI_SUCCESS) rc = dropin_side_pack_all(&c->send);
+    gmpi_status_t st = GMPI_SUCCESS;
     gmpi_request_t gr = NULL;
-    gmpi_status_t st =
-        request ? gmpi_iscatterv(sb, v.counts[0], v.displs[0], rb, rc, GMPI_BYTE, root, g, &gr)
-                : gmpi_scatterv(sb, v.counts[0], v.displs[0], rb, rc, GMPI_BYTE, root, g);
-    return v_finish(comm, func, st, gr, &v, request);
+    if (rc == MPI_SUCCESS) {
+      dropin_side_t *s = &c->send;
+      void *r = inplace ? s->base : c->recv.base; /* gmpi's in place: the root's rb == sb */
+      size_t cnt = inplace ? s->bcounts[me] : c->recv.bcounts[0];
+      SIDES_CALL(st, request, gr,
+                 gmpi_iscatterv(s->base, s->bcounts, s->bdispls, r, cnt, GMPI_BYTE, root, g, &gr),
+                 gmpi_scatterv(s->base, s->bcounts, s->bdispls, r, cnt, GMPI_BYTE, root, g));
+    }
+    return sides_finish(comm, func, rc, st, gr, c, request);
   }
   case VIA_STAGING: {
     staged_t s;
@@ -732,21 +830,27 @@ static int alltoallv_any(const void *sendbuf, const int sendcounts[], const int 
                          MPI_Request *request, const char *func) {
   gmpi_comm_t g = NULL;
   int n = size_of(comm), inplace = sendbuf == MPI_IN_PLACE;
-  size_t rsize = bytes_of(recvtype), ssize = inplace ? rsize : bytes_of(sendtype);
-  int native = rsize && ssize && recvcounts && rdispls && (inplace || (sendcounts && sdispls));
-  switch (dropin_via(comm, sendbuf, recvbuf, native, &g)) {
+  MPI_Datatype st_ = inplace ? recvtype : sendtype;
+  switch (dropin_via(comm, sendbuf, recvbuf, gmpi_moves(st_, recvtype, sendbuf, recvbuf), &g)) {
   case VIA_GMPI: {
-    v_bytes_t v;
-    if (!v_bytes(&v, n, inplace ? recvcounts : sendcounts, inplace ? rdispls : sdispls, ssize,
-                 recvcounts, rdispls, rsize))
-      return MPI_ERR_NO_MEM;
-    const void *sb = in_place(sendbuf, recvbuf);
+    if (!recvcounts || !rdispls || (!inplace && (!sendcounts || !sdispls))) return MPI_ERR_ARG;
+    sides_t local, *c = sides_new(request, &local);
+    if (!c) return MPI_ERR_NO_MEM;
+    int rc = dropin_side_init(&c->recv, recvbuf, recvtype, n, recvcounts, rdispls, 0);
+    if (rc == MPI_SUCCESS && !inplace)
+      rc = dropin_side_init(&c->send, (void *)sendbuf, sendtype, n, sendcounts, sdispls, 0);
+    if (rc == MPI_SUCCESS) rc = dropin_side_pack_all(inplace ? &c->recv : &c->send);
+    gmpi_status_t st = GMPI_SUCCESS;
     gmpi_request_t gr = NULL;
-    gmpi_status_t st = request ? gmpi_ialltoallv(sb, v.counts[0], v.displs[0], recvbuf, v.counts[1],
-                                                 v.displs[1], GMPI_BYTE, g, &gr)
-                               : gmpi_alltoallv(sb, v.counts[0], v.displs[0], recvbuf, v.counts[1],
-                                                v.displs[1], GMPI_BYTE, g);
-    return v_finish(comm, func, st, gr, &v, request);
+    if (rc == MPI_SUCCESS) {
+      dropin_side_t *s = inplace ? &c->recv : &c->send, *r = &c->recv;
+      SIDES_CALL(st, request, gr,
+                 gmpi_ialltoallv(s->base, s->bcounts, s->bdispls, r->base, r->bcounts, r->bdispls,
+                                 GMPI_BYTE, g, &gr),
+                 gmpi_alltoallv(s->base, s->bcounts, s->bdispls, r->base, r->bcounts, r->bdispls,
+                                GMPI_BYTE, g));
+    }
+    return sides_finish(comm, func, rc, st, gr, c, request);
   }
   case VIA_STAGING: {
     staged_t s;

@@ -23,7 +23,7 @@ static void fill_status(MPI_Status *status, const gmpi_msg_status_t *gs) {
                        : gs->source == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE
                                                        : gs->source;
   status->MPI_TAG = gs->tag == GMPI_ANY_TAG ? MPI_ANY_TAG : gs->tag;
-  status->MPI_ERROR = MPI_SUCCESS;
+  /* MPI_ERROR is left as it was: single-completion calls do not set it (MPI 3.1, 3.2.5) */
   PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)gs->count);
   PMPI_Status_set_cancelled(status, 0);
 }
@@ -60,15 +60,29 @@ static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype 
   return rc;
 }
 
-static int unpack_received(dropin_req_t *r) {
+/* bytes packed bytes into count elements of type at dst. A message may end inside an element
+ * (a receive longer than the message): MPI then fills the basic elements it has, which
+ * MPI_Unpack cannot do (it unpacks whole elements), so that message is received from this rank
+ * itself as MPI_PACKED on the layer's own comm, and MPI lays it out. */
+static int unpack_bytes(const void *packed, size_t bytes, void *dst, MPI_Aint count,
+                        MPI_Datatype type, MPI_Comm comm) {
   MPI_Count size = 0;
-  PMPI_Type_size_x(r->user_type, &size);
-  MPI_Aint n = size > 0 ? (MPI_Aint)(r->bytes / (size_t)size) : 0;
+  int rc = PMPI_Type_size_x(type, &size);
+  if (rc != MPI_SUCCESS || !bytes) return rc;
+  if (size > 0 && bytes % (size_t)size == 0) {
+    int pos = 0;
+    return PMPI_Unpack(packed, (int)bytes, &pos, dst, (int)(bytes / (size_t)size), type, comm);
+  }
+  return PMPI_Sendrecv(packed, (int)bytes, MPI_PACKED, 0, 0, dst, (int)count, type, 0, 0,
+                       dropin.self_comm, MPI_STATUS_IGNORE);
+}
+
+static int unpack_received(dropin_req_t *r) {
   dropin_stage_t s;
   void *dst = r->user;
-  int pos = 0, rc = dropin_stage_in(&s, &dst, r->user_count, r->user_type); /* keeps the holes */
+  int rc = dropin_stage_in(&s, &dst, r->user_count, r->user_type); /* keeps the holes */
   if (rc == MPI_SUCCESS)
-    rc = PMPI_Unpack(r->owned, (int)r->bytes, &pos, dst, (int)n, r->user_type, r->comm);
+    rc = unpack_bytes(r->owned, r->bytes, dst, r->user_count, r->user_type, r->comm);
   int out = dropin_stage_out(&s, rc == MPI_SUCCESS);
   return rc != MPI_SUCCESS ? rc : out;
 }
@@ -159,11 +173,15 @@ static int post_recv(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Dat
     free(local.owned);
     return rc;
   }
+  r->is_recv = 1;
   r->owned = local.owned; /* a packed receive: unpacked by r->after */
   r->after = local.after;
   r->user = local.user;
   r->user_count = local.user_count;
   r->user_type = local.user_type;
+  /* the program may free its type before the receive completes (MPI allows it; MPICH's
+   * dtype_send): the unpacking uses the layer's own reference */
+  if (r->after && PMPI_Type_dup(local.user_type, &r->user_type) == MPI_SUCCESS) r->type_owned = 1;
   return MPI_SUCCESS;
 }
 
@@ -316,27 +334,149 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
   return PMPI_Ibsend(buf, count, type, dest, tag, comm, request);
 }
 
-/* Matched probes hand the program a message MPI holds; gmpi's messages are not MPI's, so on a
- * comm with a twin they are refused with a clear error (rather than a probe that never sees a
- * message and hangs). */
-static int refuse_mprobe(MPI_Comm comm, const char *func) {
-  fprintf(stderr,
-          "[gmpi_mpi] %s: matched probes are not supported on communicators whose "
-          "messages go through gmpi (use MPI_Probe and MPI_Recv)\n",
-          func);
-  PMPI_Comm_call_errhandler(comm, MPI_ERR_UNSUPPORTED_OPERATION);
-  return MPI_ERR_UNSUPPORTED_OPERATION;
+/* ---- matched probes: the probed message received at once, held for MPI_Mrecv -------------- */
+
+/* A matched probe takes its message out of matching. On a comm whose messages go through gmpi
+ * the probe finds it in gmpi's engine and the layer receives it right away into memory of its
+ * own: a receive from the probed source with the probed tag gets that very message (the
+ * earliest one of that pair waiting unmatched, MPI's order; nothing runs between the two calls,
+ * the layer grants at most MPI_THREAD_SERIALIZED). MPI_Mrecv/Imrecv then lay it out in the
+ * program's buffer. The program's MPI_Message is the address of the held message. */
+typedef struct held_msg {
+  char *data;   /* the message's bytes */
+  size_t bytes; /* its length */
+  int source, tag;
+  MPI_Comm comm;
+  struct held_msg *next;
+} held_msg_t;
+static held_msg_t *held;
+
+_Static_assert(sizeof(MPI_Message) == sizeof(held_msg_t *),
+               "matched probes hand out the held message's address as the MPI_Message");
+
+static MPI_Message handle_of(held_msg_t *m) {
+  MPI_Message h;
+  memcpy(&h, &m, sizeof(h));
+  return h;
+}
+
+/* The held message behind h, unlinked (NULL: not the layer's, MPI's own message). */
+static held_msg_t *take_held(MPI_Message h) {
+  for (held_msg_t **p = &held; *p; p = &(*p)->next)
+    if (handle_of(*p) == h) {
+      held_msg_t *m = *p;
+      *p = m->next;
+      return m;
+    }
+  return NULL;
+}
+
+/* Receive the message a probe found (gs) into a held message and hand out its handle. */
+static int hold_probed(gmpi_comm_t g, MPI_Comm comm, const gmpi_msg_status_t *gs,
+                       MPI_Message *message, MPI_Status *status, const char *func) {
+  held_msg_t *m = calloc(1, sizeof(*m));
+  if (!m || !(m->data = malloc(gs->count ? gs->count : 1))) {
+    free(m);
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM);
+    return MPI_ERR_NO_MEM;
+  }
+  gmpi_msg_status_t got = {0};
+  gmpi_status_t st = gmpi_recv(m->data, gs->count, GMPI_BYTE, gs->source, gs->tag, g, &got);
+  if (st != GMPI_SUCCESS) {
+    free(m->data);
+    free(m);
+    return dropin_fail(comm, func, st);
+  }
+  m->bytes = got.count;
+  m->source = got.source;
+  m->tag = got.tag;
+  m->comm = comm;
+  m->next = held;
+  held = m;
+  *message = handle_of(m);
+  fill_status(status, &got);
+  return MPI_SUCCESS;
+}
+
+/* The held message laid out as count elements of type at buf; *status as MPI_Mrecv's (a message
+ * longer than the buffer: MPI_ERR_TRUNCATE, nothing written). */
+static int deliver_held(held_msg_t *m, void *buf, int count, MPI_Datatype type,
+                        MPI_Status *status) {
+  size_t size = 0;
+  int rc = MPI_SUCCESS;
+  size_t room = 0;
+  if (count < 0) {
+    rc = MPI_ERR_COUNT;
+  } else if (dropin_contiguous(type, &size)) {
+    room = (size_t)count * size;
+    if (m->bytes <= room && m->bytes) {
+      gmpi_status_t st = gmpi_mem_copy(dropin.world, buf, m->data, m->bytes);
+      if (st != GMPI_SUCCESS) rc = dropin_fail(m->comm, "MPI_Mrecv", st);
+    }
+  } else {
+    int packed = 0;
+    rc = PMPI_Pack_size(count, type, m->comm, &packed);
+    room = (size_t)packed;
+    if (rc == MPI_SUCCESS && m->bytes <= room) {
+      dropin_req_t r = {.comm = m->comm,
+                        .owned = m->data,
+                        .bytes = m->bytes,
+                        .user = buf,
+                        .user_count = count,
+                        .user_type = type};
+      rc = unpack_received(&r);
+    }
+  }
+  if (rc == MPI_SUCCESS && m->bytes > room) rc = MPI_ERR_TRUNCATE; /* nothing written */
+  gmpi_msg_status_t gs = {.source = m->source, .tag = m->tag, .count = m->bytes};
+  fill_status(status, &gs);
+  return rc;
 }
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
-  if (dropin_take_p2p(comm, NULL)) return refuse_mprobe(comm, "MPI_Mprobe");
-  return PMPI_Mprobe(source, tag, comm, message, status);
+  gmpi_comm_t g = dropin_take_p2p(comm, NULL);
+  if (!g || source == MPI_PROC_NULL) return PMPI_Mprobe(source, tag, comm, message, status);
+  gmpi_msg_status_t gs = {0};
+  gmpi_status_t st = gmpi_probe(to_gmpi_rank(source), to_gmpi_tag(tag), g, &gs);
+  if (st != GMPI_SUCCESS) return dropin_fail(comm, "MPI_Mprobe", st);
+  return hold_probed(g, comm, &gs, message, status, "MPI_Mprobe");
 }
 
 int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
                 MPI_Status *status) {
-  if (dropin_take_p2p(comm, NULL)) return refuse_mprobe(comm, "MPI_Improbe");
-  return PMPI_Improbe(source, tag, comm, flag, message, status);
+  gmpi_comm_t g = dropin_take_p2p(comm, NULL);
+  if (!g || source == MPI_PROC_NULL) return PMPI_Improbe(source, tag, comm, flag, message, status);
+  gmpi_msg_status_t gs = {0};
+  gmpi_status_t st = gmpi_iprobe(to_gmpi_rank(source), to_gmpi_tag(tag), g, flag, &gs);
+  if (st != GMPI_SUCCESS) return dropin_fail(comm, "MPI_Improbe", st);
+  if (!*flag) return MPI_SUCCESS;
+  return hold_probed(g, comm, &gs, message, status, "MPI_Improbe");
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *status) {
+  held_msg_t *m = message ? take_held(*message) : NULL;
+  if (!m) return PMPI_Mrecv(buf, count, type, message, status);
+  int rc = deliver_held(m, buf, count, type, status);
+  *message = MPI_MESSAGE_NULL;
+  if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(m->comm, rc);
+  free(m->data);
+  free(m);
+  return rc;
+}
+
+/* The message is in already: the request is complete when it is returned, its status (and a
+ * truncation) reported by the wait, as MPI's. */
+int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
+               MPI_Request *request) {
+  held_msg_t *m = message ? take_held(*message) : NULL;
+  if (!m) return PMPI_Imrecv(buf, count, type, message, request);
+  gmpi_msg_status_t gs = {.source = m->source, .tag = m->tag, .count = m->bytes};
+  int error = deliver_held(m, buf, count, type, MPI_STATUS_IGNORE);
+  *message = MPI_MESSAGE_NULL;
+  MPI_Comm comm = m->comm;
+  free(m->data);
+  free(m);
+  return dropin_req_done_status(comm, gs.source, gs.tag, gs.count, error, request);
 }
 
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
@@ -415,7 +555,11 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
   }
   MPI_Status st[2];
   rc = MPI_Waitall(2, req, st);
-  if (status != MPI_STATUS_IGNORE) *status = st[0];
+  if (status != MPI_STATUS_IGNORE) { /* MPI_ERROR stays: MPI_Sendrecv does not set it */
+    int error = status->MPI_ERROR;
+    *status = st[0];
+    status->MPI_ERROR = error;
+  }
   if (rc != MPI_ERR_IN_STATUS) return rc;
   return st[0].MPI_ERROR != MPI_SUCCESS ? st[0].MPI_ERROR : st[1].MPI_ERROR;
 }

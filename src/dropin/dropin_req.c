@@ -60,7 +60,7 @@ static int query_status(void *extra, MPI_Status *status) {
   status->MPI_TAG = r->tag;
   status->MPI_ERROR = r->error;
   PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)r->bytes);
-  PMPI_Status_set_cancelled(status, 0);
+  PMPI_Status_set_cancelled(status, r->cancelled);
   return r->error;
 }
 
@@ -73,7 +73,11 @@ static int free_req(void *extra) {
   unlink_req(r);
   dropin_stage_out(&r->stage[0], 0);
   dropin_stage_out(&r->stage[1], 0);
-  free(r->owned);
+  if (r->type_owned) PMPI_Type_free(&r->user_type);
+  if (r->release)
+    r->release(r->owned);
+  else
+    free(r->owned);
   free(r);
   dropin_live_requests--;
   return MPI_SUCCESS;
@@ -123,6 +127,19 @@ int dropin_req_done(MPI_Comm comm, MPI_Request *request) {
   dropin_req_t *r = NULL;
   int rc = start(comm, &r, request);
   if (rc != MPI_SUCCESS) return rc;
+  r->complete = 1;
+  return PMPI_Grequest_complete(r->mpi);
+}
+
+int dropin_req_done_status(MPI_Comm comm, int source, int tag, size_t bytes, int error,
+                           MPI_Request *request) {
+  dropin_req_t *r = NULL;
+  int rc = start(comm, &r, request);
+  if (rc != MPI_SUCCESS) return rc;
+  r->source = source;
+  r->tag = tag;
+  r->bytes = bytes;
+  r->error = error;
   r->complete = 1;
   return PMPI_Grequest_complete(r->mpi);
 }
@@ -272,20 +289,26 @@ int dropin_polled(int rc, MPI_Request *request) {
 
 int dropin_quiet(void) { return quiet(); }
 
-void dropin_req_flush(MPI_Comm comm) {
-  /* From the head again after each wait: waiting drives every live request, and a detached one
-   * that completes meanwhile is freed, so a saved next could dangle. */
-  for (dropin_req_t *r = detached; r;) {
-    if (r->comm != comm || r->complete || r->driving) {
-      r = r->next;
-      continue;
+int dropin_req_live_on(MPI_Comm comm) {
+  int live = 0;
+  drive_detached(); /* a detached request that completes here is freed: count after */
+  for (dropin_req_t *r = detached; r; r = r->next)
+    live += r->comm == comm && !r->complete;
+  for (int b = 0; b < BUCKETS; b++)
+    for (dropin_req_t *r = bucket[b]; r; r = r->next) {
+      if (r->comm != comm || r->complete) continue;
+      drive(r, 0);
+      live += !r->complete;
     }
-    drive(r, 1);
-    r = detached;
-  }
+  return live;
+}
+
+void dropin_req_rehome(MPI_Comm comm) {
+  for (dropin_req_t *r = detached; r; r = r->next)
+    if (r->comm == comm) r->comm = MPI_COMM_WORLD;
   for (int b = 0; b < BUCKETS; b++)
     for (dropin_req_t *r = bucket[b]; r; r = r->next)
-      if (r->comm == comm && !r->complete) drive(r, 1);
+      if (r->comm == comm) r->comm = MPI_COMM_WORLD;
 }
 
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
@@ -296,19 +319,26 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
   return rc;
 }
 
-/* gmpi cannot take back a posted operation: cancelling one of its requests is refused (the
- * request then completes normally) rather than left to wait for a message that never comes. */
+/* A gmpi receive no message has matched yet is taken back (gmpi_cancel): it completes at once,
+ * cancelled. A matched receive and a send complete as they would have: MPI lets a cancel fail,
+ * and MPI_Test_cancelled then says false (gmpi does not take sends back; Open MPI does not
+ * either once a send has started). */
+static int cancel_gmpi(dropin_req_t *r) {
+  r->given_up = !r->is_recv;
+  if (!r->is_recv || !r->g) return MPI_SUCCESS;
+  int cancelled = 0;
+  gmpi_status_t st = gmpi_cancel(&r->g, &cancelled);
+  if (st != GMPI_SUCCESS) return dropin_fail(r->comm, "MPI_Cancel", st);
+  if (!cancelled) return MPI_SUCCESS;
+  r->cancelled = 1;
+  finish(r);
+  return MPI_SUCCESS;
+}
+
 int MPI_Cancel(MPI_Request *request) {
   MPI_Request *use = dropin_persist_swap(1, request);
   dropin_req_t *r = !quiet() && use ? find(*use) : NULL;
-  int rc = MPI_SUCCESS;
-  if (r && !r->complete && r->inner == MPI_REQUEST_NULL) {
-    fprintf(stderr, "[gmpi_mpi] MPI_Cancel: gmpi cannot cancel a started operation\n");
-    rc = MPI_ERR_REQUEST;
-    PMPI_Comm_call_errhandler(r->comm, rc);
-  } else {
-    rc = PMPI_Cancel(use);
-  }
+  int rc = r && !r->complete && r->inner == MPI_REQUEST_NULL ? cancel_gmpi(r) : PMPI_Cancel(use);
   dropin_persist_unswap(1, request, use);
   return rc;
 }
@@ -394,10 +424,18 @@ int MPI_Request_free(MPI_Request *request) {
   return MPI_SUCCESS;
 }
 
-/* MPI_Finalize: operations the program freed still finish (MPI's rule for freed requests). */
+/* MPI_Finalize: operations the program freed still finish (MPI's rule for freed requests),
+ * except sends the program asked MPI_Cancel to take back: it gave up on them, and MPI's own
+ * finalize does not wait for a send nobody receives. Such a send is left to gmpi unfinished
+ * (its request is never touched again: the twins are freed next). */
 void dropin_req_finalize(void) {
-  while (detached)
-    drive(detached, 1);
+  while (detached) {
+    dropin_req_t *r = detached;
+    drive(r, !r->given_up);
+    if (r != detached) continue; /* finished and freed */
+    r->g = NULL;
+    finish(r);
+  }
 }
 
 /* ---- the wait and test calls: persistent handles swapped for what they started -------------- */

@@ -71,12 +71,14 @@ gmpi_status_t gmpi_mpi_locality(MPI_Comm comm, int *local_rank, int *local_size,
   return GMPI_SUCCESS;
 }
 
-int gmpi_mpi_tag_ub(void) {
+int gmpi_mpi_tag_ub_full(void) {
   int *ub = NULL, flag = 0;
   PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
-  /* Native messages keep 3 bits of the MPI tag for the element size (cpu_native.h). */
-  return (flag && ub ? *ub : 32767) >> 3;
+  return flag && ub ? *ub : 32767;
 }
+
+/* Native messages keep 3 bits of the MPI tag for the element size (cpu_native.h). */
+int gmpi_mpi_tag_ub(void) { return gmpi_mpi_tag_ub_full() >> 3; }
 
 const char *gmpi_mpi_version(void) {
   static char version[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -18,6 +18,8 @@ gmpi_status_t gmpi_mpi_locality(MPI_Comm comm, int *local_rank, int *local_size,
                                 size_t host_len);
 /* MPI_TAG_UB of this MPI library. */
 int gmpi_mpi_tag_ub(void);
+/* MPI_TAG_UB itself (GMPI_TAGS_FULL comms use every tag). */
+int gmpi_mpi_tag_ub_full(void);
 /* "Open MPI v4.1.4, ..." first line of MPI_Get_library_version. */
 const char *gmpi_mpi_version(void);
 

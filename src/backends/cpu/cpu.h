@@ -43,8 +43,9 @@ void gmpi_cpu_plan_free(void *lowered);
 gmpi_status_t gmpi_cpu_p2p_post(gmpi_cpu_t *cpu, gmpi_request_t req);
 gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done);
 void gmpi_cpu_p2p_abandon(gmpi_cpu_t *cpu, gmpi_request_t req);
+gmpi_status_t gmpi_cpu_p2p_cancel(gmpi_cpu_t *cpu, gmpi_request_t req, int *cancelled);
 /* Is a message from source with tag waiting to be received here (me: this rank)? */
-gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, int me, int source, int tag, int *flag,
+gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, gmpi_comm_t comm, int source, int tag, int *flag,
                                  gmpi_msg_status_t *status);
 void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu); /* before MPI_Comm_free(data) */
 /* sendrecv with two other ranks, straight to MPI (cpu_exchange.c): native mode only. */

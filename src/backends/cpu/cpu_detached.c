@@ -76,7 +76,8 @@ gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
   int n;
   MPI_Request mpi;
   GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes, req->comm->cfg.max_chunk, &type, &n), st, free_copy);
-  int rc = PMPI_Isend(copy, n, type, a->peer, gmpi_cpu_mpi_tag(a->tag, a->dtype), cpu->data, &mpi);
+  int rc = PMPI_Isend(copy, n, type, a->peer,
+                      gmpi_cpu_mpi_tag(req->comm->tags_full, a->tag, a->dtype), cpu->data, &mpi);
   gmpi_mpi_type_release(&type); /* MPI keeps a type alive for the sends using it */
   if (rc != MPI_SUCCESS) {
     st = gmpi_mpi_error(rc, "MPI_Isend");

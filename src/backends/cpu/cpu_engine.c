@@ -74,9 +74,12 @@ static gmpi_status_t engine_p2p_test(void *state, gmpi_request_t req, int *done)
 static void engine_p2p_abandon(void *state, gmpi_request_t req) {
   gmpi_cpu_p2p_abandon(state, req);
 }
+static gmpi_status_t engine_p2p_cancel(void *state, gmpi_request_t req, int *cancelled) {
+  return gmpi_cpu_p2p_cancel(state, req, cancelled);
+}
 static gmpi_status_t engine_p2p_probe(void *state, gmpi_comm_t comm, int source, int tag, int *flag,
                                       gmpi_msg_status_t *status) {
-  return gmpi_cpu_p2p_probe(state, comm->rank, source, tag, flag, status);
+  return gmpi_cpu_p2p_probe(state, comm, source, tag, flag, status);
 }
 static int engine_p2p_can_exchange(void *state) { return gmpi_cpu_p2p_can_exchange(state); }
 static gmpi_status_t engine_p2p_exchange(void *state, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
@@ -110,6 +113,7 @@ const gmpi_engine_ops_t gmpi_engine_mpi = {
     .p2p_post = engine_p2p_post,
     .p2p_test = engine_p2p_test,
     .p2p_abandon = engine_p2p_abandon,
+    .p2p_cancel = engine_p2p_cancel,
     .p2p_probe = engine_p2p_probe,
     .p2p_can_exchange = engine_p2p_can_exchange,
     .p2p_exchange = engine_p2p_exchange,

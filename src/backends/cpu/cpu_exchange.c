@@ -48,9 +48,11 @@ static gmpi_status_t post_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p
   GMPI_CHECK(wire_of(x, RECV, recv, limit, &buf[RECV], &n[RECV], &x->type[RECV]));
   GMPI_CHECK(wire_of(x, SEND, send, limit, &buf[SEND], &n[SEND], &x->type[SEND]));
   GMPI_MPI_CHECK(PMPI_Irecv(buf[RECV], n[RECV], x->type[RECV], recv->peer,
-                            gmpi_cpu_mpi_tag(recv->tag, recv->dtype), cpu->data, &x->mpi[RECV]));
+                            gmpi_cpu_mpi_tag(comm->tags_full, recv->tag, recv->dtype), cpu->data,
+                            &x->mpi[RECV]));
   GMPI_MPI_CHECK(PMPI_Isend(buf[SEND], n[SEND], x->type[SEND], send->peer,
-                            gmpi_cpu_mpi_tag(send->tag, send->dtype), cpu->data, &x->mpi[SEND]));
+                            gmpi_cpu_mpi_tag(comm->tags_full, send->tag, send->dtype), cpu->data,
+                            &x->mpi[SEND]));
   return GMPI_SUCCESS;
 }
 
@@ -68,7 +70,8 @@ static gmpi_status_t frames_of(gmpi_cpu_t *cpu, cpu_frame_t **frames) {
  * element size waiting for it (gmpi_cpu_other_size). */
 static gmpi_status_t test_recv(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *recv,
                                exchange_t *x, unsigned polls) {
-  GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[RECV], x->type[RECV], &x->ended[RECV], &x->end));
+  GMPI_CHECK(
+      gmpi_cpu_test_one(comm->tags_full, &x->mpi[RECV], x->type[RECV], &x->ended[RECV], &x->end));
   if (x->ended[RECV] || !x->frames || polls % CPU_OTHER_SIZE_POLLS) return GMPI_SUCCESS;
   return gmpi_cpu_other_size(cpu, comm, recv, &x->mpi[RECV], x->type[RECV], &x->ended[RECV],
                              &x->end);
@@ -83,7 +86,8 @@ static gmpi_status_t wait_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p
   for (unsigned polls = 1;; polls++) {
     if (!x->ended[RECV]) GMPI_CHECK(test_recv(cpu, comm, recv, x, polls));
     if (!x->ended[SEND])
-      GMPI_CHECK(gmpi_cpu_test_one(&x->mpi[SEND], x->type[SEND], &x->ended[SEND], NULL));
+      GMPI_CHECK(
+          gmpi_cpu_test_one(comm->tags_full, &x->mpi[SEND], x->type[SEND], &x->ended[SEND], NULL));
     if (x->ended[RECV] && x->ended[SEND]) return GMPI_SUCCESS;
     if (gmpi_deadline_poll(&d)) return GMPI_ERR_TIMEOUT;
   }

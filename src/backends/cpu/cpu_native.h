@@ -21,10 +21,12 @@
  * * 8 + size class), so that gmpi_probe can count a message in the sender's elements, which
  * MPI alone cannot tell. A receive with a tag posts its own element size's class: in native
  * mode a message matches receives whose dtype has its element size (MPI's type-matching rule,
- * on sizes); an ANY_TAG receive takes any. gmpi_mpi_tag_ub leaves room for the bits. */
-int gmpi_cpu_mpi_tag(int tag, gmpi_dtype_t dtype); /* GMPI_ANY_TAG: MPI_ANY_TAG */
-int gmpi_cpu_user_tag(int mpi_tag);
-size_t gmpi_cpu_tag_elem_size(int mpi_tag);
+ * on sizes); an ANY_TAG receive takes any. gmpi_mpi_tag_ub leaves room for the bits. On a
+ * GMPI_TAGS_FULL comm (full: comm->tags_full) the MPI tag is the user's tag, sizes are not
+ * matched, and a message's element size counts as 1 (bytes). */
+int gmpi_cpu_mpi_tag(int full, int tag, gmpi_dtype_t dtype); /* GMPI_ANY_TAG: MPI_ANY_TAG */
+int gmpi_cpu_user_tag(int full, int mpi_tag);
+size_t gmpi_cpu_tag_elem_size(int full, int mpi_tag);
 
 /* How a receive ended, kept until its test reports it: a failure is described (gmpi_error)
  * in the call that waits for the receive, not in the send that happened to deliver it. */
@@ -157,7 +159,8 @@ void gmpi_cpu_self_free_all(cpu_native_t *nat);
 gmpi_status_t gmpi_cpu_native(gmpi_cpu_t *cpu, cpu_native_t **out);
 /* How a receive ended in MPI (MPI_Test or MPI_Wait's status and return code; type: the
  * receive's, made of bytes). */
-void gmpi_cpu_recv_end(const MPI_Status *s, int rc, MPI_Datatype type, cpu_recv_end_t *end);
+void gmpi_cpu_recv_end(int full, const MPI_Status *s, int rc, MPI_Datatype type,
+                       cpu_recv_end_t *end);
 /* Take a posted receive back from MPI: MPI_Cancel, waited within comm's GMPI_TIMEOUT (driving
  * the engines). *taken: no message reached it; otherwise MPI matched one first and the receive
  * ended with it (*end; framed: unframe it). */
@@ -165,7 +168,7 @@ gmpi_status_t gmpi_cpu_take_back(gmpi_comm_t comm, MPI_Request *mpi, MPI_Datatyp
                                  cpu_recv_end_t *end);
 /* One MPI_Test of a request not ended yet: *ended once MPI finished it (a truncated receive
  * included); a receive's ending goes to *end (NULL for a send). Other MPI errors are returned. */
-gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, MPI_Datatype type, int *ended,
+gmpi_status_t gmpi_cpu_test_one(int full, MPI_Request *mpi, MPI_Datatype type, int *ended,
                                 cpu_recv_end_t *end);
 /* GMPI_CHECK, a receive still waiting in *mpi (one that names another rank and a tag; others
  * return at once): is a message with its source and tag but another element size waiting in

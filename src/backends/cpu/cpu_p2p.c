@@ -47,12 +47,14 @@ static int size_class(size_t es) {
   return c;
 }
 
-int gmpi_cpu_mpi_tag(int tag, gmpi_dtype_t dtype) {
+int gmpi_cpu_mpi_tag(int full, int tag, gmpi_dtype_t dtype) {
   if (tag == GMPI_ANY_TAG) return MPI_ANY_TAG;
+  if (full) return tag;
   return (tag << TAG_CLASS_BITS) | size_class(gmpi_dtype_size(dtype));
 }
-int gmpi_cpu_user_tag(int mpi_tag) { return mpi_tag >> TAG_CLASS_BITS; }
-size_t gmpi_cpu_tag_elem_size(int mpi_tag) {
+int gmpi_cpu_user_tag(int full, int mpi_tag) { return full ? mpi_tag : mpi_tag >> TAG_CLASS_BITS; }
+size_t gmpi_cpu_tag_elem_size(int full, int mpi_tag) {
+  if (full) return 1;
   int c = mpi_tag & ((1 << TAG_CLASS_BITS) - 1);
   return c < N_CLASSES ? class_size[c] : 1;
 }
@@ -77,15 +79,16 @@ static gmpi_status_t post_to_mpi(gmpi_cpu_t *cpu, gmpi_request_t req) {
   int n;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CHECK(wire_of(cpu, req, &buf, &n));
+  int full = req->comm->tags_full;
   if (a->dir == GMPI_P2P_SEND) {
     int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *) =
         a->sync ? PMPI_Issend : PMPI_Isend;
-    GMPI_MPI_CHECK_GOTO(
-        isend(buf, n, cr->type, a->peer, gmpi_cpu_mpi_tag(a->tag, a->dtype), cpu->data, &cr->mpi),
-        st, release_type);
+    GMPI_MPI_CHECK_GOTO(isend(buf, n, cr->type, a->peer, gmpi_cpu_mpi_tag(full, a->tag, a->dtype),
+                              cpu->data, &cr->mpi),
+                        st, release_type);
   } else {
     int src = a->peer == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE : a->peer;
-    int tag = gmpi_cpu_mpi_tag(a->tag, a->dtype);
+    int tag = gmpi_cpu_mpi_tag(full, a->tag, a->dtype);
     GMPI_MPI_CHECK_GOTO(PMPI_Irecv(buf, n, cr->type, src, tag, cpu->data, &cr->mpi), st,
                         release_type);
   }
@@ -144,13 +147,14 @@ static void release(gmpi_request_t req) {
   req->be = NULL;
 }
 
-void gmpi_cpu_recv_end(const MPI_Status *s, int rc, MPI_Datatype type, cpu_recv_end_t *end) {
+void gmpi_cpu_recv_end(int full, const MPI_Status *s, int rc, MPI_Datatype type,
+                       cpu_recv_end_t *end) {
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
   MPI_Count bytes = 0;
   if (rc == MPI_SUCCESS) PMPI_Get_elements_x(s, type, &bytes); /* bytes: every type is of bytes */
   *end = (cpu_recv_end_t){.source = s->MPI_SOURCE,
-                          .tag = gmpi_cpu_user_tag(s->MPI_TAG),
+                          .tag = gmpi_cpu_user_tag(full, s->MPI_TAG),
                           .bytes = (size_t)bytes,
                           .truncated = cls == MPI_ERR_TRUNCATE,
                           .mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc};
@@ -205,7 +209,7 @@ gmpi_status_t gmpi_cpu_recv_result(const gmpi_p2p_args_t *a, const cpu_recv_end_
 
 /* Has MPI finished the request's MPI part? A receive's end is recorded, and it leaves the
  * self-pending list (an ANY_SOURCE receive that a remote message took). */
-gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, MPI_Datatype type, int *ended,
+gmpi_status_t gmpi_cpu_test_one(int full, MPI_Request *mpi, MPI_Datatype type, int *ended,
                                 cpu_recv_end_t *end) {
   MPI_Status s;
   int flag = 0, cls = MPI_SUCCESS;
@@ -215,7 +219,7 @@ gmpi_status_t gmpi_cpu_test_one(MPI_Request *mpi, MPI_Datatype type, int *ended,
   *ended = flag || rc != MPI_SUCCESS;
   /* Open MPI keeps a request that ended in an error (truncation) allocated: freed here. */
   if (rc != MPI_SUCCESS && *mpi != MPI_REQUEST_NULL) PMPI_Request_free(mpi);
-  if (*ended && end) gmpi_cpu_recv_end(&s, rc, type, end);
+  if (*ended && end) gmpi_cpu_recv_end(full, &s, rc, type, end);
   return GMPI_SUCCESS;
 }
 
@@ -278,7 +282,7 @@ gmpi_status_t gmpi_cpu_take_back(gmpi_comm_t comm, MPI_Request *mpi, MPI_Datatyp
   GMPI_CHECK(wait_within(comm, mpi, &s, &rc, "taking a posted receive back from MPI"));
   if (rc == MPI_SUCCESS) PMPI_Test_cancelled(&s, &cancelled);
   *taken = cancelled;
-  if (!cancelled) gmpi_cpu_recv_end(&s, rc, type, end);
+  if (!cancelled) gmpi_cpu_recv_end(comm->tags_full, &s, rc, type, end);
   return GMPI_SUCCESS;
 }
 
@@ -287,8 +291,10 @@ gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_
                                   cpu_recv_end_t *end) {
   int cls, taken;
   *ended = 0;
-  /* Only a receive from one other rank with one tag has one (source, tag) to look at. */
-  if (a->tag == GMPI_ANY_TAG || a->peer == GMPI_ANY_SOURCE || a->peer == comm->rank)
+  /* Only a receive from one other rank with one tag has one (source, tag) to look at; a
+   * GMPI_TAGS_FULL comm has no sizes in its tags to look at. */
+  if (comm->tags_full || a->tag == GMPI_ANY_TAG || a->peer == GMPI_ANY_SOURCE ||
+      a->peer == comm->rank)
     return GMPI_SUCCESS;
   GMPI_CHECK(other_class_waiting(cpu, a, &cls));
   if (cls < 0) return GMPI_SUCCESS;
@@ -304,7 +310,8 @@ gmpi_status_t gmpi_cpu_other_size(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_
 static gmpi_status_t test_mpi(gmpi_cpu_t *cpu, gmpi_request_t req, int *finished) {
   cpu_req_t *cr = req->be;
   int is_recv = req->args.dir == GMPI_P2P_RECV;
-  GMPI_CHECK(gmpi_cpu_test_one(&cr->mpi, cr->type, finished, is_recv ? &cr->end : NULL));
+  GMPI_CHECK(gmpi_cpu_test_one(req->comm->tags_full, &cr->mpi, cr->type, finished,
+                               is_recv ? &cr->end : NULL));
   /* GMPI_CHECK: now and then, a message of another element size waiting for this receive */
   if (!*finished && cr->framed && is_recv && ++cr->polls % CPU_OTHER_SIZE_POLLS == 0)
     GMPI_CHECK(
@@ -335,6 +342,29 @@ gmpi_status_t gmpi_cpu_p2p_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) 
     req->status = (gmpi_msg_status_t){req->args.peer, req->args.tag, req->args.count};
   release(req);
   *done = 1;
+  return GMPI_SUCCESS;
+}
+
+/* A native receive waits in MPI (MPI_Cancel takes it back, gmpi_cpu_take_back), in the self
+ * queue (a receive from this rank), or both (ANY_SOURCE). */
+gmpi_status_t gmpi_cpu_p2p_cancel(gmpi_cpu_t *cpu, gmpi_request_t req, int *cancelled) {
+  *cancelled = 0;
+  if (cpu->env) return gmpi_env_cancel(cpu->env, req, cancelled);
+  cpu_req_t *cr = req->be;
+  if (!cr || cr->complete || req->args.dir != GMPI_P2P_RECV) return GMPI_SUCCESS;
+  if (cr->mpi != MPI_REQUEST_NULL) {
+    int taken = 0;
+    GMPI_CHECK(gmpi_cpu_take_back(req->comm, &cr->mpi, cr->type, &taken, &cr->end));
+    if (!taken) { /* matched before the cancel came: it ends as received, as test_mpi ends it */
+      if (cr->framed) gmpi_cpu_unframe(&cr->frame, &req->args, &cr->end);
+      gmpi_cpu_self_pending_remove(cpu->native, req);
+      cr->complete = 1;
+      return GMPI_SUCCESS;
+    }
+  }
+  gmpi_cpu_self_pending_remove(cpu->native, req);
+  release(req);
+  *cancelled = 1;
   return GMPI_SUCCESS;
 }
 
@@ -378,10 +408,11 @@ void gmpi_cpu_p2p_close(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
 /* ---- probe ------------------------------------------------------------------------------- */
 
 /* A message MPI holds for (source, tag): with a tag, each element-size class is probed. */
-static gmpi_status_t mpi_probe(gmpi_cpu_t *cpu, int source, int tag, int *flag, MPI_Status *s) {
+static gmpi_status_t mpi_probe(gmpi_cpu_t *cpu, int full, int source, int tag, int *flag,
+                               MPI_Status *s) {
   int src = source == GMPI_ANY_SOURCE ? MPI_ANY_SOURCE : source;
-  if (tag == GMPI_ANY_TAG) {
-    GMPI_MPI_CHECK(PMPI_Iprobe(src, MPI_ANY_TAG, cpu->data, flag, s));
+  if (tag == GMPI_ANY_TAG || full) {
+    GMPI_MPI_CHECK(PMPI_Iprobe(src, tag == GMPI_ANY_TAG ? MPI_ANY_TAG : tag, cpu->data, flag, s));
     return GMPI_SUCCESS;
   }
   for (int c = 0; c < N_CLASSES && !*flag; c++)
@@ -389,8 +420,9 @@ static gmpi_status_t mpi_probe(gmpi_cpu_t *cpu, int source, int tag, int *flag, 
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, int me, int source, int tag, int *flag,
+gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, gmpi_comm_t comm, int source, int tag, int *flag,
                                  gmpi_msg_status_t *status) {
+  int me = comm->rank, full = comm->tags_full;
   *flag = 0;
   if (cpu->env) return gmpi_env_probe(cpu->env, source, tag, flag, status);
   cpu_native_t *nat = NULL;
@@ -400,13 +432,13 @@ gmpi_status_t gmpi_cpu_p2p_probe(gmpi_cpu_t *cpu, int me, int source, int tag, i
     if (*flag) return GMPI_SUCCESS;
   }
   MPI_Status s;
-  GMPI_CHECK(mpi_probe(cpu, source, tag, flag, &s));
+  GMPI_CHECK(mpi_probe(cpu, full, source, tag, flag, &s));
   if (!*flag) return GMPI_SUCCESS;
   MPI_Count bytes = 0;
   PMPI_Get_elements_x(&s, MPI_BYTE, &bytes);
   if (nat->checked) /* the check header is not the sender's data */
     bytes = bytes >= (MPI_Count)sizeof(cpu_frame_hdr_t) ? bytes - sizeof(cpu_frame_hdr_t) : 0;
-  *status = (gmpi_msg_status_t){s.MPI_SOURCE, gmpi_cpu_user_tag(s.MPI_TAG),
-                                (size_t)bytes / gmpi_cpu_tag_elem_size(s.MPI_TAG)};
+  *status = (gmpi_msg_status_t){s.MPI_SOURCE, gmpi_cpu_user_tag(full, s.MPI_TAG),
+                                (size_t)bytes / gmpi_cpu_tag_elem_size(full, s.MPI_TAG)};
   return GMPI_SUCCESS;
 }

@@ -112,6 +112,7 @@ void cuda_p2p_close(gmpi_comm_t comm, cuda_comm_t *cc);
 gmpi_status_t cuda_p2p_post(void *state, gmpi_request_t req);
 gmpi_status_t cuda_p2p_test(void *state, gmpi_request_t req, int *done);
 void cuda_p2p_abandon(void *state, gmpi_request_t req);
+gmpi_status_t cuda_p2p_cancel(void *state, gmpi_request_t req, int *cancelled);
 gmpi_status_t cuda_p2p_probe(void *state, gmpi_comm_t comm, int source, int tag, int *flag,
                              gmpi_msg_status_t *status);
 /* Device memory NCCL took for the comm's links (measured at each link's set-up). */

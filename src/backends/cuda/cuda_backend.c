@@ -304,6 +304,7 @@ static const gmpi_engine_ops_t gmpi_engine_nccl = {
     .p2p_post = cuda_p2p_post,
     .p2p_test = cuda_p2p_test,
     .p2p_abandon = cuda_p2p_abandon,
+    .p2p_cancel = cuda_p2p_cancel,
     .p2p_probe = cuda_p2p_probe,
     .coll_start = cuda_coll_start,
     .coll_test = cuda_coll_test,

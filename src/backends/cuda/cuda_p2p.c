@@ -180,6 +180,10 @@ gmpi_status_t cuda_p2p_probe(void *state, gmpi_comm_t comm, int source, int tag,
   return gmpi_env_probe(((cuda_comm_t *)state)->env, source, tag, flag, status);
 }
 
+gmpi_status_t cuda_p2p_cancel(void *state, gmpi_request_t req, int *cancelled) {
+  return gmpi_env_cancel(((cuda_comm_t *)state)->env, req, cancelled);
+}
+
 void cuda_p2p_abandon(void *state, gmpi_request_t req) {
   gmpi_env_abandon(((cuda_comm_t *)state)->env, req);
 }
