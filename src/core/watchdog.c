@@ -24,9 +24,10 @@ static int n_watched, cap_watched;
 static int running, stopping;
 static pthread_t thread;
 
-static int watches(gmpi_comm_t comm) {
-  return comm->cfg.timeout_s > 0 && comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB;
-}
+/* Every comm with a timeout: under GMPI_TIMEOUT_ACTION=status the collectives are polled and
+ * never marked, but the calls MPI has no nonblocking form of (gmpi_comm_split's
+ * MPI_Comm_split) still are. */
+static int watches(gmpi_comm_t comm) { return comm->cfg.timeout_s > 0; }
 
 /* One thread calls a comm at a time (MPI's rule for a communicator), so the mark has one
  * writer: a load and a release store, no read-modify-write. */
@@ -48,13 +49,16 @@ void gmpi_watch_exit(gmpi_comm_t comm) { step_mark(comm); }
 static void fire(gmpi_comm_t comm, double inside) {
   const char *what = atomic_load_explicit(&comm->watch.what, memory_order_relaxed);
   size_t count = atomic_load_explicit(&comm->watch.count, memory_order_relaxed);
+  int status_mode = comm->cfg.timeout_action == GMPI_TIMEOUT_STATUS;
   gmpi_log(GMPI_LOG_WARN,
            "watchdog: rank %d of a %d-rank comm has been inside %s (count %zu) for %.1f s, over "
            "GMPI_TIMEOUT = %g s: a rank is not taking part or called a different collective. "
-           "Ending the job (GMPI_TIMEOUT_ACTION=status returns GMPI_ERR_TIMEOUT instead, at a "
-           "cost; docs/reliability.md)",
-           comm->rank, comm->size, what ? what : "a collective", count, inside,
-           comm->cfg.timeout_s);
+           "Ending the job (%s; docs/reliability.md)",
+           comm->rank, comm->size, what ? what : "a collective", count, inside, comm->cfg.timeout_s,
+           status_mode ? "MPI has no nonblocking form of this call, so nothing can return a "
+                         "status from inside it, also under GMPI_TIMEOUT_ACTION=status"
+                       : "GMPI_TIMEOUT_ACTION=status returns GMPI_ERR_TIMEOUT instead, at a "
+                         "cost");
   gmpi_flight_dump(&comm->flight, "watchdog");
   gmpi_oob_end_job(70); /* EX_SOFTWARE; not 124, which timeout(1) reports for its own kill */
 }

@@ -6,7 +6,8 @@
  * with a diagnosis naming the call, its count and the flight record. The thread calls no MPI
  * function unless MPI granted MPI_THREAD_MULTIPLE (core/oob.h's gmpi_oob_end_job decides).
  * GMPI_TIMEOUT_ACTION=status replaces this by polled collectives that return
- * GMPI_ERR_TIMEOUT instead (docs/reliability.md). */
+ * GMPI_ERR_TIMEOUT instead (docs/reliability.md); the one blocking call left then is
+ * gmpi_comm_split's MPI_Comm_split (MPI has no nonblocking split), watched in both actions. */
 #ifndef GMPI_CORE_WATCHDOG_H
 #define GMPI_CORE_WATCHDOG_H
 
@@ -22,9 +23,9 @@ typedef struct {
   atomic_size_t count;
 } gmpi_watch_t;
 
-/* Watch comm from now on (starts the thread with the first comm); no-op when its timeout is 0
- * or its action is status. Cannot fail: without memory or a thread the comm is left unwatched,
- * with a warning. */
+/* Watch comm from now on (starts the thread with the first comm); no-op when its timeout is 0.
+ * Under GMPI_TIMEOUT_ACTION=status only calls without a nonblocking form are marked. Cannot fail:
+ * without memory or a thread the comm is left unwatched, with a warning. */
 void gmpi_watchdog_add(gmpi_comm_t comm);
 /* Stop watching comm (the last one stops the thread). */
 void gmpi_watchdog_remove(gmpi_comm_t comm);

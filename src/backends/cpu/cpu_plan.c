@@ -74,10 +74,15 @@ static void name_step(gmpi_plan_step_t *s) {
 
 gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
                                   void **lowered) {
-  /* Collective and blocking: every rank compiles the same plan, and all have arrived (the
-   * plan check's polled allgather came first), so no engine needs driving while it waits. */
+  /* Collective: every rank compiles the same plan, and all have arrived (the plan check's
+   * polled allgather came first); still polled, so a rank that stops in between cannot hold
+   * the others beyond GMPI_TIMEOUT. */
   if (cpu->plans == MPI_COMM_NULL) {
-    GMPI_MPI_CHECK(MPI_Comm_dup(cpu->data, &cpu->plans));
+    gmpi_status_t dup =
+        gmpi_mpi_dup(cpu->data, comm->cfg.timeout_s,
+                     "the plan channel's communicator (MPI_Comm_idup)", &cpu->plans);
+    if (dup == GMPI_ERR_TIMEOUT) gmpi_comm_fail(comm, dup);
+    GMPI_CHECK(dup);
     GMPI_MPI_CHECK(MPI_Comm_set_errhandler(cpu->plans, MPI_ERRORS_RETURN));
   }
   cpu_plan_t *cp = calloc(1, sizeof(*cp));
@@ -117,11 +122,8 @@ gmpi_status_t gmpi_cpu_plan_replay(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmp
   int group = -1;
   for (int i = 0; i < plan->n_steps; i++) {
     gmpi_plan_step_t *s = &plan->steps[i];
-    if (s->kind == PLAN_COLL) { /* a blocking call: watched (core/watchdog.h) */
-      gmpi_watch_enter(comm, gmpi_coll_name(s->coll.kind), s->coll.count);
-      gmpi_status_t st = gmpi_cpu_coll_run(comm, cpu, &s->coll);
-      gmpi_watch_exit(comm);
-      GMPI_CHECK(st);
+    if (s->kind == PLAN_COLL) { /* watched, or polled under GMPI_TIMEOUT_ACTION=status */
+      GMPI_CHECK(gmpi_cpu_coll_past_gate(comm, cpu, &s->coll));
       continue;
     }
     if (s->kind == PLAN_WAIT || s->group == group) continue;
