@@ -343,6 +343,10 @@ GMPI_API gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi
                                      gmpi_comm_t comm, gmpi_msg_status_t *status);
 
 /* ---- plans: record once, compile collectively, replay -------------------------------- */
+/* A freed plan's handle (a copy of it) gets GMPI_ERR_INVALID_ARG from every plan call; a plan
+ * whose comm was finalized gets GMPI_ERR_STATE, and gmpi_plan_free releases it. Requests
+ * recorded but never waited when gmpi_plan_end fails stay the caller's: gmpi_wait releases
+ * them with GMPI_ERR_STATE. */
 GMPI_API gmpi_status_t gmpi_plan_begin(gmpi_comm_t comm);
 GMPI_API gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *plan);
 GMPI_API gmpi_status_t gmpi_plan_run(gmpi_plan_t plan);

@@ -141,7 +141,7 @@ void gmpi_request_discard(gmpi_request_t req, gmpi_status_t why) {
 static gmpi_status_t proc_null_request(gmpi_comm_t comm, gmpi_request_t req, gmpi_request_t *out) {
   req->status = (gmpi_msg_status_t){GMPI_PROC_NULL, GMPI_ANY_TAG, 0};
   if (comm->rec) {
-    req->rec = comm->rec;
+    req->rec_gen = gmpi_plan_rec_gen(comm->rec);
     req->rec_index = -1;
   } else {
     req->flight_seq =
