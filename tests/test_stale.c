@@ -3,7 +3,9 @@
  *  - requests recorded in a plan whose gmpi_plan_end failed: gmpi_wait/gmpi_waitall answer
  *    GMPI_ERR_STATE and release them, and the comm stays usable;
  *  - a copy of a freed plan: gmpi_plan_run, gmpi_plan_dump and gmpi_plan_free answer
- *    GMPI_ERR_INVALID_ARG naming the plan. */
+ *    GMPI_ERR_INVALID_ARG naming the plan;
+ *  - a block of gmpi_mem_alloc freed through another comm than its own is uncounted from its
+ *    own, and one that outlives its comm can still be freed. */
 #include "test_util.h"
 
 static int rank, size;
@@ -60,11 +62,34 @@ static void stale_plan(void) {
   T_STATUS(gmpi_plan_free(&copy), GMPI_ERR_INVALID_ARG);
 }
 
+static size_t user_bytes(gmpi_comm_t c) {
+  size_t lib = 0, user = 0;
+  T_OK(gmpi_comm_mem_usage(c, &lib, &user));
+  return user;
+}
+
+static void block_freed_elsewhere(void) {
+  gmpi_comm_t dup = NULL;
+  T_OK(gmpi_comm_dup(comm, &dup));
+  size_t before = user_bytes(comm), dup_before = user_bytes(dup);
+  void *p = NULL, *q = NULL;
+  T_OK(gmpi_mem_alloc(comm, 4096, &p));
+  T_EQ_SIZE(user_bytes(comm), before + 4096);
+  T_OK(gmpi_mem_free(dup, p));
+  T_EQ_SIZE(user_bytes(comm), before);
+  T_EQ_SIZE(user_bytes(dup), dup_before);
+  T_OK(gmpi_mem_alloc(dup, 512, &q)); /* outlives dup */
+  T_OK(gmpi_comm_free(&dup));
+  T_OK(gmpi_mem_free(comm, q));
+  T_EQ_SIZE(user_bytes(comm), before);
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   gmpi_comm_rank(comm, &rank);
   gmpi_comm_size(comm, &size);
   failed_plan_end();
   stale_plan();
+  block_freed_elsewhere();
   return t_finish("test_stale");
 }
