@@ -1,10 +1,13 @@
 /* Fault suite: the last rank stops (SIGSTOP, as a debugger or an overloaded node would) at one
- * blocking point of gmpi, named by argv[1]:
+ * blocking point of gmpi, named by argv[1] (argv[2] = kill or exit: it dies there instead, by
+ * SIGKILL or by exiting without finalize -- scripts/fault-matrix runs every combination):
  *   init, dup, split, plan -- inside the first MPI communicator constructor that gmpi_init,
  *                             gmpi_comm_dup, gmpi_comm_split or the first gmpi_plan_end calls,
  *                             i.e. after gmpi's polled arrival;
  *   finalize               -- before gmpi_finalize (gmpi started MPI, so it runs MPI_Finalize);
- *   replay                 -- inside the allreduce of a plan replay (after the replay's gate).
+ *   replay                 -- inside the allreduce of a plan replay (after the replay's gate);
+ *   allreduce              -- inside MPI's call of a gmpi_allreduce;
+ *   barrier, recv          -- before gmpi_barrier, or instead of a send the others receive.
  * The other ranks must end within GMPI_TIMEOUT + 5 s naming the call: with a status (then they
  * print it and "ended within the bound") or by the watchdog ending the job. The job must end
  * non-zero (tests/expect_failure.sh), never hang.
@@ -26,6 +29,20 @@
 #include <gmpi.h>
 
 static volatile int armed; /* the victim stops at the next wrapped call */
+static const char *fault = "stop";
+
+/* The fault itself, on the victim. */
+static void strike(int rank, const char *where) {
+  fprintf(stderr, "[rank %d] fault_stop: %s %s\n", rank,
+          !strcmp(fault, "kill")   ? "killed (SIGKILL)"
+          : !strcmp(fault, "exit") ? "exiting without finalize"
+                                   : "stopping (SIGSTOP)",
+          where);
+  fflush(stderr);
+  if (!strcmp(fault, "kill")) raise(SIGKILL);
+  if (!strcmp(fault, "exit")) _exit(0);
+  raise(SIGSTOP);
+}
 
 static double now(void) {
   struct timespec t;
@@ -45,9 +62,9 @@ static void maybe_stop(const char *call) {
   int size, rank = world_rank(&size);
   if (rank != size - 1) return;
   armed = 0;
-  fprintf(stderr, "[rank %d] fault_stop: stopping inside %s\n", rank, call);
-  fflush(stderr);
-  raise(SIGSTOP);
+  char where[64];
+  snprintf(where, sizeof(where), "inside %s", call);
+  strike(rank, where);
 }
 
 static void *real(const char *name) {
@@ -107,10 +124,12 @@ static void arm(const char *at) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || !getenv("GMPI_TIMEOUT")) {
-    fprintf(stderr, "usage: GMPI_TIMEOUT=s fault_stop init|dup|split|plan|finalize|replay\n");
+    fprintf(stderr, "usage: GMPI_TIMEOUT=s fault_stop init|dup|split|plan|replay|allreduce|"
+                    "barrier|recv|finalize [stop|kill|exit]\n");
     return 2;
   }
   site = argv[1];
+  if (argc > 2) fault = argv[2];
   gmpi_comm_t comm = NULL, dup = NULL, half = NULL;
   arm("init");
   ended(gmpi_init_world(&comm), "gmpi_init", NULL);
@@ -130,13 +149,21 @@ int main(int argc, char **argv) {
   arm("replay");
   ended(gmpi_plan_run(plan), "gmpi_plan_run", &comm);
   armed = 0;
+  arm("allreduce");
+  ended(gmpi_allreduce(&x, &y, 1, GMPI_FLOAT32, GMPI_SUM, comm), "gmpi_allreduce", &comm);
+  armed = 0;
+  if (!strcmp(site, "barrier") && rank == size - 1) strike(rank, "before gmpi_barrier");
+  started = now();
+  ended(gmpi_barrier(comm), "gmpi_barrier", &comm);
+  started = now();
+  if (!strcmp(site, "recv")) {
+    if (rank == size - 1) strike(rank, "instead of gmpi_send");
+    ended(gmpi_recv(&y, 1, GMPI_FLOAT32, size - 1, 9, comm, NULL), "gmpi_recv", &comm);
+  }
   gmpi_plan_free(&plan);
   gmpi_comm_free(&half);
   gmpi_comm_free(&dup);
-  if (strcmp(site, "finalize") == 0 && rank == size - 1) {
-    fprintf(stderr, "[rank %d] fault_stop: stopping before gmpi_finalize\n", rank);
-    raise(SIGSTOP);
-  }
+  if (strcmp(site, "finalize") == 0 && rank == size - 1) strike(rank, "before gmpi_finalize");
   started = now();
   ended(gmpi_finalize(&comm), "gmpi_finalize", NULL);
   fprintf(stderr,

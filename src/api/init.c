@@ -68,7 +68,8 @@ static gmpi_status_t start_backend(gmpi_comm_t group, const gmpi_backend_ops_t *
   gmpi_status_t mine = open_engines(ops, comm, parent, color, key);
   char failed[64];
   snprintf(failed, sizeof(failed), "failed to start the %s backend", ops->name);
-  gmpi_status_t st = gmpi_vote(group, mine, 0, NULL, failed);
+  /* After a timeout a rank is missing: a vote would only wait for it a second time. */
+  gmpi_status_t st = mine == GMPI_ERR_TIMEOUT ? mine : gmpi_vote(group, mine, 0, NULL, failed);
   if (st != GMPI_SUCCESS && mine == GMPI_SUCCESS && comm) {
     gmpi_comm_fail(comm, st); /* engines close alone: a peer whose start failed is not there */
     close_engines(comm);

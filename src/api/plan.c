@@ -58,7 +58,8 @@ gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *out) {
   mine = out ? gmpi_plan_lower(plan) : gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
   if (mine == GMPI_SUCCESS && (mine = gmpi_plan_register(plan)) != GMPI_SUCCESS)
     gmpi_plan_release(plan);
-  st = agree(comm, mine);
+  /* After a timeout a rank is missing: a vote would only wait for it a second time. */
+  st = mine == GMPI_ERR_TIMEOUT ? mine : agree(comm, mine);
   if (st != GMPI_SUCCESS) {
     if (mine == GMPI_SUCCESS) {
       gmpi_plan_unregister(plan);
