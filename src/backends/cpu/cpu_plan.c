@@ -1,7 +1,8 @@
 /* Plans on host buffers: each matched send and receive becomes an MPI persistent request on
  * the comm's plan channel (their own MPI communicator: eager traffic can never steal them),
- * created once; collectives stay MPI's tuned blocking calls. A replay passes one arrival gate,
- * then runs the steps in order: a collective directly, a group of point-to-point steps as
+ * created once; collectives stay MPI's tuned blocking calls (their polled nonblocking forms
+ * under GMPI_TIMEOUT_ACTION=status, as eager ones). A replay passes one arrival gate, then
+ * runs the steps in order: a collective directly, a group of point-to-point steps as
  * MPI_Startall + a bounded wait. */
 #include <stdlib.h>
 #include <string.h>
