@@ -5,6 +5,18 @@
  * One header. Every call returns a gmpi_status_t; out-parameters come last and are
  * written only on success. On failure gmpi_last_error() tells, for the calling thread,
  * which function failed, on which rank, and which argument or value was wrong.
+ *
+ * Threads (MPI's rule). When MPI provides MPI_THREAD_MULTIPLE (start MPI yourself with
+ * MPI_Init_thread before gmpi_init; gmpi starts it at MPI_THREAD_SERIALIZED otherwise),
+ * threads may call gmpi at the same time on different communicators, on every backend and
+ * point-to-point engine: each engine's state is under its own lock, and a wait of one thread
+ * that drives the other comms' engines only tries those locks. Calls on one communicator
+ * (and on its requests and plans) must not overlap: one thread at a time, as for an MPI
+ * communicator under MPI_THREAD_SERIALIZED. Requests may be waited on another thread than
+ * the one that started them, one thread at a time. gmpi_init, gmpi_comm_split, gmpi_comm_dup,
+ * gmpi_comm_free and gmpi_finalize are collective over their parent: the threads of one
+ * process must not call them concurrently on comms sharing ranks in different orders (MPI's
+ * rule for collectives). Tested under -fsanitize=thread (tests/test_threads.c).
  */
 #ifndef GMPI_H
 #define GMPI_H
@@ -355,6 +367,10 @@ GMPI_API gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi
                                      gmpi_comm_t comm, gmpi_msg_status_t *status);
 
 /* ---- plans: record once, compile collectively, replay -------------------------------- */
+/* A freed plan's handle (a copy of it) gets GMPI_ERR_INVALID_ARG from every plan call; a plan
+ * whose comm was finalized gets GMPI_ERR_STATE, and gmpi_plan_free releases it. Requests
+ * recorded but never waited when gmpi_plan_end fails stay the caller's: gmpi_wait releases
+ * them with GMPI_ERR_STATE. */
 GMPI_API gmpi_status_t gmpi_plan_begin(gmpi_comm_t comm);
 GMPI_API gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *plan);
 GMPI_API gmpi_status_t gmpi_plan_run(gmpi_plan_t plan);

@@ -74,6 +74,19 @@ static void rooted_v_and_nonblocking(void) {
   CASE(INV, "root", gmpi_scatterv(buf, counts, displs, out, 0, GMPI_INT8, -3, comm));
   CASE(INV, "sendcounts", gmpi_alltoallv(buf, NULL, displs, out, counts, displs, GMPI_INT8, comm));
   CASE(INV, "rdispls", gmpi_alltoallv(buf, counts, displs, out, counts, NULL, GMPI_INT8, comm));
+  /* A displacement out of bounds is blamed on the displacements, not on the counts. */
+  size_t ones[64], far[64];
+  for (int r = 0; r < 64; r++) {
+    ones[r] = 1;
+    far[r] = SIZE_MAX;
+  }
+  CASE(INV, "argument 'displs' of recvcounts: displacement 18446744073709551615 + count 1",
+       gmpi_allgatherv(buf, 1, out, ones, far, GMPI_INT8, comm));
+  CASE(INV, "argument 'sdispls'",
+       gmpi_alltoallv(buf, ones, far, out, ones, displs, GMPI_INT8, comm));
+  /* An overflowing count is printed as the count, not as 1. */
+  CASE(INV, "= 4611686018427387904 is too large: 4611686018427387904 elements x 4 bytes",
+       gmpi_allreduce(buf, out, (size_t)1 << 62, GMPI_INT32, GMPI_SUM, comm));
   CASE(INV, "recvcounts", gmpi_reduce_scatterv(buf, out, NULL, GMPI_INT32, GMPI_SUM, comm));
   CASE(INV, "op", gmpi_reduce_scatterv(buf, out, counts, GMPI_INT32, (gmpi_op_t)77, comm));
   CASE(INV, "band", gmpi_reduce_scatterv(buf, out, counts, GMPI_FLOAT64, GMPI_BAND, comm));
@@ -108,6 +121,15 @@ static void point_to_point(void) {
   req = NULL;
   CASE(INV, "done", gmpi_test(&req, NULL, &st));
   CASE(INV, "dest", gmpi_sendrecv(buf, 1, GMPI_INT8, -3, 0, out, 1, GMPI_INT8, 0, 0, comm, &st));
+  /* sendrecv's errors say which half: its parameters' own names. */
+  CASE(INV, "'sendtype' = 99",
+       gmpi_sendrecv(buf, 1, (gmpi_dtype_t)99, 0, 0, out, 1, GMPI_INT8, 0, 0, comm, &st));
+  CASE(INV, "'recvtype' = 99",
+       gmpi_sendrecv(buf, 1, GMPI_INT8, 0, 0, out, 1, (gmpi_dtype_t)99, 0, 0, comm, &st));
+  CASE(INV, "'recvbuf' is NULL with recvcount 1",
+       gmpi_sendrecv(buf, 1, GMPI_INT8, 0, 0, NULL, 1, GMPI_INT8, 0, 0, comm, &st));
+  CASE(INV, "'sendtag' = -3",
+       gmpi_sendrecv(buf, 1, GMPI_INT8, 0, -3, out, 1, GMPI_INT8, 0, 0, comm, &st));
   /* Errors name the function the user called, not the one it is built on. */
   CASE(INV, "gmpi_send (rank", gmpi_send(buf, 1, GMPI_INT8, 0, -5, comm));
   CASE(INV, "gmpi_recv (rank", gmpi_recv(buf, 1, GMPI_INT8, 0, -7, comm, &st));

@@ -16,10 +16,20 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* The failed comm refuses work with STATE and still finalizes. */
+/* The failed comm refuses work with STATE and still finalizes. Calls that touch only this
+ * process's memory still work on it (the drop-in classifies and stages through
+ * MPI_COMM_WORLD's twin for every comm, healthy ones too). */
 static void failed_then_finalized(gmpi_comm_t *c) {
   T_STATUS(gmpi_barrier(*c), GMPI_ERR_STATE);
   T_ERROR_MENTIONS("failed earlier");
+  int from = 42, to = 0, device = -1;
+  T_OK(gmpi_mem_copy(*c, &to, &from, sizeof(int)));
+  T_EQ_INT(to, 42);
+  T_OK(gmpi_mem_is_device(*c, &to, &device));
+  T_EQ_INT(device, 0);
+  size_t library = 0, user = 0;
+  T_OK(gmpi_comm_mem_usage(*c, &library, &user));
+  T_OK(gmpi_mem_free(*c, NULL));
   T_OK(gmpi_finalize(c));
   T_EQ_PTR(*c, NULL);
 }

@@ -4,7 +4,7 @@ import atexit
 import ctypes
 
 from ._buffer import as_buffer, sync_producer
-from ._lib import MsgStatus, call, check_arg, op_from_name
+from ._lib import MsgStatus, as_counts, call, check_arg, guard_arguments, op_from_name
 from ._more import MoreCalls, finalize_mpi, start_mpi
 
 ANY_SOURCE = -1
@@ -65,6 +65,7 @@ def _fill(status, c_status):
         status._set(c_status)
 
 
+@guard_arguments
 class Request:
     """A pending Isend/Irecv. Its buffers stay alive (held by the comm too) until it completes."""
 
@@ -153,6 +154,7 @@ class Request:
         return True
 
 
+@guard_arguments
 class Plan:
     """A recorded communication pattern (see docs/plans.md): run() replays it."""
 
@@ -189,6 +191,7 @@ class Plan:
     free = Free
 
 
+@guard_arguments
 class Comm(MoreCalls):
     """A gmpi communicator (gmpi_comm_t). Methods follow mpi4py's upper-case buffer methods."""
 
@@ -298,7 +301,7 @@ class Comm(MoreCalls):
         if recvcounts is None:
             return self.Reduce_scatter_block(sendbuf, recvbuf, op)
         op = SUM if op is None else op
-        counts = [int(c) for c in recvcounts]
+        counts = as_counts(recvcounts, "'recvcounts'")
         check_arg(len(counts) == self.size, "argument 'recvcounts' has %d counts for %d ranks"
                   % (len(counts), self.size))
         (r,) = self._bufs((recvbuf, "recvbuf", True))
@@ -353,11 +356,11 @@ class Comm(MoreCalls):
         check_arg(isinstance(spec, (list, tuple)) and len(spec) in (2, 3),
                   "argument '%s' must be [array, counts] or [array, counts, displs]" % name)
         (b,) = self._bufs((spec[0], name, writable))
-        counts = [int(c) for c in spec[1]]
+        counts = as_counts(spec[1], "'%s' counts" % name)
         check_arg(len(counts) == self.size, "argument '%s' has %d counts for %d ranks"
                   % (name, len(counts), self.size))
         if len(spec) == 3 and spec[2] is not None:
-            displs = [int(d) for d in spec[2]]
+            displs = as_counts(spec[2], "'%s' displs" % name)
         else:
             displs = [sum(counts[:r]) for r in range(self.size)]
         check_arg(len(displs) == self.size, "argument '%s' has %d displacements for %d ranks"

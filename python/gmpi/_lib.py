@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Finding and loading libgmpi, the C prototypes, and errors raised as GmpiError."""
 import ctypes
+import functools
 import glob
+import numbers
 import os
 
 # The statuses of gmpi.h (gmpi_status_t), by value. tests/test_statuses.py checks this table
@@ -159,15 +161,99 @@ def last_error():
 
 failed_comm = False  # a call timed out or met a failed comm: MPI_Finalize is skipped at exit
 
+# Parameter names of the C calls whose integer arguments Python passes as given (ranks, roots,
+# tags, counts): the check below names them. Others are named by position.
+_PARAM_NAMES = {
+    "gmpi_comm_split": "comm color key newcomm",
+    "gmpi_bcast": "buf count dtype root comm",
+    "gmpi_ibcast": "buf count dtype root comm request",
+    "gmpi_reduce": "sendbuf recvbuf count dtype op root comm",
+    "gmpi_gather": "sendbuf recvbuf count dtype root comm",
+    "gmpi_scatter": "sendbuf recvbuf count dtype root comm",
+    "gmpi_gatherv": "sendbuf sendcount recvbuf recvcounts displs dtype root comm",
+    "gmpi_scatterv": "sendbuf sendcounts displs recvbuf recvcount dtype root comm",
+    "gmpi_send": "buf count dtype dest tag comm",
+    "gmpi_recv": "buf count dtype source tag comm status",
+    "gmpi_isend": "buf count dtype dest tag comm request",
+    "gmpi_irecv": "buf count dtype source tag comm request",
+    "gmpi_sendrecv": "sendbuf sendcount sendtype dest sendtag recvbuf recvcount recvtype "
+                     "source recvtag comm status",
+    "gmpi_probe": "source tag comm status",
+    "gmpi_iprobe": "source tag comm flag status",
+}
+_INT_RANGE = {_I: (-2 ** 31, 2 ** 31 - 1, "a C int"), _S: (0, 2 ** 64 - 1, "a C size_t")}
+
+
+def _param(name, i):
+    names = _PARAM_NAMES.get(name, "").split()
+    return "'%s'" % names[i] if i < len(names) else "%d" % (i + 1)
+
+
+def as_integer(value, what):
+    """An integer argument (rank, root, tag, count): an int (numpy's too), never a float, a
+    bool or a string -- those are GmpiError(GMPI_ERR_INVALID_ARG), not silently converted."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise GmpiError(1, "argument %s = %r is not an integer (%s)"
+                        % (what, value, type(value).__name__))
+    return int(value)
+
+
+def as_counts(values, what):
+    """A list of counts or displacements: integers, each checked by as_integer."""
+    try:
+        items = list(values)
+    except TypeError:
+        raise GmpiError(1, "argument %s = %r is not a list of integers" % (what, values)) from None
+    return [as_integer(v, "%s[%d]" % (what, i)) for i, v in enumerate(items)]
+
+
+def _check_integers(name, args):
+    """Integers must fit their C type: ctypes would wrap 2**32 + 1 to 1 without a word."""
+    for i, (value, ctype) in enumerate(zip(args, getattr(lib, name).argtypes or ())):
+        if ctype not in _INT_RANGE:
+            continue
+        lo, hi, cname = _INT_RANGE[ctype]
+        value = as_integer(value, "%s of %s" % (_param(name, i), name))
+        if not lo <= value <= hi:
+            raise GmpiError(1, "%s: argument %s = %d does not fit %s (%d .. %d)"
+                            % (name, _param(name, i), value, cname, lo, hi), name)
+
 
 def call(name, *args):
-    """Call gmpi_<name>; raise GmpiError carrying gmpi_last_error() on failure."""
-    status = getattr(lib, name)(*args)
+    """Call gmpi_<name>; raise GmpiError carrying gmpi_last_error() on failure. Arguments that
+    ctypes cannot convert are GmpiError(GMPI_ERR_INVALID_ARG) too."""
+    _check_integers(name, args)
+    try:
+        status = getattr(lib, name)(*args)
+    except ctypes.ArgumentError as e:
+        raise GmpiError(1, "%s: %s" % (name, e), name) from None
     if status != 0:
         if status in (7, 8):  # GMPI_ERR_TIMEOUT, GMPI_ERR_STATE: a peer may be gone
             global failed_comm
             failed_comm = True
         raise GmpiError(status, last_error(), name)
+
+
+def guard_arguments(cls):
+    """Make every public method of cls raise GmpiError(GMPI_ERR_INVALID_ARG) for arguments of a
+    wrong type (what escaped as TypeError, ValueError, AttributeError or OverflowError from
+    Python's own conversions), so that callers catch one exception type. Returns cls."""
+    for attr, f in list(vars(cls).items()):
+        if attr.startswith("_") or not callable(f) or isinstance(f, (staticmethod, classmethod)):
+            continue
+        setattr(cls, attr, _guarded(f))
+    return cls
+
+
+def _guarded(f):
+    @functools.wraps(f)
+    def guarded(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except (TypeError, ValueError, AttributeError, OverflowError) as e:
+            raise GmpiError(1, "%s: bad argument: %s" % (f.__qualname__, e)) from e
+
+    return guarded
 
 
 def check_arg(ok, detail):

@@ -70,11 +70,34 @@ static gmpi_status_t start_backend(gmpi_comm_t group, const gmpi_backend_ops_t *
   gmpi_status_t mine = open_engines(ops, comm, parent, color, key);
   char failed[64];
   snprintf(failed, sizeof(failed), "failed to start the %s backend", ops->name);
-  gmpi_status_t st = gmpi_vote(group, mine, 0, NULL, failed);
+  /* After a timeout a rank is missing: a vote would only wait for it a second time. */
+  gmpi_status_t st = mine == GMPI_ERR_TIMEOUT ? mine : gmpi_vote(group, mine, 0, NULL, failed);
   if (st != GMPI_SUCCESS && mine == GMPI_SUCCESS && comm) {
     gmpi_comm_fail(comm, st); /* engines close alone: a peer whose start failed is not there */
     close_engines(comm);
   }
+  return st;
+}
+
+/* The ranks of this host: local rank and count, from every rank's host name gathered over the
+ * channel -- polled within GMPI_TIMEOUT like every exchange, where MPI_Comm_split_type
+ * (MPI_COMM_TYPE_SHARED, the same grouping on one host) would block inside MPI. */
+static gmpi_status_t find_locality(gmpi_comm_t comm) {
+  gmpi_mpi_host_name(comm->host, sizeof(comm->host));
+  size_t len = sizeof(comm->host);
+  char *all = calloc((size_t)comm->size, len);
+  if (!all) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d host names", comm->size);
+  gmpi_status_t st = gmpi_oob_allgather(comm, comm->host, all, len);
+  if (st == GMPI_SUCCESS) {
+    comm->local_rank = comm->local_size = 0;
+    for (int r = 0; r < comm->size; r++) {
+      const char *peer = all + (size_t)r * len;
+      if (strncmp(peer, comm->host, len) != 0) continue;
+      comm->local_size++;
+      if (r < comm->rank) comm->local_rank++;
+    }
+  }
+  free(all);
   return st;
 }
 
@@ -85,8 +108,7 @@ static gmpi_status_t describe_comm(gmpi_comm_t comm) {
   PMPI_Comm_size(mc, &comm->size);
   PMPI_Comm_rank(MPI_COMM_WORLD, &comm->world_rank);
   comm->tag_ub = comm->tags_full ? gmpi_mpi_tag_ub_full() : gmpi_mpi_tag_ub();
-  GMPI_CHECK(
-      gmpi_mpi_locality(mc, &comm->local_rank, &comm->local_size, comm->host, sizeof(comm->host)));
+  GMPI_CHECK(find_locality(comm));
   if (gmpi_flight_init(&comm->flight, comm->cfg.flight_records) != GMPI_SUCCESS)
     return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the flight record");
   return GMPI_SUCCESS;
@@ -107,6 +129,7 @@ static gmpi_status_t init_on(MPI_Comm mpi_comm, gmpi_comm_t *out) {
   GMPI_CHECK(gmpi_mpi_start());
   gmpi_status_t st = GMPI_SUCCESS;
   gmpi_comm_t comm = NULL;
+  double timeout_s = GMPI_DEFAULT_TIMEOUT_S; /* for the last step, MPI's finalize */
   if (mpi_comm == MPI_COMM_NULL) {
     st = gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'mpi_comm' is MPI_COMM_NULL");
     goto stop_mpi;
@@ -115,6 +138,7 @@ static gmpi_status_t init_on(MPI_Comm mpi_comm, gmpi_comm_t *out) {
   PMPI_Comm_rank(mpi_comm, &gmpi_call_ctx()->rank);
   gmpi_config_t cfg;
   GMPI_CHECK_GOTO(gmpi_config_load(&cfg), st, stop_mpi);
+  timeout_s = cfg.timeout_s;
   gmpi_log_setup(cfg.debug, -1);
   if (!(comm = calloc(1, sizeof(*comm)))) {
     st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a communicator");
@@ -126,7 +150,7 @@ static gmpi_status_t init_on(MPI_Comm mpi_comm, gmpi_comm_t *out) {
    * rank, so all make the same MPI calls): after it, every MPI call of this gmpi_init waits
    * only on ranks already inside it. */
   GMPI_CHECK_GOTO(gmpi_mpi_arrive(mpi_comm, cfg.timeout_s, "gmpi_init's arrival"), st, free_comm);
-  GMPI_CHECK_GOTO(gmpi_oob_create(mpi_comm, &comm->oob), st, free_comm);
+  GMPI_CHECK_GOTO(gmpi_oob_create(mpi_comm, cfg.timeout_s, &comm->oob), st, free_comm);
   GMPI_CHECK_GOTO(describe_comm(comm), st, destroy_oob);
   gmpi_log_setup(cfg.debug, comm->world_rank);
   gmpi_call_ctx()->rank = comm->rank;
@@ -146,7 +170,9 @@ destroy_oob:
 free_comm:
   free(comm);
 stop_mpi:
-  gmpi_mpi_stop(st == GMPI_ERR_TIMEOUT); /* MPI_Finalize would wait for the missing rank */
+  /* After a timeout MPI_Finalize would wait for the missing rank: skipped. Otherwise every rank
+   * failed alike (or arrives within the default timeout). */
+  gmpi_mpi_stop(st == GMPI_ERR_TIMEOUT, timeout_s);
   return st;
 }
 
@@ -179,10 +205,10 @@ static gmpi_status_t release_comm(gmpi_comm_t *pcomm) {
   gmpi_oob_destroy(comm->oob, failed);
   gmpi_flight_free(&comm->flight);
   gmpi_comm_unregister(comm);
+  double timeout_s = comm->cfg.timeout_s;
   free(comm);
   *pcomm = NULL;
-  gmpi_mpi_stop(failed);
-  return GMPI_SUCCESS;
+  return gmpi_mpi_stop(failed, timeout_s); /* the comm is gone whatever it returns */
 }
 
 gmpi_status_t gmpi_finalize(gmpi_comm_t *pcomm) {
@@ -209,14 +235,15 @@ static gmpi_status_t make_child(gmpi_comm_t parent, struct gmpi_oob *oob, gmpi_c
   return GMPI_SUCCESS;
 }
 
-/* The work of gmpi_comm_split and gmpi_comm_dup (entered and checked by them). */
-static gmpi_status_t split(gmpi_comm_t comm, int color, int key, gmpi_comm_t *newcomm) {
+/* The work of gmpi_comm_split and gmpi_comm_dup (entered and checked by them); dup: the same
+ * group (color 0 everywhere, key = rank), made by MPI's nonblocking duplicate. */
+static gmpi_status_t split(gmpi_comm_t comm, int color, int key, int dup, gmpi_comm_t *newcomm) {
   if (!newcomm) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'newcomm' is NULL");
   if (comm->rec)
     return gmpi_error(GMPI_ERR_STATE, "cannot make a communicator from one that records a plan");
   struct gmpi_oob *oob = NULL;
   gmpi_comm_t child = NULL;
-  GMPI_CHECK(gmpi_oob_split(comm, color, key, &oob));
+  GMPI_CHECK(dup ? gmpi_oob_dup(comm, &oob) : gmpi_oob_split(comm, color, key, &oob));
   gmpi_status_t st = GMPI_SUCCESS;
   if (oob) GMPI_CHECK_GOTO(make_child(comm, oob, &child), st, destroy_oob);
   GMPI_CHECK_GOTO(start_backend(comm, comm->ops, child, comm, color, key), st, free_child);
@@ -235,6 +262,9 @@ free_child:
   free(child);
 destroy_oob:
   gmpi_oob_destroy(oob, 0);
+  /* A rank did not take part in time: the parent's peers may be stuck with it (every timeout
+   * fails its comm). */
+  if (st == GMPI_ERR_TIMEOUT) gmpi_comm_fail(comm, st);
   return st;
 }
 
@@ -243,14 +273,14 @@ gmpi_status_t gmpi_comm_split(gmpi_comm_t comm, int color, int key, gmpi_comm_t 
   if (color < 0 && color != GMPI_UNDEFINED)
     return gmpi_error(GMPI_ERR_INVALID_ARG,
                       "argument 'color' = %d is negative and not GMPI_UNDEFINED", color);
-  return split(comm, color, key, newcomm);
+  return split(comm, color, key, 0, newcomm);
 }
 
 /* A split with one color, ranks in their order: the same group, a separate matching space
  * (its own MPI duplicates and, on cuda, its own NCCL communicator). */
 gmpi_status_t gmpi_comm_dup(gmpi_comm_t comm, gmpi_comm_t *newcomm) {
   GMPI_API_ENTER(comm);
-  return split(comm, 0, comm->rank, newcomm);
+  return split(comm, 0, comm->rank, 1, newcomm);
 }
 
 gmpi_status_t gmpi_comm_free(gmpi_comm_t *pcomm) {

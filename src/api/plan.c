@@ -18,7 +18,7 @@ gmpi_status_t gmpi_plan_begin(gmpi_comm_t comm) {
   if (comm->rec)
     return gmpi_error(GMPI_ERR_STATE, "the communicator is already recording a plan; end it with "
                                       "gmpi_plan_end first");
-  comm->rec = calloc(1, sizeof(*comm->rec));
+  comm->rec = gmpi_plan_rec_new();
   if (!comm->rec) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan recording");
   return GMPI_SUCCESS;
 }
@@ -57,9 +57,15 @@ gmpi_status_t gmpi_plan_end(gmpi_comm_t comm, gmpi_plan_t *out) {
   GMPI_CHECK_GOTO(gmpi_plan_check(comm, plan->steps, plan->n_steps, unwaited, &plan->n_groups), st,
                   free_plan);
   mine = out ? gmpi_plan_lower(plan) : gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
-  st = agree(comm, mine);
+  if (mine == GMPI_SUCCESS && (mine = gmpi_plan_register(plan)) != GMPI_SUCCESS)
+    gmpi_plan_release(plan);
+  /* After a timeout a rank is missing: a vote would only wait for it a second time. */
+  st = mine == GMPI_ERR_TIMEOUT ? mine : agree(comm, mine);
   if (st != GMPI_SUCCESS) {
-    if (mine == GMPI_SUCCESS && out) gmpi_plan_release(plan);
+    if (mine == GMPI_SUCCESS) {
+      gmpi_plan_unregister(plan);
+      gmpi_plan_release(plan);
+    }
     goto free_plan;
   }
   plan->next = comm->plans;
@@ -75,9 +81,18 @@ free_rec:
   return st;
 }
 
+static gmpi_status_t check_live(gmpi_plan_t plan) {
+  if (gmpi_plan_is_live(plan)) return GMPI_SUCCESS;
+  return gmpi_error(GMPI_ERR_INVALID_ARG,
+                    "argument 'plan' = %p is not a live plan (freed already, or never made by "
+                    "gmpi_plan_end)",
+                    (void *)plan);
+}
+
 static gmpi_status_t enter_plan(const char *func, gmpi_plan_t plan) {
   gmpi_call_begin(func, -1);
   if (!plan) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
+  GMPI_CHECK(check_live(plan));
   if (!plan->comm)
     return gmpi_error(GMPI_ERR_STATE, "the plan's communicator was finalized; only "
                                       "gmpi_plan_free is allowed");
@@ -125,6 +140,7 @@ gmpi_status_t gmpi_plan_dump(gmpi_plan_t plan, FILE *out) {
   gmpi_call_begin(__func__, -1);
   if (!plan) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
   if (!out) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'out' is NULL");
+  GMPI_CHECK(check_live(plan));
   fprintf(out, "gmpi plan: %d steps in %d groups, lowered for the %s backend%s\n", plan->n_steps,
           plan->n_groups, plan->backend, plan->comm ? "" : " (orphaned: comm finalized)");
   if (plan->comm) fprintf(out, "  rank %d of %d\n", plan->comm->rank, plan->comm->size);
@@ -137,18 +153,17 @@ gmpi_status_t gmpi_plan_free(gmpi_plan_t *pplan) {
   gmpi_call_begin(__func__, -1);
   if (!pplan || !*pplan) return GMPI_SUCCESS;
   struct gmpi_plan *plan = *pplan;
-  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CHECK(check_live(plan));
+  /* A plan whose comm was finalized (orphaned) released its backend resources then; freeing
+   * it is the one call it allows, and succeeds. */
   if (plan->comm) {
     gmpi_call_ctx()->rank = plan->comm->rank;
     gmpi_plan_release(plan);
     gmpi_plan_unlink(plan);
-  } else {
-    st = gmpi_error(GMPI_ERR_STATE,
-                    "the plan's communicator was finalized before the plan; "
-                    "its memory is released now, its backend resources were at finalize");
   }
+  gmpi_plan_unregister(plan);
   gmpi_plan_steps_free(plan->steps, plan->n_steps);
   free(plan);
   *pplan = NULL;
-  return st;
+  return GMPI_SUCCESS;
 }

@@ -93,7 +93,7 @@ gmpi_status_t gmpi_comm_set_stream(gmpi_comm_t comm, void *stream) {
 }
 
 gmpi_status_t gmpi_comm_mem_usage(gmpi_comm_t comm, size_t *library_bytes, size_t *user_bytes) {
-  GMPI_API_ENTER(comm);
+  GMPI_API_ENTER_LOCAL(comm);
   NEED_OUT(library_bytes);
   NEED_OUT(user_bytes);
   comm->ops->mem_usage(comm, library_bytes, user_bytes);
@@ -134,7 +134,7 @@ gmpi_status_t gmpi_comm_tag_ub(gmpi_comm_t comm, int *tag_ub) {
 }
 
 gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_device) {
-  GMPI_API_ENTER(comm);
+  GMPI_API_ENTER_LOCAL(comm);
   NEED_OUT(is_device);
   return gmpi_route_is_device(comm, ptr, is_device);
 }
@@ -159,12 +159,12 @@ gmpi_status_t gmpi_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr) {
 }
 
 gmpi_status_t gmpi_mem_free(gmpi_comm_t comm, void *ptr) {
-  GMPI_API_ENTER(comm);
+  GMPI_API_ENTER_LOCAL(comm);
   return comm->ops->mem_free(comm, ptr);
 }
 
 gmpi_status_t gmpi_mem_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes) {
-  GMPI_API_ENTER(comm);
+  GMPI_API_ENTER_LOCAL(comm);
   if (bytes && (!dst || !src))
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL with bytes = %zu > 0",
                       dst ? "src" : "dst", bytes);

@@ -48,9 +48,9 @@ gmpi_status_t gmpi_count_bytes(size_t count, gmpi_dtype_t dtype, size_t multiple
   if (__builtin_mul_overflow(count, es, &per_rank) ||
       __builtin_mul_overflow(per_rank, multiple, &all))
     return gmpi_error(GMPI_ERR_INVALID_ARG,
-                      "argument '%s' = %zu is too large: %zu x %zu bytes "
-                      "overflows size_t",
-                      arg, count, multiple, es);
+                      "argument '%s' = %zu is too large: %zu elements x %zu bytes%s overflows "
+                      "size_t",
+                      arg, count, count, es, multiple == 1 ? "" : " x the number of ranks");
   *bytes = all;
   return GMPI_SUCCESS;
 }
@@ -75,7 +75,15 @@ static gmpi_status_t layout_span(const gmpi_coll_args_t *a, int nranks, const si
   size_t span = 0, sum = 0;
   for (int r = 0; r < nranks; r++) {
     size_t start = displs ? displs[r] : sum;
-    if (counts[r] > SIZE_MAX - start || (!displs && counts[r] > SIZE_MAX - sum))
+    if (displs && counts[r] > SIZE_MAX - start) /* the displacement is what is out of bounds */
+      return gmpi_error(GMPI_ERR_INVALID_ARG,
+                        "argument '%s' of %s: displacement %zu + count %zu of rank %d overflows "
+                        "size_t",
+                        a->kind != GMPI_COLL_ALLTOALLV ? "displs"
+                        : displs == a->rdispls         ? "rdispls"
+                                                       : "sdispls",
+                        arg, start, counts[r], r);
+    if (counts[r] > SIZE_MAX - start)
       return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s[%d]' = %zu overflows size_t", arg, r,
                         counts[r]);
     sum += displs ? 0 : counts[r];

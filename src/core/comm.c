@@ -70,7 +70,7 @@ int gmpi_comm_is_live(gmpi_comm_t comm) {
 
 void gmpi_call_begin_nocomm(const char *func) { gmpi_call_begin(func, -1); }
 
-gmpi_status_t gmpi_comm_enter(const char *func, gmpi_comm_t comm) {
+gmpi_status_t gmpi_comm_enter_local(const char *func, gmpi_comm_t comm) {
   if (!comm) {
     gmpi_call_begin(func, -1);
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'comm' is NULL");
@@ -84,9 +84,16 @@ gmpi_status_t gmpi_comm_enter(const char *func, gmpi_comm_t comm) {
   }
   gmpi_call_begin(func, comm->rank);
   GMPI_TRACE("%s", func); /* the public call; its operation's line follows (flight record) */
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_comm_enter(const char *func, gmpi_comm_t comm) {
+  GMPI_CHECK(gmpi_comm_enter_local(func, comm));
   if (comm->failure != GMPI_SUCCESS)
     return gmpi_error(GMPI_ERR_STATE,
-                      "the communicator failed earlier (%s); only gmpi_finalize is allowed",
+                      "the communicator failed earlier (%s); only gmpi_finalize (and the local "
+                      "memory calls: gmpi_mem_is_device, _copy, _free, gmpi_comm_mem_usage) is "
+                      "allowed",
                       gmpi_strerror(comm->failure));
   return GMPI_SUCCESS;
 }

@@ -47,7 +47,8 @@ void gmpi_comm_register(gmpi_comm_t comm);
 void gmpi_comm_unregister(gmpi_comm_t comm);
 int gmpi_comm_is_live(gmpi_comm_t comm);
 
-/* Start a public call on comm: NULL, dead or failed comms are refused with a clear message. */
+/* Start a public call on comm: NULL, dead or failed comms are refused with a clear message
+ * (gmpi_comm_enter_local, below: failed ones are accepted). */
 gmpi_status_t gmpi_comm_enter(const char *func, gmpi_comm_t comm);
 /* Start a public call that has no comm yet (gmpi_init, gmpi_wait on NULL...). */
 void gmpi_call_begin_nocomm(const char *func);
@@ -56,5 +57,9 @@ void gmpi_call_begin_nocomm(const char *func);
 void gmpi_comm_fail(gmpi_comm_t comm, gmpi_status_t why);
 
 #define GMPI_API_ENTER(comm) GMPI_CHECK(gmpi_comm_enter(__func__, (comm)))
+/* The same for calls that touch only this process's memory (gmpi_mem_is_device, _copy, _free,
+ * gmpi_comm_mem_usage): allowed on a failed comm too, which needs no peer for them. */
+gmpi_status_t gmpi_comm_enter_local(const char *func, gmpi_comm_t comm);
+#define GMPI_API_ENTER_LOCAL(comm) GMPI_CHECK(gmpi_comm_enter_local(__func__, (comm)))
 
 #endif

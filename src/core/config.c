@@ -90,7 +90,7 @@ static gmpi_status_t read_devices(gmpi_config_t *cfg) {
 
 gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   gmpi_config_t c = {.backend = GMPI_WANT_AUTO,
-                     .timeout_s = 300.0,
+                     .timeout_s = GMPI_DEFAULT_TIMEOUT_S,
                      .debug = GMPI_LOG_WARN,
                      .check = 0,
                      .plan_fuse = 1,

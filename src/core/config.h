@@ -36,6 +36,9 @@ typedef enum {
   GMPI_TIMEOUT_STATUS       /* a polled nonblocking call: GMPI_ERR_TIMEOUT (slower) */
 } gmpi_timeout_action_t;
 
+/* GMPI_TIMEOUT when the variable is not set, in seconds. */
+#define GMPI_DEFAULT_TIMEOUT_S 300.0
+
 typedef struct {
   gmpi_backend_want_t backend;          /* GMPI_BACKEND */
   double timeout_s;                     /* GMPI_TIMEOUT: seconds, 0 = wait forever */

@@ -2,6 +2,7 @@
 #include "envelope.h"
 #include "envelope_wire.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,12 @@ struct gmpi_envelope_engine {
   out_msg_t *out;    /* envelopes the channel is still sending */
   env_msg_t *moving; /* receiver side transfers in flight */
   int busy;          /* progress is running (a mover's wait may call back in) */
+  /* Everything above, the mover's context and the control channel are touched only under
+   * this lock (recursive: a mover's wait drives every engine, this one included, and finds
+   * it busy). The comm's own thread takes it to post, test, probe and abandon; a wait of any
+   * other thread driving every engine (core/progress.h) only tries it and skips the engine
+   * when it is held -- its holder is making the progress. */
+  pthread_mutex_t lock;
 };
 
 static int is_leader(const struct gmpi_envelope_engine *env, int peer) {
@@ -462,16 +469,25 @@ static gmpi_status_t progress(struct gmpi_envelope_engine *env) {
   return st;
 }
 
-/* Called by every wait in gmpi (core/progress.h), whatever it waits for. */
+/* Called by every wait in gmpi (core/progress.h), whatever it waits for, on any thread. */
 static gmpi_status_t progress_from_elsewhere(void *ctx) {
   struct gmpi_envelope_engine *env = ctx;
-  if (env->comm->failure != GMPI_SUCCESS) return GMPI_SUCCESS;
-  gmpi_status_t st = progress(env);
-  if (st != GMPI_SUCCESS) gmpi_comm_fail(env->comm, st);
+  if (pthread_mutex_trylock(&env->lock) != 0) return GMPI_SUCCESS; /* its holder progresses */
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (env->comm->failure == GMPI_SUCCESS) {
+    st = progress(env);
+    if (st != GMPI_SUCCESS) gmpi_comm_fail(env->comm, st);
+  }
+  pthread_mutex_unlock(&env->lock);
   return st;
 }
 
-gmpi_status_t gmpi_env_progress(struct gmpi_envelope_engine *env) { return progress(env); }
+gmpi_status_t gmpi_env_progress(struct gmpi_envelope_engine *env) {
+  pthread_mutex_lock(&env->lock);
+  gmpi_status_t st = progress(env);
+  pthread_mutex_unlock(&env->lock);
+  return st;
+}
 
 /* ---- posting ---------------------------------------------------------------------------- */
 
@@ -577,7 +593,10 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
 }
 
 gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req) {
-  return req->args.dir == GMPI_P2P_SEND ? post_send(env, req) : post_recv(env, req);
+  pthread_mutex_lock(&env->lock);
+  gmpi_status_t st = req->args.dir == GMPI_P2P_SEND ? post_send(env, req) : post_recv(env, req);
+  pthread_mutex_unlock(&env->lock);
+  return st;
 }
 
 /* ---- testing and abandoning ------------------------------------------------------------- */
@@ -602,8 +621,8 @@ static gmpi_status_t test_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_env_probe(struct gmpi_envelope_engine *env, int source, int tag, int *flag,
-                             gmpi_msg_status_t *status) {
+static gmpi_status_t probe(struct gmpi_envelope_engine *env, int source, int tag, int *flag,
+                           gmpi_msg_status_t *status) {
   GMPI_CHECK(progress(env));
   *flag = 0;
   for (gmpi_match_msg_t *m = env->match.unexpected_head; m; m = m->next) {
@@ -616,11 +635,26 @@ gmpi_status_t gmpi_env_probe(struct gmpi_envelope_engine *env, int source, int t
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_env_test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
+gmpi_status_t gmpi_env_probe(struct gmpi_envelope_engine *env, int source, int tag, int *flag,
+                             gmpi_msg_status_t *status) {
+  pthread_mutex_lock(&env->lock);
+  gmpi_status_t st = probe(env, source, tag, flag, status);
+  pthread_mutex_unlock(&env->lock);
+  return st;
+}
+
+static gmpi_status_t test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
   GMPI_CHECK(progress(env));
   if (req->args.dir == GMPI_P2P_SEND) return test_send(env, req, done);
   *done = req->done;
   return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_env_test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
+  pthread_mutex_lock(&env->lock);
+  gmpi_status_t st = test(env, req, done);
+  pthread_mutex_unlock(&env->lock);
+  return st;
 }
 
 static void abandon_send(struct gmpi_envelope_engine *env, env_send_t *es) {
@@ -655,14 +689,17 @@ gmpi_status_t gmpi_env_cancel(struct gmpi_envelope_engine *env, gmpi_request_t r
 }
 
 void gmpi_env_abandon(struct gmpi_envelope_engine *env, gmpi_request_t req) {
-  if (req->done || !req->be) return;
-  if (req->args.dir == GMPI_P2P_SEND)
-    abandon_send(env, req->be);
-  else {
-    abandon_recv(env, req->be);
-    free(req->be);
+  pthread_mutex_lock(&env->lock);
+  if (!req->done && req->be) {
+    if (req->args.dir == GMPI_P2P_SEND)
+      abandon_send(env, req->be);
+    else {
+      abandon_recv(env, req->be);
+      free(req->be);
+    }
+    req->be = NULL;
   }
-  req->be = NULL;
+  pthread_mutex_unlock(&env->lock);
 }
 
 /* ---- life cycle ------------------------------------------------------------------------- */
@@ -690,6 +727,11 @@ gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void 
   env->comm = comm;
   env->mover = mover;
   env->mctx = mover_ctx;
+  pthread_mutexattr_t recursive;
+  pthread_mutexattr_init(&recursive);
+  pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&env->lock, &recursive);
+  pthread_mutexattr_destroy(&recursive);
   gmpi_status_t st = GMPI_SUCCESS;
   env->peers = calloc((size_t)comm->size, sizeof(*env->peers));
   if (!env->peers) {
@@ -746,5 +788,6 @@ void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
   env->mover->destroy(env->mctx);
   gmpi_chan_close(env->ctrl, env->comm->failure != GMPI_SUCCESS);
   free(env->peers);
+  pthread_mutex_destroy(&env->lock);
   free(env);
 }

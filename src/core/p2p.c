@@ -19,25 +19,39 @@ static gmpi_status_t check_peer(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
   return GMPI_SUCCESS;
 }
 
-static gmpi_status_t check_tag(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
+/* The names of an operation's arguments in errors: a plain call's, or one half of
+ * gmpi_sendrecv's (whose parameters say which half they belong to). */
+typedef struct {
+  const char *buf, *count, *dtype, *tag;
+} p2p_names_t;
+static const p2p_names_t plain_names = {"buf", "count", "dtype", "tag"};
+static const p2p_names_t send_half = {"sendbuf", "sendcount", "sendtype", "sendtag"};
+static const p2p_names_t recv_half = {"recvbuf", "recvcount", "recvtype", "recvtag"};
+
+static gmpi_status_t check_tag(gmpi_comm_t comm, const gmpi_p2p_args_t *a, const char *name) {
   int is_recv = a->dir == GMPI_P2P_RECV;
   if (is_recv && a->tag == GMPI_ANY_TAG) return GMPI_SUCCESS;
   if (a->tag < 0 || a->tag > comm->tag_ub)
-    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'tag' = %d is out of range [0, %d]%s", a->tag,
-                      comm->tag_ub, is_recv ? " and not GMPI_ANY_TAG" : "");
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' = %d is out of range [0, %d]%s", name,
+                      a->tag, comm->tag_ub, is_recv ? " and not GMPI_ANY_TAG" : "");
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_p2p_validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
+static gmpi_status_t validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a, const p2p_names_t *n) {
   if (!gmpi_dtype_in_range(a->dtype))
-    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'dtype' = %d is not a gmpi_dtype_t",
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' = %d is not a gmpi_dtype_t", n->dtype,
                       (int)a->dtype);
   size_t bytes;
-  GMPI_CHECK(gmpi_count_bytes(a->count, a->dtype, 1, "count", &bytes));
+  GMPI_CHECK(gmpi_count_bytes(a->count, a->dtype, 1, n->count, &bytes));
   if (bytes && !a->buf)
-    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'buf' is NULL with count %zu > 0", a->count);
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL with %s %zu > 0", n->buf,
+                      n->count, a->count);
   GMPI_CHECK(check_peer(comm, a));
-  return check_tag(comm, a);
+  return check_tag(comm, a, n->tag);
+}
+
+gmpi_status_t gmpi_p2p_validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
+  return validate(comm, a, &plain_names);
 }
 
 /* One look on each engine of the comm: host messages, then device ones. */
@@ -55,7 +69,7 @@ gmpi_status_t gmpi_p2p_probe(gmpi_comm_t comm, int source, int tag, int wait, in
                              gmpi_msg_status_t *status) {
   gmpi_p2p_args_t a = {.dir = GMPI_P2P_RECV, .dtype = GMPI_BYTE, .peer = source, .tag = tag};
   GMPI_CHECK(check_peer(comm, &a));
-  GMPI_CHECK(check_tag(comm, &a));
+  GMPI_CHECK(check_tag(comm, &a, "tag"));
   if (comm->rec)
     return gmpi_error(GMPI_ERR_STATE, "cannot probe while the communicator records a plan");
   gmpi_msg_status_t found = {GMPI_PROC_NULL, GMPI_ANY_TAG, 0};
@@ -100,8 +114,8 @@ static gmpi_status_t exchange_expired(gmpi_comm_t comm, uint64_t seq, const gmpi
 gmpi_status_t gmpi_p2p_exchange(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                 const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status, int *ran) {
   *ran = 0;
-  GMPI_CHECK(gmpi_p2p_validate(comm, send));
-  GMPI_CHECK(gmpi_p2p_validate(comm, recv));
+  GMPI_CHECK(validate(comm, send, &send_half)); /* errors say which half */
+  GMPI_CHECK(validate(comm, recv, &recv_half));
   if (comm->rec || send->sync || !other_rank(comm, send->peer) || !other_rank(comm, recv->peer))
     return GMPI_SUCCESS;
   const gmpi_engine_t *engine = NULL;

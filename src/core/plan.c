@@ -4,6 +4,8 @@
  * append wait steps. gmpi_plan_end (src/api/plan.c) compiles the steps. */
 #include "plan.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +77,7 @@ gmpi_status_t gmpi_plan_record_coll_request(gmpi_comm_t comm, const gmpi_coll_ar
   req->comm = comm;
   req->is_coll = 1;
   req->coll = *a;
-  req->rec = comm->rec;
+  req->rec_gen = comm->rec->gen;
   req->rec_index = -1;
   *out = req;
   return GMPI_SUCCESS;
@@ -102,19 +104,34 @@ gmpi_status_t gmpi_plan_record_p2p(gmpi_comm_t comm, gmpi_request_t req) {
   step.p2p = req->args;
   step.request = rec->n_reqs;
   GMPI_CHECK(push_step(rec, step));
-  req->rec = rec;
+  req->rec_gen = rec->gen;
   req->rec_index = rec->n_reqs;
   rec->reqs[rec->n_reqs++] = req;
   return GMPI_SUCCESS;
 }
 
-int gmpi_plan_request_is_recorded(gmpi_request_t req) { return req && req->rec; }
+int gmpi_plan_request_is_recorded(gmpi_request_t req) { return req && req->rec_gen; }
+
+unsigned long gmpi_plan_rec_gen(const struct gmpi_plan_rec *rec) { return rec->gen; }
+
+struct gmpi_plan_rec *gmpi_plan_rec_new(void) {
+  static atomic_ulong last_gen;
+  struct gmpi_plan_rec *rec = calloc(1, sizeof(*rec));
+  if (rec) rec->gen = atomic_fetch_add(&last_gen, 1) + 1;
+  return rec;
+}
 
 gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req) {
-  struct gmpi_plan_rec *rec = req->rec;
-  if (req->comm->rec != rec)
-    return gmpi_error(GMPI_ERR_STATE, "the request was recorded in a plan whose recording has "
-                                      "ended; it can only be waited inside that plan");
+  /* The recording is named by its generation, never dereferenced: the one a request was
+   * recorded in may have ended and been freed (gmpi_plan_end failed, the comm was freed), and
+   * a new one may sit at its address. Such a request is the caller's alone: released here. */
+  struct gmpi_plan_rec *rec = req->comm->rec;
+  if (!rec || rec->gen != req->rec_gen) {
+    free(req);
+    return gmpi_error(GMPI_ERR_STATE,
+                      "the request was recorded in a plan whose recording has ended (it can "
+                      "only be waited inside that recording); it is released now");
+  }
   if (req->rec_index < 0) { /* a recorded nonblocking collective, or GMPI_PROC_NULL p2p */
     free(req);
     return GMPI_SUCCESS;
@@ -131,8 +148,8 @@ gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req) {
 
 void gmpi_plan_rec_free(struct gmpi_plan_rec *rec) {
   if (!rec) return;
-  for (int i = 0; i < rec->n_reqs; i++)
-    free(rec->reqs[i]);
+  /* Requests never waited in the recording (rec->reqs[i] still set) stay allocated: the caller
+   * holds them, and its gmpi_wait releases them with GMPI_ERR_STATE (gmpi_plan_record_wait). */
   free(rec->reqs);
   gmpi_plan_steps_free(rec->steps, rec->n);
   free(rec);
@@ -182,4 +199,54 @@ void gmpi_plan_release(struct gmpi_plan *plan) {
   if (plan->engine) plan->engine->ops->plan_free(plan->lowered);
   plan->engine = NULL;
   plan->lowered = NULL;
+}
+
+/* Plans handed to the caller and not yet freed. Membership is checked by address only, so a
+ * stale handle (a copy kept after gmpi_plan_free) is refused without being dereferenced. Plans
+ * are few and made rarely: an array under a mutex. */
+static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gmpi_plan **live_plans;
+static size_t n_live_plans, cap_live_plans;
+
+gmpi_status_t gmpi_plan_register(struct gmpi_plan *plan) {
+  gmpi_status_t st = GMPI_SUCCESS;
+  pthread_mutex_lock(&plans_lock);
+  if (n_live_plans == cap_live_plans) {
+    size_t cap = cap_live_plans ? 2 * cap_live_plans : 16;
+    struct gmpi_plan **grown = realloc(live_plans, cap * sizeof(*grown));
+    if (!grown) {
+      st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to register %zu plans", cap);
+      goto unlock;
+    }
+    live_plans = grown;
+    cap_live_plans = cap;
+  }
+  live_plans[n_live_plans++] = plan;
+unlock:
+  pthread_mutex_unlock(&plans_lock);
+  return st;
+}
+
+void gmpi_plan_unregister(struct gmpi_plan *plan) {
+  pthread_mutex_lock(&plans_lock);
+  for (size_t i = 0; i < n_live_plans; i++)
+    if (live_plans[i] == plan) {
+      live_plans[i] = live_plans[--n_live_plans];
+      break;
+    }
+  if (n_live_plans == 0) { /* leave nothing for leak checkers */
+    free(live_plans);
+    live_plans = NULL;
+    cap_live_plans = 0;
+  }
+  pthread_mutex_unlock(&plans_lock);
+}
+
+int gmpi_plan_is_live(const struct gmpi_plan *plan) {
+  int live = 0;
+  pthread_mutex_lock(&plans_lock);
+  for (size_t i = 0; i < n_live_plans && !live; i++)
+    live = live_plans[i] == plan;
+  pthread_mutex_unlock(&plans_lock);
+  return live;
 }

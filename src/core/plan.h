@@ -59,7 +59,17 @@ gmpi_status_t gmpi_plan_record_coll_request(gmpi_comm_t comm, const gmpi_coll_ar
 void gmpi_plan_steps_free(gmpi_plan_step_t *steps, int n);
 /* A recorded request is waited inside the plan; returns 1 when req belongs to a recording. */
 int gmpi_plan_request_is_recorded(gmpi_request_t req);
+/* Record a wait of req (freed). A request of a recording that has ended is released with
+ * GMPI_ERR_STATE. */
 gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req);
+/* The live plans (handed out by gmpi_plan_end, not yet freed), by address: a stale handle is
+ * refused without being read. */
+gmpi_status_t gmpi_plan_register(struct gmpi_plan *plan);
+void gmpi_plan_unregister(struct gmpi_plan *plan);
+int gmpi_plan_is_live(const struct gmpi_plan *plan);
+/* The generation of the recording in progress (what a recorded request keeps). */
+struct gmpi_plan_rec;
+unsigned long gmpi_plan_rec_gen(const struct gmpi_plan_rec *rec);
 /* Route a compiled plan to its engine and lower it there; replay it; free the lowering. */
 gmpi_status_t gmpi_plan_lower(struct gmpi_plan *plan);
 gmpi_status_t gmpi_plan_replay(struct gmpi_plan *plan);

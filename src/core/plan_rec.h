@@ -10,7 +10,11 @@ struct gmpi_plan_rec {
   int n, cap;
   gmpi_request_t *reqs; /* recorded requests by number; NULL once waited in the plan */
   int n_reqs, cap_reqs;
+  unsigned long gen; /* unique in the process: recorded requests name their recording by it */
 };
+
+/* A new, empty recording with its own generation; NULL without memory. */
+struct gmpi_plan_rec *gmpi_plan_rec_new(void);
 
 void gmpi_plan_rec_free(struct gmpi_plan_rec *rec);
 /* Remove a plan from its comm's list of live plans. */

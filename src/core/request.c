@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "request.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,20 @@ static gmpi_status_t engine_test(gmpi_request_t req, int *done) {
 #define SPARE_REQUESTS 32
 static _Thread_local gmpi_request_t spare[SPARE_REQUESTS];
 static _Thread_local int n_spare;
+/* A thread's spares are freed when it exits (a key whose value is set while it holds any). */
+static pthread_key_t spare_key;
+static pthread_once_t spare_key_once = PTHREAD_ONCE_INIT;
+static int spare_key_made; /* else spares are not kept: freed at once */
+
+static void free_spares(void *unused) {
+  (void)unused;
+  while (n_spare)
+    free(spare[--n_spare]);
+}
+
+static void make_spare_key(void) {
+  spare_key_made = pthread_key_create(&spare_key, free_spares) == 0;
+}
 
 static gmpi_request_t request_new(void) {
   if (!n_spare) return calloc(1, sizeof(struct gmpi_request));
@@ -57,6 +72,13 @@ static gmpi_request_t request_new(void) {
 }
 
 static void request_free(gmpi_request_t req) {
+  if (n_spare == 0) { /* the first spare of this thread (again): free them all at its exit */
+    pthread_once(&spare_key_once, make_spare_key);
+    if (!spare_key_made || pthread_setspecific(spare_key, spare) != 0) {
+      free(req);
+      return;
+    }
+  }
   if (n_spare < SPARE_REQUESTS)
     spare[n_spare++] = req;
   else
@@ -120,7 +142,7 @@ void gmpi_request_discard(gmpi_request_t req, gmpi_status_t why) {
 static gmpi_status_t proc_null_request(gmpi_comm_t comm, gmpi_request_t req, gmpi_request_t *out) {
   req->status = (gmpi_msg_status_t){GMPI_PROC_NULL, GMPI_ANY_TAG, 0};
   if (comm->rec) {
-    req->rec = comm->rec;
+    req->rec_gen = gmpi_plan_rec_gen(comm->rec);
     req->rec_index = -1;
   } else {
     req->flight_seq =

@@ -22,8 +22,8 @@ struct gmpi_request {
   gmpi_msg_status_t status;      /* final envelope once done */
   const gmpi_engine_t *engine;   /* where core routed it by its buffer's memory kind */
   void *be;                      /* the engine's state for this request */
-  struct gmpi_plan_rec *rec;     /* the recording this request belongs to, or NULL */
-  int rec_index;                 /* its number in that recording */
+  unsigned long rec_gen; /* generation of the recording it belongs to (never dereferenced), or 0 */
+  int rec_index;         /* its number in that recording */
 };
 
 /* Allocate and post a request (the p2p entry points use this). */

@@ -25,11 +25,10 @@ static int n_watched, cap_watched;
 static int running, stopping;
 static pthread_t thread;
 
-static int ends_job(gmpi_comm_t comm) { return comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB; }
-
-static int watches(gmpi_comm_t comm) {
-  return comm->cfg.timeout_s > 0 && (ends_job(comm) || comm->device_engine.ops);
-}
+/* Every comm with a timeout: under GMPI_TIMEOUT_ACTION=status the collectives are polled and
+ * never marked, but the calls MPI has no nonblocking form of (gmpi_comm_split's
+ * MPI_Comm_split) still are. */
+static int watches(gmpi_comm_t comm) { return comm->cfg.timeout_s > 0; }
 
 /* One thread calls a comm at a time (MPI's rule for a communicator), so the mark has one
  * writer: a load and a release store, no read-modify-write. */
@@ -38,19 +37,10 @@ static void step_mark(gmpi_comm_t comm) {
   atomic_store_explicit(&comm->watch.mark, m + 1, memory_order_release);
 }
 
-static void enter(gmpi_comm_t comm, const char *what, size_t count, int uninterruptible) {
+void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count) {
   atomic_store_explicit(&comm->watch.what, what, memory_order_relaxed);
   atomic_store_explicit(&comm->watch.count, count, memory_order_relaxed);
-  atomic_store_explicit(&comm->watch.uninterruptible, uninterruptible, memory_order_relaxed);
   step_mark(comm);
-}
-
-void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count) {
-  enter(comm, what, count, 0);
-}
-
-void gmpi_watch_enter_uninterruptible(gmpi_comm_t comm, const char *what, size_t count) {
-  enter(comm, what, count, 1);
 }
 
 void gmpi_watch_exit(gmpi_comm_t comm) { step_mark(comm); }
@@ -58,15 +48,17 @@ void gmpi_watch_exit(gmpi_comm_t comm) { step_mark(comm); }
 /* A comm has been inside one call for longer than its timeout: say so, end the job. The other
  * ranks' watchdogs say the same of theirs, so every rank names the call it is stuck in. */
 void gmpi_watchdog_end_job(gmpi_comm_t comm, const char *what, size_t count, double inside) {
+  int status_mode = comm->cfg.timeout_action == GMPI_TIMEOUT_STATUS;
   gmpi_log(GMPI_LOG_WARN,
            "watchdog: rank %d of a %d-rank comm has been inside %s (count %zu) for %.1f s, over "
            "GMPI_TIMEOUT = %g s: a rank is not taking part or called a different collective. "
            "Ending the job (%s; docs/reliability.md)",
            comm->rank, comm->size, what ? what : "a collective", count, inside, comm->cfg.timeout_s,
-           ends_job(comm) ? "GMPI_TIMEOUT_ACTION=status returns GMPI_ERR_TIMEOUT instead, at a "
-                            "cost"
-                          : "even under GMPI_TIMEOUT_ACTION=status: no thread can safely "
-                            "interrupt this call");
+           status_mode ? "nothing can interrupt this call to return a status (MPI has no "
+                         "nonblocking form of it, or it is inside NCCL), also under "
+                         "GMPI_TIMEOUT_ACTION=status"
+                       : "GMPI_TIMEOUT_ACTION=status returns GMPI_ERR_TIMEOUT instead, at a "
+                         "cost");
   gmpi_flight_dump(&comm->flight, "watchdog");
   gmpi_oob_end_job(70); /* EX_SOFTWARE; not 124, which timeout(1) reports for its own kill */
 }
@@ -90,9 +82,7 @@ static double look(double now) {
       w->inside_since = now;
       continue;
     }
-    int fires = ends_job(w->comm) ||
-                atomic_load_explicit(&w->comm->watch.uninterruptible, memory_order_relaxed);
-    if (fires && now - w->inside_since > timeout) fire(w->comm, now - w->inside_since);
+    if (now - w->inside_since > timeout) fire(w->comm, now - w->inside_since);
   }
   return period < 0.01 ? 0.01 : period;
 }

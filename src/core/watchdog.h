@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The watchdog: bounds the waits gmpi does not poll -- a blocking MPI collective on host
+/* The watchdog: bounds the one wait gmpi does not poll -- a blocking MPI collective on host
  * buffers, which is how the host path runs at MPI's speed (no arrival gate, no nonblocking
- * collective polled), and a blocking NCCL call on device buffers (an enqueue that waits for a
- * lazy connection or a full work queue). Each comm marks when it enters and leaves such a call
- * (relaxed atomic stores, no clock, no lock); a helper thread looks at the marks a few times per
+ * collective polled). Each comm marks when it enters and leaves such a call (two relaxed
+ * atomic stores, no clock, no lock); a helper thread looks at the marks a few times per
  * GMPI_TIMEOUT, and a comm that stays inside one call for longer than GMPI_TIMEOUT ends the job
  * with a diagnosis naming the call, its count and the flight record. The thread calls no MPI
  * function unless MPI granted MPI_THREAD_MULTIPLE (core/oob.h's gmpi_oob_end_job decides).
- * GMPI_TIMEOUT_ACTION=status replaces this for host collectives by polled ones that return
- * GMPI_ERR_TIMEOUT instead (docs/reliability.md); blocking NCCL calls have no such
- * replacement, so they are watched under either action. */
+ * GMPI_TIMEOUT_ACTION=status replaces this by polled collectives that return
+ * GMPI_ERR_TIMEOUT instead (docs/reliability.md); the blocking calls left then are those
+ * nothing can interrupt -- gmpi_comm_split's MPI_Comm_split (MPI has no nonblocking split) and
+ * a blocking NCCL call on device buffers (an enqueue that waits for a lazy connection or a
+ * full work queue; aborting its communicator while a thread is inside is unsafe) -- watched
+ * in both actions. */
 #ifndef GMPI_CORE_WATCHDOG_H
 #define GMPI_CORE_WATCHDOG_H
 
@@ -23,24 +25,19 @@ typedef struct {
   atomic_ulong mark;
   const char *_Atomic what;
   atomic_size_t count;
-  atomic_int uninterruptible; /* the call ends the job when stuck, whatever the action says */
 } gmpi_watch_t;
 
-/* Watch comm from now on (starts the thread with the first comm); no-op when its timeout is 0,
- * or its action is status and its backend has no device engine (whose calls are
- * uninterruptible, below). Cannot fail: without memory or a thread the comm is left unwatched,
- * with a warning. */
+/* Watch comm from now on (starts the thread with the first comm); no-op when its timeout is 0.
+ * Under GMPI_TIMEOUT_ACTION=status only calls without a nonblocking form are marked. Cannot fail:
+ * without memory or a thread the comm is left unwatched, with a warning. */
 void gmpi_watchdog_add(gmpi_comm_t comm);
 /* Stop watching comm (the last one stops the thread). */
 void gmpi_watchdog_remove(gmpi_comm_t comm);
 
-/* Around a blocking MPI call on comm: what names it for the diagnosis. */
+/* Around a blocking call on comm that gmpi cannot poll: what names it for the diagnosis.
+ * Under GMPI_TIMEOUT_ACTION=status mark only calls nothing can interrupt (above). */
 void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count);
 void gmpi_watch_exit(gmpi_comm_t comm);
-/* Around a call that blocks inside a library nothing can safely interrupt from another thread
- * (a blocking NCCL call: aborting its communicator while a thread is inside it is unsafe). A
- * stuck one ends the job under either GMPI_TIMEOUT_ACTION: there is no status to return. */
-void gmpi_watch_enter_uninterruptible(gmpi_comm_t comm, const char *what, size_t count);
 
 /* End the job now for a wait on comm that passed GMPI_TIMEOUT inside `what` (count elements)
  * after `inside` seconds: the watchdog's own diagnosis (the call, the flight record), for

@@ -192,7 +192,31 @@ gmpi_comm_t dropin_take_probe(MPI_Comm comm, int *either) {
 
 /* ---- errors and notes ------------------------------------------------------------------- */
 
+/* MPI's class for a wrong argument, from the argument gmpi_last_error() names ("argument
+ * 'dest' = ..."): what Open MPI returns for the same mistake (MPI_ERR_RANK, not MPI_ERR_ARG). */
+static int invalid_arg_code(void) {
+  static const struct {
+    const char *name;
+    int code;
+  } by_name[] = {
+      {"dest", MPI_ERR_RANK},   {"source", MPI_ERR_RANK},     {"root", MPI_ERR_ROOT},
+      {"tag", MPI_ERR_TAG},     {"sendtag", MPI_ERR_TAG},     {"recvtag", MPI_ERR_TAG},
+      {"buf", MPI_ERR_BUFFER},  {"sendbuf", MPI_ERR_BUFFER},  {"recvbuf", MPI_ERR_BUFFER},
+      {"count", MPI_ERR_COUNT}, {"sendcount", MPI_ERR_COUNT}, {"recvcount", MPI_ERR_COUNT},
+      {"dtype", MPI_ERR_TYPE},  {"sendtype", MPI_ERR_TYPE},   {"recvtype", MPI_ERR_TYPE},
+      {"op", MPI_ERR_OP}};
+  const char *arg = strstr(gmpi_last_error(), "argument '");
+  if (!arg) return MPI_ERR_ARG;
+  arg += strlen("argument '");
+  size_t len = strcspn(arg, "'[");
+  for (size_t i = 0; i < sizeof(by_name) / sizeof(by_name[0]); i++)
+    if (strlen(by_name[i].name) == len && !strncmp(arg, by_name[i].name, len))
+      return by_name[i].code;
+  return MPI_ERR_ARG;
+}
+
 int dropin_error_code(gmpi_status_t st) {
+  if (st == GMPI_ERR_INVALID_ARG) return invalid_arg_code();
   static const int code[] = {
       [GMPI_SUCCESS] = MPI_SUCCESS,           [GMPI_ERR_INVALID_ARG] = MPI_ERR_ARG,
       [GMPI_ERR_UNSUPPORTED] = MPI_ERR_OTHER, [GMPI_ERR_NO_DEVICE] = MPI_ERR_OTHER,

@@ -9,6 +9,7 @@
 #include "../core/log.h"
 #include "../core/oob.h"
 #include "mpi_check.h"
+#include "oob.h"
 
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static int started_mpi; /* gmpi called MPI_Init_thread */
@@ -45,7 +46,24 @@ unlock:
   return st;
 }
 
-void gmpi_mpi_stop(int after_failure) {
+/* MPI_Finalize waits for every process of the job, without bound. A polled barrier over
+ * MPI_COMM_WORLD first (every process that gmpi started MPI in finalizes through here):
+ * when it completes every process is inside this finalize, so MPI_Finalize returns promptly;
+ * when a rank does not arrive within the timeout, MPI_Finalize is skipped as after a failure. */
+static gmpi_status_t finalize_mpi(double timeout_s) {
+  gmpi_status_t st = gmpi_mpi_arrive(MPI_COMM_WORLD, timeout_s,
+                                     "the arrival of every process before MPI_Finalize");
+  if (st != GMPI_SUCCESS) {
+    gmpi_log(GMPI_LOG_WARN, "MPI_Finalize skipped: a process did not arrive; exit with a "
+                            "non-zero status (or call MPI_Abort)");
+    return st;
+  }
+  PMPI_Finalize();
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_mpi_stop(int after_failure, double timeout_s) {
+  gmpi_status_t st = GMPI_SUCCESS;
   pthread_mutex_lock(&mpi_lock);
   had_failure |= after_failure;
   if (--live_comms == 0 && started_mpi) {
@@ -53,22 +71,16 @@ void gmpi_mpi_stop(int after_failure) {
       gmpi_log(GMPI_LOG_WARN, "MPI_Finalize skipped: a communicator failed and its peers may be "
                               "gone; exit with a non-zero status (or call MPI_Abort)");
     else
-      PMPI_Finalize();
+      st = finalize_mpi(timeout_s);
     started_mpi = 0;
   }
   pthread_mutex_unlock(&mpi_lock);
+  return st;
 }
 
-gmpi_status_t gmpi_mpi_locality(MPI_Comm comm, int *local_rank, int *local_size, char *host,
-                                size_t host_len) {
-  MPI_Comm node;
-  GMPI_MPI_CHECK(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  PMPI_Comm_rank(node, local_rank);
-  PMPI_Comm_size(node, local_size);
-  PMPI_Comm_free(&node);
+void gmpi_mpi_host_name(char *host, size_t host_len) {
   if (gethostname(host, host_len) != 0) snprintf(host, host_len, "unknown-host");
   host[host_len - 1] = '\0';
-  return GMPI_SUCCESS;
 }
 
 int gmpi_mpi_tag_ub_full(void) {

@@ -11,11 +11,11 @@
 gmpi_status_t gmpi_mpi_start(void);
 /* One gmpi comm is gone; finalize MPI if gmpi started it and this was the last comm. After a
  * failure (a rank may be lost) MPI_Finalize could wait forever, so it is skipped for good and
- * the process should exit non-zero. */
-void gmpi_mpi_stop(int after_failure);
-/* Ranks of this host: local rank and count (MPI_COMM_TYPE_SHARED), and the host name. */
-gmpi_status_t gmpi_mpi_locality(MPI_Comm comm, int *local_rank, int *local_size, char *host,
-                                size_t host_len);
+ * the process should exit non-zero. Before MPI_Finalize every process arrives (polled, within
+ * timeout_s): GMPI_ERR_TIMEOUT, and MPI_Finalize skipped, when one does not. */
+gmpi_status_t gmpi_mpi_stop(int after_failure, double timeout_s);
+/* This host's name (for locality and messages), always terminated. */
+void gmpi_mpi_host_name(char *host, size_t host_len);
 /* MPI_TAG_UB of this MPI library. */
 int gmpi_mpi_tag_ub(void);
 /* MPI_TAG_UB itself (GMPI_TAGS_FULL comms use every tag). */

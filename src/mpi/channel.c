@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "../core/comm.h"
 #include "mpi_check.h"
 #include "oob.h"
 
@@ -22,7 +23,9 @@ gmpi_status_t gmpi_chan_open(gmpi_comm_t comm, gmpi_chan_t **out) {
   gmpi_chan_t *chan = calloc(1, sizeof(*chan));
   if (!chan) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control channel");
   gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(PMPI_Comm_dup(gmpi_oob_mpi_comm(comm), &chan->comm), st, free_chan);
+  GMPI_CHECK_GOTO(gmpi_mpi_dup(gmpi_oob_mpi_comm(comm), comm->cfg.timeout_s,
+                               "the control channel's communicator (MPI_Comm_idup)", &chan->comm),
+                  st, free_chan);
   GMPI_MPI_CHECK_GOTO(PMPI_Comm_set_errhandler(chan->comm, MPI_ERRORS_RETURN), st, free_comm);
   *out = chan;
   return GMPI_SUCCESS;

@@ -9,6 +9,7 @@
 #include "../core/park.h"
 #include "../core/progress.h"
 #include "../core/wait.h"
+#include "../core/watchdog.h"
 #include "mpi_check.h"
 
 /* Wrap a new MPI communicator (NULL for MPI_COMM_NULL) as a channel whose errors return. */
@@ -34,9 +35,39 @@ free_comm:
   return st;
 }
 
-gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, struct gmpi_oob **out) {
+gmpi_status_t gmpi_mpi_dup(MPI_Comm parent, double timeout_s, const char *what, MPI_Comm *out) {
+  /* The new handle's slot is written by MPI when the duplicate completes: after a timeout a
+   * late rank may still complete it, so the slot is parked rather than freed. */
+  MPI_Comm *slot = malloc(sizeof(*slot));
+  if (!slot) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a communicator handle");
+  MPI_Request req;
+  int rc = PMPI_Comm_idup(parent, slot, &req);
+  if (rc != MPI_SUCCESS) {
+    free(slot);
+    return gmpi_mpi_error(rc, "MPI_Comm_idup");
+  }
+  gmpi_status_t st = gmpi_mpi_wait_for(1, &req, timeout_s, what);
+  if (st == GMPI_ERR_TIMEOUT) {
+    gmpi_park(slot);
+    return st;
+  }
+  if (st == GMPI_SUCCESS) *out = *slot;
+  free(slot);
+  return st;
+}
+
+gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, double timeout_s, struct gmpi_oob **out) {
   MPI_Comm mc;
-  GMPI_MPI_CHECK(PMPI_Comm_dup(mpi_comm, &mc));
+  GMPI_CHECK(gmpi_mpi_dup(mpi_comm, timeout_s, "the duplicate of the MPI communicator", &mc));
+  return wrap(mc, out);
+}
+
+gmpi_status_t gmpi_oob_dup(gmpi_comm_t comm, struct gmpi_oob **out) {
+  MPI_Comm mc;
+  gmpi_status_t st = gmpi_mpi_dup(comm->oob->comm, comm->cfg.timeout_s,
+                                  "the new communicator's duplicate (MPI_Comm_idup)", &mc);
+  if (st == GMPI_ERR_TIMEOUT) gmpi_comm_fail(comm, st);
+  GMPI_CHECK(st);
   return wrap(mc, out);
 }
 
@@ -44,14 +75,19 @@ gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_o
   /* MPI_Comm_split has no nonblocking form, and a rank blocked inside it cannot drive its
    * engines: a peer whose send waits on them would never arrive. Every rank first arrives
    * through a polled barrier (bounded, progressing); after it the split waits only on ranks
-   * already inside this same call, so it returns promptly. Done on every rank and at every
-   * timeout, so all ranks make the same MPI calls. */
+   * already inside this same call, so it returns promptly -- unless a rank stops or dies
+   * between the two. That window is watched (core/watchdog.h) in both GMPI_TIMEOUT_ACTIONs:
+   * nothing can return from inside MPI's call, so the job ends naming it. Done on every rank
+   * and at every timeout, so all ranks make the same MPI calls. */
   MPI_Request arrival;
   GMPI_MPI_CHECK(PMPI_Ibarrier(comm->oob->comm, &arrival));
   GMPI_CHECK(gmpi_mpi_wait(comm, 1, &arrival, MPI_STATUSES_IGNORE, "gmpi_comm_split's arrival"));
   MPI_Comm mc;
   int mpi_color = color == GMPI_UNDEFINED ? MPI_UNDEFINED : color;
-  GMPI_MPI_CHECK(PMPI_Comm_split(comm->oob->comm, mpi_color, key, &mc));
+  gmpi_watch_enter(comm, "gmpi_comm_split's MPI_Comm_split", 0);
+  int rc = PMPI_Comm_split(comm->oob->comm, mpi_color, key, &mc);
+  gmpi_watch_exit(comm);
+  GMPI_CHECK(gmpi_mpi_check(rc, "MPI_Comm_split"));
   return wrap(mc, out);
 }
 
@@ -100,16 +136,20 @@ gmpi_status_t gmpi_mpi_wait(gmpi_comm_t comm, int n, MPI_Request *reqs, MPI_Stat
                     what, comm->cfg.timeout_s);
 }
 
-gmpi_status_t gmpi_mpi_arrive(MPI_Comm mc, double timeout_s, const char *what) {
-  MPI_Request req;
-  GMPI_MPI_CHECK(PMPI_Ibarrier(mc, &req));
+gmpi_status_t gmpi_mpi_wait_for(int n, MPI_Request *reqs, double timeout_s, const char *what) {
   int expired;
-  GMPI_CHECK(wait_requests(1, &req, MPI_STATUSES_IGNORE, timeout_s, &expired));
+  GMPI_CHECK(wait_requests(n, reqs, MPI_STATUSES_IGNORE, timeout_s, &expired));
   if (!expired) return GMPI_SUCCESS;
   return gmpi_error(GMPI_ERR_TIMEOUT,
                     "%s did not complete within GMPI_TIMEOUT = %g s (a rank is not taking part, "
                     "or is stuck elsewhere)",
                     what, timeout_s);
+}
+
+gmpi_status_t gmpi_mpi_arrive(MPI_Comm mc, double timeout_s, const char *what) {
+  MPI_Request req;
+  GMPI_MPI_CHECK(PMPI_Ibarrier(mc, &req));
+  return gmpi_mpi_wait_for(1, &req, timeout_s, what);
 }
 
 /* The out-of-band collectives stage their data in memory of their own: when one times out,

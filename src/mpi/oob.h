@@ -11,8 +11,11 @@ struct gmpi_oob {
   MPI_Comm comm; /* gmpi's own duplicate: never mixed with the user's traffic */
 };
 
-/* Duplicate mpi_comm (collective) into a new channel. */
-gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, struct gmpi_oob **out);
+/* Duplicate mpi_comm (collective) into a new channel, polled within timeout_s (0: no bound). */
+gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, double timeout_s, struct gmpi_oob **out);
+/* Duplicate the channel of comm (collective, polled within its GMPI_TIMEOUT; a timeout fails
+ * comm). */
+gmpi_status_t gmpi_oob_dup(gmpi_comm_t comm, struct gmpi_oob **out);
 /* Split the channel of comm (collective); *out = NULL for color GMPI_UNDEFINED. */
 gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_oob **out);
 /* Free the channel; local (no communication) when the comm has failed. */
@@ -25,6 +28,12 @@ MPI_Comm gmpi_oob_mpi_comm(gmpi_comm_t comm);
  * MPI_STATUSES_IGNORE. */
 gmpi_status_t gmpi_mpi_wait(gmpi_comm_t comm, int n, MPI_Request *reqs, MPI_Status *statuses,
                             const char *what);
+/* MPI_Comm_idup of parent, waited like gmpi_mpi_arrive (polled, driving every engine, within
+ * timeout_s; 0: no bound). Every communicator gmpi makes by duplication comes from here, so
+ * that no rank blocks inside MPI's constructor waiting for a rank that stopped. */
+gmpi_status_t gmpi_mpi_dup(MPI_Comm parent, double timeout_s, const char *what, MPI_Comm *out);
+/* n MPI requests waited the same way; GMPI_ERR_TIMEOUT naming what (no comm is failed). */
+gmpi_status_t gmpi_mpi_wait_for(int n, MPI_Request *reqs, double timeout_s, const char *what);
 /* A barrier on mc waited the same way (polled, driving every engine), for collectives that
  * have no gmpi comm yet (gmpi_init). GMPI_ERR_TIMEOUT after timeout_s (0: never). */
 gmpi_status_t gmpi_mpi_arrive(MPI_Comm mc, double timeout_s, const char *what);

@@ -24,7 +24,11 @@ extern const gmpi_backend_ops_t gmpi_backend_cpu;
 gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu);
 void gmpi_cpu_close(gmpi_comm_t comm, gmpi_cpu_t *cpu);
 gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
-/* The collective without its arrival gate (plans gate once per replay). */
+/* The collective past its arrival gate (plans gate once per replay): MPI's blocking call under
+ * the watchdog, or under GMPI_TIMEOUT_ACTION=status its nonblocking form polled within
+ * GMPI_TIMEOUT (a replay's collectives are bounded like the eager ones). */
+gmpi_status_t gmpi_cpu_coll_past_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
+/* The collective's blocking MPI calls, neither gated nor watched. */
 gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
 /* Nonblocking collectives: start (MPI's nonblocking calls, state in req->be), test, abandon. */
 gmpi_status_t gmpi_cpu_coll_start(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,

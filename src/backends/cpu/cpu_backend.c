@@ -35,7 +35,10 @@ static gmpi_status_t cpu_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int col
   return GMPI_SUCCESS;
 }
 
+static void forget_owner(cpu_backend_t *owner);
+
 static void cpu_comm_fini(gmpi_comm_t comm) {
+  forget_owner(comm->be); /* its blocks stay valid, counted by no comm */
   free(comm->be);
   comm->be = NULL;
 }
@@ -46,6 +49,8 @@ static void cpu_comm_fini(gmpi_comm_t comm) {
 typedef struct {
   void *ptr;
   size_t bytes;
+  cpu_backend_t
+      *owner; /* the comm it was allocated on (and counted by); NULL once that comm is freed */
 } host_block_t;
 
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -69,22 +74,23 @@ static gmpi_status_t cpu_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr) {
     blocks = grown;
     cap_blocks = cap;
   }
-  blocks[n_blocks++] = (host_block_t){p, bytes};
+  blocks[n_blocks++] = (host_block_t){p, bytes, cpu};
+  cpu->user_bytes += bytes; /* under the lock: a free through another comm changes it too */
   pthread_mutex_unlock(&blocks_lock);
-  cpu->user_bytes += bytes;
   *ptr = p;
   return GMPI_SUCCESS;
 }
 
+/* A block may be freed through any comm: it is uncounted from the comm it was allocated on. */
 static gmpi_status_t cpu_mem_free(gmpi_comm_t comm, void *ptr) {
-  cpu_backend_t *cpu = comm->be;
+  (void)comm;
   if (!ptr) return GMPI_SUCCESS;
-  size_t bytes = 0;
   int found = 0;
   pthread_mutex_lock(&blocks_lock);
   for (size_t i = 0; i < n_blocks && !found; i++) {
     if (blocks[i].ptr != ptr) continue;
-    bytes = blocks[i].bytes;
+    cpu_backend_t *owner = blocks[i].owner;
+    if (owner) owner->user_bytes -= blocks[i].bytes;
     blocks[i] = blocks[--n_blocks];
     found = 1;
   }
@@ -92,7 +98,6 @@ static gmpi_status_t cpu_mem_free(gmpi_comm_t comm, void *ptr) {
   if (!found)
     return gmpi_error(GMPI_ERR_INVALID_ARG,
                       "argument 'ptr' = %p was not returned by gmpi_mem_alloc (or was freed)", ptr);
-  cpu->user_bytes -= bytes < cpu->user_bytes ? bytes : cpu->user_bytes;
   free(ptr);
   return GMPI_SUCCESS;
 }
@@ -114,7 +119,16 @@ static gmpi_status_t cpu_query(gmpi_comm_t comm, gmpi_query_t what, void **out) 
 
 static void cpu_mem_usage(gmpi_comm_t comm, size_t *library, size_t *user) {
   *library = 0;
+  pthread_mutex_lock(&blocks_lock);
   *user = ((cpu_backend_t *)comm->be)->user_bytes;
+  pthread_mutex_unlock(&blocks_lock);
+}
+
+static void forget_owner(cpu_backend_t *owner) {
+  pthread_mutex_lock(&blocks_lock);
+  for (size_t i = 0; i < n_blocks; i++)
+    if (blocks[i].owner == owner) blocks[i].owner = NULL;
+  pthread_mutex_unlock(&blocks_lock);
 }
 
 const gmpi_backend_ops_t gmpi_backend_cpu = {

@@ -541,6 +541,12 @@ gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_a
   int passed = 0;
   GMPI_CHECK(arrival_gate(comm, cpu, a, &passed));
   if (passed) return GMPI_SUCCESS;
+  return gmpi_cpu_coll_past_gate(comm, cpu, a);
+}
+
+gmpi_status_t gmpi_cpu_coll_past_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu,
+                                      const gmpi_coll_args_t *a) {
+  if (polled(comm)) return run_polled(comm, cpu, a);
   gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count);
   gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
                          ? gmpi_mpi_check(PMPI_Barrier(cpu->data), "MPI_Barrier")

@@ -18,7 +18,9 @@ gmpi_status_t gmpi_cpu_open(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
   cpu->plans = MPI_COMM_NULL;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CHECK(gmpi_mpi_ops_acquire());
-  GMPI_MPI_CHECK_GOTO(PMPI_Comm_dup(gmpi_oob_mpi_comm(comm), &cpu->data), st, release_ops);
+  GMPI_CHECK_GOTO(gmpi_mpi_dup(gmpi_oob_mpi_comm(comm), comm->cfg.timeout_s,
+                               "the MPI engine's communicator (MPI_Comm_idup)", &cpu->data),
+                  st, release_ops);
   GMPI_MPI_CHECK_GOTO(PMPI_Comm_set_errhandler(cpu->data, MPI_ERRORS_RETURN), st, free_data);
   /* GMPI_P2P=envelope asks for the NCCL model (the deadlock finder). GMPI_CHECK=1 otherwise
    * only needs each message's dtype: native messages with a header (cpu_frame.c). */

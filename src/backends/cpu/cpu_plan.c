@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Plans on host buffers: each matched send and receive becomes an MPI persistent request on
  * the comm's plan channel (their own MPI communicator: eager traffic can never steal them),
- * created once; collectives stay MPI's tuned blocking calls. A replay passes one arrival gate,
- * then runs the steps in order: a collective directly, a group of point-to-point steps as
+ * created once; collectives stay MPI's tuned blocking calls (their polled nonblocking forms
+ * under GMPI_TIMEOUT_ACTION=status, as eager ones). A replay passes one arrival gate, then
+ * runs the steps in order: a collective directly, a group of point-to-point steps as
  * MPI_Startall + a bounded wait. */
 #include <stdlib.h>
 #include <string.h>
@@ -85,10 +86,15 @@ static void name_step(gmpi_plan_step_t *s) {
 
 gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
                                   void **lowered) {
-  /* Collective and blocking: every rank compiles the same plan, and all have arrived (the
-   * plan check's polled allgather came first), so no engine needs driving while it waits. */
+  /* Collective: every rank compiles the same plan, and all have arrived (the plan check's
+   * polled allgather came first); still polled, so a rank that stops in between cannot hold
+   * the others beyond GMPI_TIMEOUT. */
   if (cpu->plans == MPI_COMM_NULL) {
-    GMPI_MPI_CHECK(PMPI_Comm_dup(cpu->data, &cpu->plans));
+    gmpi_status_t dup =
+        gmpi_mpi_dup(cpu->data, comm->cfg.timeout_s,
+                     "the plan channel's communicator (MPI_Comm_idup)", &cpu->plans);
+    if (dup == GMPI_ERR_TIMEOUT) gmpi_comm_fail(comm, dup);
+    GMPI_CHECK(dup);
     GMPI_MPI_CHECK(PMPI_Comm_set_errhandler(cpu->plans, MPI_ERRORS_RETURN));
   }
   cpu_plan_t *cp = calloc(1, sizeof(*cp));
@@ -163,9 +169,8 @@ static gmpi_status_t replay_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const struct
     fused = gmpi_plan_fused_args(s, cp->packed);
     a = &fused;
   }
-  gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count); /* blocking: watched */
-  gmpi_status_t st = gmpi_cpu_coll_run(comm, cpu, a);
-  gmpi_watch_exit(comm);
+  /* watched, or polled under GMPI_TIMEOUT_ACTION=status */
+  gmpi_status_t st = gmpi_cpu_coll_past_gate(comm, cpu, a);
   if (st == GMPI_SUCCESS && s->run_len > 1) move_run(plan, i, cp->packed, 0, comm->rank);
   return st;
 }
