@@ -16,7 +16,9 @@ import sys
 import tempfile
 
 FENCE = re.compile(r"^```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^```", re.M | re.S)
-OK_LINE = re.compile(r"^rank (\d+)\b.*\bok$", re.M)
+# A rank's verdict: "rank N ... ok" at the end of its line -- or right before another rank's
+# "rank " when mpiexec forwarded two ranks' output without the newline between (seen in CI).
+OK_LINE = re.compile(r"rank (\d+)\b[^\n]*?\bok(?=$|rank )", re.M)
 RANKS = 2
 
 
