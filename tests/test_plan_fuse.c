@@ -117,7 +117,7 @@ static void seq_overlap_one_rank(bufs_t *b) {
   T_OK(gmpi_allreduce(b->in + 3 * SMALL, b->out + 3 * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
 }
 
-/* A collective over 256 KiB between small ones: not fused, and it splits the run. */
+/* A collective over 4 KiB between small ones: not fused, and it splits the run. */
 static void seq_big_between(bufs_t *b) {
   for (int k = 0; k < 5; k++)
     T_OK(

@@ -88,7 +88,7 @@ static const char *why_apart(const gmpi_plan_step_t *steps, int prev, int i, int
   const gmpi_coll_args_t *a = &steps[i].coll;
   if (!fusable_kind(a)) return "not fused: only allreduce and bcast are";
   if (a->count == 0) return "not fused: no elements";
-  if (coll_bytes(a) > GMPI_FUSE_STEP_BYTES) return "not fused: over 256 KiB";
+  if (coll_bytes(a) > GMPI_FUSE_STEP_BYTES) return "not fused: over 4 KiB";
   if (prev < 0) return "starts a run (first collective)";
   if (!small_fusable(&steps[prev].coll)) return "starts a run (the collective before is not fused)";
   if (!alike(&steps[prev].coll, a))
