@@ -15,7 +15,7 @@
  * while another thread is inside NCCL on it) and returns GMPI_ERR_TIMEOUT.
  *
  * Only the control communicator (cuda_comm_t.ctl), which builds the comm, is nonblocking: its
- * init and split are polled here (wait_control), bounded and abortable. */
+ * init and split are polled here (cuda_wait_control), bounded and abortable. */
 #include "../../core/comm.h"
 #include "../../core/error.h"
 #include "../../core/log.h"
