@@ -36,6 +36,7 @@ from jax.core import ShapedArray
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
+from .. import _buffer as _gbuffer
 from .. import _comm as _gcomm
 from .. import _lib
 from . import _xla
@@ -139,8 +140,8 @@ def _op(op):
                          % (op, ", ".join(_OP_NAMES)))
 
 
-def _dtype(dtype):
-    return _lib.dtype_from_name(np.dtype(dtype).name)
+def _dtype(dtype, what="the array"):
+    return _gbuffer._gmpi_dtype(np.dtype(dtype).name, what)
 
 
 def _status(status):
@@ -156,10 +157,10 @@ def _status(status):
 
 
 def _int(value, name, low=-2**31, high=2**31 - 1):
-    _lib.check_arg(isinstance(value, (int, np.integer)) and not isinstance(value, bool),
-                   "argument '%s' = %r is not an integer" % (name, value))
-    _lib.check_arg(low <= int(value) <= high, "argument '%s' = %d is out of range" % (name, value))
-    return int(value)
+    value = _lib.as_integer(value, "'%s'" % name)
+    _lib.check_arg(low <= value <= high, "argument '%s' = %d is out of range [%d, %d]"
+                   % (name, value, low, high))
+    return value
 
 
 # ---- one primitive per call, all lowered to the one FFI target ----------------------------------
@@ -197,7 +198,7 @@ def _out(shape, dtype):
 
 def _array(x, name):
     x = jnp.asarray(x)
-    _dtype(x.dtype)  # refused here, with the dtype named, if gmpi cannot move it
+    _dtype(x.dtype, "argument '%s'" % name)  # refused here, dtype named, if gmpi cannot move it
     return x
 
 
