@@ -5,7 +5,10 @@
  *             followed by a stream synchronize (what a blocking call must do), in stream mode
  *             only the timed loop's end is synchronized, as for gmpi;
  *   staged -- what a program without gmpi does with plain MPI: copy to pinned host memory,
- *             the blocking MPI call, copy back. */
+ *             the blocking MPI call, copy back;
+ *   graph  -- plan mode: the plan's calls made raw on the nccl baseline's communicator,
+ *             each on the same buffers as in the plan, captured once into one CUDA graph;
+ *             one run is one launch and a stream synchronize. */
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -115,9 +118,6 @@ static int nccl_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_
     break;
   case BENCH_COLL_COUNT: break;
   }
-  /* gmpi's communicator is nonblocking: wait until NCCL has really enqueued the call. */
-  while (r == ncclInProgress)
-    ncclCommGetAsyncError(nc, &r);
   if (r != ncclSuccess) return 1;
   if (c->mode == MODE_STREAM) return 0;
   return cudaStreamSynchronize(st) != cudaSuccess;
@@ -149,8 +149,59 @@ static int staged_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shap
          cudaSuccess;
 }
 
-const bench_baseline_t bench_baseline_nccl = {"nccl", nccl_available, nccl_run};
-const bench_baseline_t bench_baseline_staged = {"staged", staged_available, staged_run};
+const bench_baseline_t bench_baseline_nccl = {"nccl", nccl_available, nccl_run, 0};
+const bench_baseline_t bench_baseline_staged = {"staged", staged_available, staged_run, 0};
+
+/* The captured graph of the current row. */
+static struct {
+  const bench_coll_t *coll;
+  size_t count;
+  cudaGraphExec_t exec;
+} graph;
+
+static int graph_available(const bench_ctx_t *c, char *why, size_t len) {
+  if (c->mode != MODE_PLAN) {
+    snprintf(why, len, "a raw CUDA graph is the baseline of plan mode only");
+    return 0;
+  }
+  return nccl_available(c, why, len);
+}
+
+/* Capture plan_ops raw calls, sliced as bench_plan_impl slices the plan's. nccl_run does not
+ * synchronize in stream mode, so the row's mode is stream while capturing. */
+static int graph_build(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  if (graph.exec) cudaGraphExecDestroy(graph.exec);
+  graph.exec = NULL;
+  if (raw_nccl_setup(c)) return 1; /* a communicator cannot be made inside a capture */
+  size_t slice = bench_plan_slice_bytes(c, s);
+  void *send = c->send, *recv = c->recv;
+  bench_mode_t mode = c->mode;
+  cudaGraph_t g = NULL;
+  int err = cudaStreamBeginCapture(raw_stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess;
+  c->mode = MODE_STREAM;
+  for (int i = 0; i < c->plan_ops && !err; i++) {
+    c->send = (char *)send + (size_t)i * slice;
+    c->recv = (char *)recv + (size_t)i * slice;
+    err = nccl_run(c, coll, s);
+  }
+  c->mode = mode, c->send = send, c->recv = recv;
+  if (cudaStreamEndCapture(raw_stream, &g) != cudaSuccess || err) goto destroy_graph;
+  err = cudaGraphInstantiate(&graph.exec, g, 0) != cudaSuccess;
+  cudaGraphDestroy(g);
+  graph.coll = coll, graph.count = s->count;
+  return err;
+destroy_graph:
+  if (g) cudaGraphDestroy(g);
+  return 1;
+}
+
+static int graph_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  if ((graph.coll != coll || graph.count != s->count || !graph.exec) && graph_build(c, coll, s))
+    return 1;
+  return cudaGraphLaunch(graph.exec, raw_stream) != cudaSuccess ||
+         cudaStreamSynchronize(raw_stream) != cudaSuccess;
+}
+const bench_baseline_t bench_baseline_graph = {"graph", graph_available, graph_run, 1};
 
 /* Stream-ordered gmpi: the comm enqueues on its stream; the timed loop syncs at its end. */
 int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
@@ -170,6 +221,8 @@ void bench_sync(bench_ctx_t *c) {
 }
 
 void bench_cuda_teardown(void) {
+  if (graph.exec) cudaGraphExecDestroy(graph.exec);
+  graph.exec = NULL;
   if (raw_comm) ncclCommDestroy(raw_comm);
   if (raw_stream) cudaStreamDestroy(raw_stream);
   raw_comm = NULL;

@@ -83,11 +83,14 @@ typedef struct bench_baseline {
   int (*available)(const bench_ctx_t *c, char *why, size_t why_len);
   /* One operation; returns 0 on success. */
   int (*run)(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
+  /* 1 when one run is a whole plan's plan_ops calls (its time is divided as gmpi's is) */
+  int per_plan;
 } bench_baseline_t;
 
 extern const bench_baseline_t bench_baseline_mpi;
 extern const bench_baseline_t bench_baseline_nccl;   /* cuda builds only */
 extern const bench_baseline_t bench_baseline_staged; /* cuda builds only */
+extern const bench_baseline_t bench_baseline_graph;  /* cuda builds only */
 const bench_baseline_t *bench_find_baseline(const char *name);
 
 /* One measured row for the report. */
@@ -124,6 +127,8 @@ int bench_report_svg(bench_report_t *r, const bench_ctx_t *c, const bench_row_t 
 /* Helpers shared by the collective table and baselines. */
 long bench_count_wrong(const bench_ctx_t *c, size_t elems);
 int bench_mpi_type_ok(gmpi_dtype_t d);
+/* Plan mode: the bytes between the buffers of two recorded calls (0: all share one). */
+size_t bench_plan_slice_bytes(const bench_ctx_t *c, const bench_shape_t *s);
 /* Wait for work enqueued on the comm's stream (cuda); nothing on cpu. */
 void bench_sync(bench_ctx_t *c);
 /* Release the raw-NCCL baseline's communicator (cuda builds). */

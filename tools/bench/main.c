@@ -59,7 +59,8 @@ static void usage(void) {
          "                        reduce_scatterv,sendrecv or all (v-variants: equal blocks)\n"
          "      --nonblocking     gmpi's nonblocking form and a wait (gmpi_iallreduce...)\n"
          "      --backend B       auto cpu cuda (sets GMPI_BACKEND)\n"
-         "      --baseline LIST   mpi (cpu), nccl and staged (cuda), eager (gmpi's own eager\n"
+         "      --baseline LIST   mpi (cpu), nccl and staged (cuda), graph (cuda, plan mode: the\n"
+         "                        same calls raw in one CUDA graph), eager (gmpi's own eager\n"
          "                        call, for plan and stream modes), checked (gmpi with\n"
          "                        GMPI_CHECK=1): same op, same buffers\n"
          "      --mode M          eager (default), stream (cuda: enqueue, sync once), plan\n"
@@ -187,7 +188,7 @@ static int add_op(const char *w) {
 static int add_baseline(const char *w) {
   const bench_baseline_t *b = bench_find_baseline(w);
   if (!b)
-    bad_value("--baseline", w, "unknown baseline (mpi, nccl, staged, eager, checked)");
+    bad_value("--baseline", w, "unknown baseline (mpi, nccl, staged, graph, eager, checked)");
   else if (n_baselines < MAX_BASELINES)
     baselines[n_baselines++] = b;
   return !b;
@@ -322,7 +323,7 @@ static double time_block(bench_ctx_t *c, const bench_coll_t *coll, const bench_s
   bench_sync(c); /* stream mode: the loop only enqueued */
   double t = (MPI_Wtime() - t0) / c->iters, across = 0;
   /* plan mode: one gmpi "operation" is a replay of plan_ops calls */
-  if (!b && c->mode == MODE_PLAN) t /= c->plan_ops;
+  if ((!b || b->per_plan) && c->mode == MODE_PLAN) t /= c->plan_ops;
   if (c->average == 0) { /* rank 0's, as nccl-tests' -a 0 */
     across = t;
     MPI_Bcast(&across, 1, MPI_DOUBLE, 0, c->mpi);
@@ -516,8 +517,11 @@ static int run_coll(bench_ctx_t *c, const bench_coll_t *coll, impl_fn_t gmpi_run
   return wrong != 0;
 }
 
+/* Plan mode gives each recorded call its own slice (as a model's gradients each have their own)
+ * when plan_ops slices of the largest size fit in 1 GiB; checks read the first slice. */
 static int alloc_buffers(bench_ctx_t *c) {
-  size_t cap = c->max_bytes + 64;
+  size_t cap = c->max_bytes + 64, slices = (cap + 255) / 256 * 256 * (size_t)c->plan_ops;
+  if (c->mode == MODE_PLAN && slices <= ((size_t)1 << 30)) cap = slices;
   c->send_cap = c->recv_cap = cap;
   if (gmpi_mem_alloc(c->comm, cap, &c->send) || gmpi_mem_alloc(c->comm, cap, &c->recv)) {
     fprintf(stderr, "gmpi-bench: cannot allocate 2 x %zu bytes: %s\n", cap, gmpi_last_error());

@@ -19,7 +19,7 @@ static plan_cache_t cache;
  * send and receive buffers -- as a model's gradients each have their own -- or 0 when the
  * buffers are too small for plan_ops slices (then every call reuses the same buffers, and each
  * depends on the one before: a plan cannot fuse them). */
-static size_t slice_bytes(const bench_ctx_t *c, const bench_shape_t *s) {
+size_t bench_plan_slice_bytes(const bench_ctx_t *c, const bench_shape_t *s) {
   size_t es = gmpi_dtype_size(c->dtype);
   size_t most = s->send_elems > s->recv_elems ? s->send_elems : s->recv_elems;
   size_t slice = (most * es + 255) / 256 * 256,
@@ -29,7 +29,7 @@ static size_t slice_bytes(const bench_ctx_t *c, const bench_shape_t *s) {
 
 static int build_plan(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
   gmpi_plan_free(&cache.plan);
-  size_t slice = slice_bytes(c, s);
+  size_t slice = bench_plan_slice_bytes(c, s);
   void *send = c->send, *recv = c->recv;
   if (c->rank == 0)
     printf("# plan of %d calls of %zu bytes: %s\n", c->plan_ops, s->bytes,
@@ -95,7 +95,7 @@ static int eager_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape
   if (user_stream) gmpi_comm_set_stream(c->comm, user_stream);
   return st != GMPI_SUCCESS;
 }
-static const bench_baseline_t bench_baseline_eager = {"eager", eager_available, eager_run};
+static const bench_baseline_t bench_baseline_eager = {"eager", eager_available, eager_run, 0};
 
 /* "checked": the same gmpi call on a second comm made with GMPI_CHECK=1, so the cost of the
  * cross-rank signature check shows in the same run. Made on first use (collective: every rank
@@ -119,7 +119,8 @@ static int checked_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_sha
   c->comm = mine;
   return st != GMPI_SUCCESS;
 }
-static const bench_baseline_t bench_baseline_checked = {"checked", checked_available, checked_run};
+static const bench_baseline_t bench_baseline_checked = {"checked", checked_available, checked_run,
+                                                        0};
 
 void bench_modes_teardown(void) { gmpi_finalize(&checked_comm); }
 
@@ -127,7 +128,7 @@ const bench_baseline_t *bench_find_baseline(const char *name) {
   static const bench_baseline_t *const all[] = {
       &bench_baseline_eager, &bench_baseline_checked, &bench_baseline_mpi,
 #ifdef GMPI_BENCH_CUDA
-      &bench_baseline_nccl,  &bench_baseline_staged,
+      &bench_baseline_nccl,  &bench_baseline_staged,  &bench_baseline_graph,
 #endif
   };
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
