@@ -57,13 +57,13 @@ gmpi_status_t gmpi_mpi_dup(MPI_Comm parent, double timeout_s, const char *what, 
 }
 
 gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, double timeout_s, struct gmpi_oob **out) {
-  MPI_Comm mc;
+  MPI_Comm mc = MPI_COMM_NULL;
   GMPI_CHECK(gmpi_mpi_dup(mpi_comm, timeout_s, "the duplicate of the MPI communicator", &mc));
   return wrap(mc, out);
 }
 
 gmpi_status_t gmpi_oob_dup(gmpi_comm_t comm, struct gmpi_oob **out) {
-  MPI_Comm mc;
+  MPI_Comm mc = MPI_COMM_NULL;
   gmpi_status_t st = gmpi_mpi_dup(comm->oob->comm, comm->cfg.timeout_s,
                                   "the new communicator's duplicate (MPI_Comm_idup)", &mc);
   if (st == GMPI_ERR_TIMEOUT) gmpi_comm_fail(comm, st);
@@ -82,7 +82,7 @@ gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_o
   MPI_Request arrival;
   GMPI_MPI_CHECK(PMPI_Ibarrier(comm->oob->comm, &arrival));
   GMPI_CHECK(gmpi_mpi_wait(comm, 1, &arrival, MPI_STATUSES_IGNORE, "gmpi_comm_split's arrival"));
-  MPI_Comm mc;
+  MPI_Comm mc = MPI_COMM_NULL;
   int mpi_color = color == GMPI_UNDEFINED ? MPI_UNDEFINED : color;
   gmpi_watch_enter(comm, "gmpi_comm_split's MPI_Comm_split", 0);
   int rc = PMPI_Comm_split(comm->oob->comm, mpi_color, key, &mc);
