@@ -31,8 +31,9 @@ static void bufs_free(bufs_t *b) {
 
 /* Inputs for iteration it: small integers, so every result is exact. */
 static void fill(bufs_t *b, int it) {
-  float *h = t_host(N * sizeof(float) * (size_t)size);
-  for (size_t i = 0; i < (size_t)N * (size_t)size; i++)
+  size_t n = (size_t)N * (size_t)(size > 2 ? size : 2); /* b's values are h[N..2N) */
+  float *h = t_host(n * sizeof(float));
+  for (size_t i = 0; i < n; i++)
     h[i] = (float)((rank * 7 + (int)i + it * 3) % 13);
   t_put(b->in, h, N * sizeof(float) * (size_t)size);
   t_put(b->out, h, N * sizeof(float) * (size_t)size); /* what the v-variants' gaps keep */
