@@ -29,6 +29,7 @@ typedef struct {
   cudaStream_t stream;      /* gmpi's own stream for this comm */
   cudaStream_t user_stream; /* stream-ordered mode when set */
   cudaEvent_t default_mark; /* blocking mode: where the legacy default stream was (see below) */
+  int default_stream_order; /* GMPI_DEFAULT_STREAM_ORDER: 0 = the program synchronizes first */
   struct gmpi_envelope_engine *env;
   struct cuda_p2p *p2p; /* the engine's mover (owned by the engine) */
   int capturing;        /* a plan is being captured from stream: touch nothing else */
@@ -82,7 +83,8 @@ void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
  * its copy has landed, and kernels on stream 0 run after their launch returns: a program that
  * passes such a buffer to a blocking MPI-style call expects to send what it wrote (found by
  * mpi_bench on the H200: allreduce read stale elements). Nothing in stream-ordered mode (the
- * user's stream orders it) or while a plan is captured. */
+ * user's stream orders it), while a plan is captured, or under GMPI_DEFAULT_STREAM_ORDER=0 (the
+ * program promises what CUDA-aware MPI asks: its buffers are ready when it calls). */
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */

@@ -86,7 +86,7 @@ static gmpi_status_t cuda_probe(gmpi_comm_t comm, char *why, size_t why_len) {
 /* ---- ordering -------------------------------------------------------------------------- */
 
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
-  if (cc->user_stream || cc->capturing) return GMPI_SUCCESS;
+  if (cc->user_stream || cc->capturing || !cc->default_stream_order) return GMPI_SUCCESS;
   if (!cc->default_mark)
     GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&cc->default_mark, cudaEventDisableTiming));
   GMPI_CUDA_CHECK(cudaEventRecord(cc->default_mark, cudaStreamLegacy));
@@ -113,13 +113,6 @@ static void warn_single_cpu(const gmpi_comm_t comm) {
            comm->rank, cpu);
 }
 
-/* Peers are connected when a comm is built, not by the first data-path call that needs them:
- * on a blocking communicator that call would otherwise wait inside NCCL for its peers. NCCL
- * reads the setting once per process, at its first communicator; a value the user set is
- * kept (NCCL_RUNTIME_CONNECT=1 trades that for less device memory per comm). Point-to-point
- * connections (alltoall, gather, scatter, the v-variants) are always made at first use. */
-static void connect_at_build(void) { setenv("NCCL_RUNTIME_CONNECT", "0", 0); }
-
 static ncclConfig_t control_config(void) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;   /* its waits are ours (cuda_wait_control): bounded and abortable */
@@ -141,7 +134,6 @@ static gmpi_status_t nccl_build(gmpi_comm_t comm, cuda_comm_t *cc) {
   memset(&id, 0, sizeof(id));
   if (comm->rank == 0) GMPI_NCCL_CHECK(ncclGetUniqueId(&id), NULL);
   GMPI_CHECK(gmpi_oob_bcast(comm, &id, sizeof(id), 0));
-  connect_at_build();
   ncclConfig_t ctl_config = control_config(), config = data_config();
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
@@ -191,6 +183,7 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
   cuda_comm_t *cc = calloc(1, sizeof(*cc));
   if (!cc) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the cuda backend state");
   cc->device = dev;
+  cc->default_stream_order = comm->cfg.default_stream_order;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CUDA_CHECK_GOTO(cudaSetDevice(dev), st, free_cc);
   GMPI_CHECK_GOTO(cuda_mem_setup(&comm->cfg, dev), st, free_cc);
