@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Plans on the cuda backend: the whole plan becomes one CUDA graph, captured once from gmpi's
  * stream. Each point-to-point group is one NCCL group on the comm's communicator (matching is
- * resolved, so no envelopes), runs of collectives that every rank records back to back share
- * one NCCL group, and the rest (fallback kernels, copies) is captured as it is eagerly. A
- * replay is one cudaGraphLaunch on the comm's stream: blocking mode then waits for it
- * (bounded), stream-ordered mode returns at once. Plans on host buffers never come here
- * (core routes them to the MPI engine: MPI calls cannot be captured). */
+ * resolved, so no envelopes), the collectives of one fusion run (core/plan_fuse.h: small,
+ * independent on every rank) share one NCCL group, and the rest (fallback kernels, copies) is
+ * captured as it is eagerly. A replay is one cudaGraphLaunch on the comm's stream: blocking mode
+ * then waits for it (bounded), stream-ordered mode returns at once. Plans on host buffers never
+ * come here (core routes them to the MPI engine: MPI calls cannot be captured). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,7 +77,7 @@ static gmpi_status_t capture_p2p_group(gmpi_comm_t comm, struct gmpi_plan *plan,
 }
 
 /* Fused runs (core/plan_fuse.h) are not packed on cuda yet: each collective stays its own
- * NCCL call, small ones sharing one NCCL group (below), until packing is measured against that
+ * NCCL call, a run's calls sharing one NCCL group (below), until packing is measured against that
  * on a GPU. The steps say so in gmpi_plan_dump. */
 static void unfuse(struct gmpi_plan *plan) {
   for (int i = 0; i < plan->n_steps; i++) {
@@ -91,43 +91,65 @@ static void unfuse(struct gmpi_plan *plan) {
   }
 }
 
+/* The run (core/plan_fuse.h) step i belongs to when that run holds more than one collective,
+ * else -1. Core formed runs only of collectives no rank's buffers make dependent, so they may
+ * share one NCCL group, whose collectives NCCL may run at once. */
+static int run_of(const struct gmpi_plan *plan, int i) {
+  const gmpi_plan_step_t *st = &plan->steps[i];
+  if (st->kind != PLAN_COLL || plan->steps[st->run_first].run_len < 2) return -1;
+  return cuda_coll_single_call(&st->coll) ? st->run_first : -1;
+}
+
+static gmpi_status_t group_start(gmpi_comm_t comm, ncclComm_t nc) {
+  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupStart());
+  return GMPI_SUCCESS;
+}
+static gmpi_status_t group_end(gmpi_comm_t comm, ncclComm_t nc) {
+  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupEnd());
+  return GMPI_SUCCESS;
+}
+
 /* Enqueue the whole plan on s (being captured). */
 static gmpi_status_t capture_steps(gmpi_comm_t comm, struct gmpi_plan *plan, cudaStream_t s) {
   ncclComm_t nc = ((cuda_comm_t *)comm->be)->nccl;
+  int *run = malloc(sizeof(int) * (size_t)(plan->n_steps ? plan->n_steps : 1));
+  if (!run) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan's capture");
+  for (int i = 0; i < plan->n_steps; i++)
+    run[i] = run_of(plan, i);
   unfuse(plan);
+  gmpi_status_t status = GMPI_SUCCESS;
   int in_group = 0, last_group = -1;
-  for (int i = 0; i < plan->n_steps; i++) {
+  for (int i = 0; i < plan->n_steps && status == GMPI_SUCCESS; i++) {
     gmpi_plan_step_t *st = &plan->steps[i];
     if (st->kind == PLAN_WAIT) {
       snprintf(st->lowered, sizeof(st->lowered), "(group end)");
       continue;
     }
     if (st->kind != PLAN_COLL) {
-      if (st->group != last_group) GMPI_CHECK(capture_p2p_group(comm, plan, st->group, s));
+      if (st->group != last_group) status = capture_p2p_group(comm, plan, st->group, s);
       last_group = st->group;
       continue;
     }
-    int fusable = cuda_coll_single_call(&st->coll);
-    int next_fusable = st->fuse_next && i + 1 < plan->n_steps;
-    for (int j = i + 1; next_fusable && j < plan->n_steps; j++)
-      if (plan->steps[j].kind == PLAN_COLL) {
-        next_fusable = cuda_coll_single_call(&plan->steps[j].coll);
-        break;
-      }
-    if (fusable && next_fusable && !in_group) {
-      GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupStart());
-      in_group = 1;
+    int grouped = run[i] >= 0 && i + 1 < plan->n_steps && run[i + 1] == run[i];
+    if (grouped && !in_group) {
+      status = group_start(comm, nc);
+      in_group = status == GMPI_SUCCESS;
     }
     snprintf(st->lowered, sizeof(st->lowered), "%s%s", nccl_name[st->coll.kind],
-             in_group ? " (fused)" : "");
-    GMPI_CHECK(cuda_coll_enqueue(comm, &st->coll, s));
-    if (in_group && !(fusable && next_fusable)) {
-      GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupEnd());
+             in_group ? " (grouped)" : "");
+    if (status == GMPI_SUCCESS) status = cuda_coll_enqueue(comm, &st->coll, s);
+    if (in_group && !grouped) {
+      gmpi_status_t end = group_end(comm, nc);
+      if (status == GMPI_SUCCESS) status = end;
       in_group = 0;
     }
   }
-  if (in_group) GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupEnd());
-  return GMPI_SUCCESS;
+  if (in_group) {
+    gmpi_status_t end = group_end(comm, nc);
+    if (status == GMPI_SUCCESS) status = end;
+  }
+  free(run);
+  return status;
 }
 
 static gmpi_status_t capture(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_plan_t *cp) {
