@@ -16,14 +16,10 @@ struct gmpi_envelope_engine;
 struct cuda_p2p;
 struct gmpi_plan;
 
-/* Each comm has two NCCL communicators of one resource family (NCCL's splitShare): ctl,
- * nonblocking, builds the comm -- its init and the split below are polled, so they are bounded
- * and abortable -- and never carries data; nccl, blocking and split from ctl, carries every
- * data-path call (cuda_wait.c says why). Sharing resources, the two cost one communicator's
- * device memory. */
+/* Each comm has one blocking NCCL communicator (cuda_wait.c says why); those of split and
+ * dup'ed comms are split from their parent's and share its resources (NCCL's splitShare). */
 typedef struct {
   int device;
-  ncclComm_t ctl;           /* nonblocking: init, the data communicator's split, finalize */
   ncclComm_t nccl;          /* blocking: collectives, plans, stream mode */
   atomic_int inside_nccl;   /* threads inside a data-path NCCL call: no abort while any are */
   cudaStream_t stream;      /* gmpi's own stream for this comm */
@@ -70,8 +66,6 @@ void cuda_comm_release_scratch(cuda_comm_t *cc);
  * envelope engine progressing, bounded by GMPI_TIMEOUT: then the job ends (action end) or the
  * NCCL communicator is aborted and GMPI_ERR_TIMEOUT returned (action status). */
 gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char *what);
-/* Wait (bounded) until the control communicator has nothing in progress; what names it. */
-gmpi_status_t cuda_wait_control(gmpi_comm_t comm, cuda_comm_t *cc, const char *what);
 /* NCCL's asynchronous error, if any (then the NCCL comm is aborted and the comm failed). */
 gmpi_status_t cuda_poll_errors(gmpi_comm_t comm, cuda_comm_t *cc);
 /* Abort the comm's NCCL communicators (work that can never complete), failing comm with why. */

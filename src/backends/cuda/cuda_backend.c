@@ -18,6 +18,7 @@
 #include "../../core/progress.h"
 #include "../../core/request.h"
 #include "../../core/vote.h"
+#include "../../core/watchdog.h"
 #include "cuda.h"
 #include "cuda_check.h"
 
@@ -118,44 +119,73 @@ static void warn_single_cpu(const gmpi_comm_t comm) {
            comm->rank, cpu);
 }
 
-static ncclConfig_t control_config(void) {
+/* One blocking communicator per comm: NCCL launches inline, with no thread per call (cuda_wait.c
+ * says why). splitShare: the communicators of gmpi_comm_split and gmpi_comm_dup are split from
+ * it and share its resources, so a new comm costs little device memory. */
+static ncclConfig_t comm_config(void) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;   /* its waits are ours (cuda_wait_control): bounded and abortable */
-  config.splitShare = 1; /* the data communicator split from it shares its resources */
+  config.blocking = 1;
+  config.splitShare = 1;
   return config;
 }
 
-static ncclConfig_t data_config(void) {
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 1; /* launches inline: no NCCL thread per call (cuda_wait.c) */
-  return config;
+static void log_memory(gmpi_comm_t comm, cuda_comm_t *cc, size_t free_before) {
+  size_t free_after = 0, total = 0;
+  cudaMemGetInfo(&free_after, &total);
+  size_t bytes = free_before > free_after ? free_before - free_after : 0;
+  gmpi_log(GMPI_LOG_INFO, "NCCL communicator of %d ranks took %.1f MiB of device %d", comm->size,
+           (double)bytes / (1 << 20), cc->device);
 }
 
-/* Build the comm's two communicators (cuda.h): the control one from a unique id that the
- * comm's rank 0 makes and the out-of-band channel carries -- a split comm gets a family of its
- * own, so an abort on one comm never reaches another -- then the data one split from it. */
-static gmpi_status_t nccl_build(gmpi_comm_t comm, cuda_comm_t *cc) {
+/* gmpi_init's communicator, from a unique id that rank 0 makes and the out-of-band channel
+ * carries. NCCL's blocking init waits inside NCCL for every rank: a polled, bounded arrival
+ * first (an allgather completes only when every rank has come), so that it waits only on ranks
+ * already here; the call itself is watched, as every blocking NCCL call (cuda_wait.c). */
+static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
   if (comm->rank == 0) GMPI_NCCL_CHECK(ncclGetUniqueId(&id), NULL);
   GMPI_CHECK(gmpi_oob_bcast(comm, &id, sizeof(id), 0));
-  ncclConfig_t ctl_config = control_config(), config = data_config();
-  size_t free_before = 0, free_after = 0, total = 0;
+  int here = 1, *all = malloc(sizeof(int) * (size_t)comm->size);
+  if (!all) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the ranks' arrival");
+  gmpi_status_t st = gmpi_oob_allgather(comm, &here, all, sizeof(int));
+  free(all);
+  GMPI_CHECK(st);
+  ncclConfig_t config = comm_config();
+  size_t free_before = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
-  GMPI_NCCL_CHECK(ncclCommInitRankConfig(&cc->ctl, comm->size, id, comm->rank, &ctl_config), NULL);
-  GMPI_CHECK(cuda_wait_control(comm, cc, "ncclCommInitRankConfig"));
-  GMPI_NCCL_CHECK(ncclCommSplit(cc->ctl, 0, comm->rank, &cc->nccl, &config), cc->ctl);
-  GMPI_CHECK(cuda_wait_control(comm, cc, "ncclCommSplit (the data communicator)"));
-  if (!cc->nccl) return gmpi_error(GMPI_ERR_BACKEND, "ncclCommSplit returned no communicator");
-  cudaMemGetInfo(&free_after, &total);
-  size_t nccl_bytes = free_before > free_after ? free_before - free_after : 0;
-  gmpi_log(GMPI_LOG_INFO, "NCCL communicators of %d ranks took %.1f MiB of device %d", comm->size,
-           (double)nccl_bytes / (1 << 20), cc->device);
+  gmpi_watchdog_add(comm); /* the comm is watched from here on: gmpi_init adds it for good */
+  gmpi_watch_enter(comm, "gmpi_init's ncclCommInitRankConfig", 0);
+  ncclResult_t r = ncclCommInitRankConfig(&cc->nccl, comm->size, id, comm->rank, &config);
+  gmpi_watch_exit(comm);
+  gmpi_watchdog_remove(comm);
+  if (r != ncclSuccess) return gmpi_nccl_error(r, NULL, "ncclCommInitRankConfig");
+  log_memory(comm, cc, free_before);
   return GMPI_SUCCESS;
 }
 
-/* Healthy: the data communicator is finalized (local: its work is done, every rank arrived at
- * the free) and destroyed, then the control one, polled. After a failure both are aborted. */
+/* A split or dup: split from the parent's communicator, which every rank of the parent calls
+ * (a rank in no new comm with NCCL_SPLIT_NOCOLOR). gmpi_comm_split's out-of-band split came
+ * first, polled, so every rank is inside this call; it is watched on the parent. */
+static gmpi_status_t nccl_split(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_comm_t parent, int color,
+                                int key) {
+  cuda_comm_t *pc = parent->be;
+  ncclConfig_t config = comm_config();
+  ncclComm_t child = NULL;
+  size_t free_before = 0, total = 0;
+  cudaMemGetInfo(&free_before, &total);
+  cuda_nccl_enter(parent, "gmpi_comm_split's ncclCommSplit");
+  ncclResult_t r = ncclCommSplit(pc->nccl, comm ? color : NCCL_SPLIT_NOCOLOR, key, &child, &config);
+  cuda_nccl_exit(parent);
+  if (r != ncclSuccess) return cuda_nccl_failed(parent, pc->nccl, r, "ncclCommSplit");
+  if (!comm) return GMPI_SUCCESS;
+  if (!child) return gmpi_error(GMPI_ERR_BACKEND, "ncclCommSplit returned no communicator");
+  cc->nccl = child;
+  log_memory(comm, cc, free_before);
+  return GMPI_SUCCESS;
+}
+
+/* Healthy: finalized (its work is done) and destroyed. After a failure: aborted. */
 static void nccl_destroy(gmpi_comm_t comm, cuda_comm_t *cc) {
   if (comm->failure != GMPI_SUCCESS) {
     cuda_abort(comm, cc, comm->failure);
@@ -165,20 +195,13 @@ static void nccl_destroy(gmpi_comm_t comm, cuda_comm_t *cc) {
     ncclCommDestroy(cc->nccl);
     cc->nccl = NULL;
   }
-  ncclResult_t r = cc->ctl && !cc->nccl ? ncclCommFinalize(cc->ctl) : ncclInternalError;
-  if ((r == ncclSuccess || r == ncclInProgress) &&
-      cuda_wait_control(comm, cc, "ncclCommFinalize") == GMPI_SUCCESS) {
-    ncclCommDestroy(cc->ctl);
-    cc->ctl = NULL;
-  }
   cuda_abort(comm, cc, GMPI_ERR_BACKEND); /* what did not finalize */
 }
 
 /* Under gmpi_init (parent NULL) this rank's device is picked; a split comm keeps its parent's.
- * A rank outside every new comm (GMPI_UNDEFINED: comm NULL) has nothing to build. */
+ * A rank outside every new comm (GMPI_UNDEFINED: comm NULL) only takes part in NCCL's split. */
 static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int color, int key) {
-  (void)color, (void)key; /* the split's group is comm's: its out-of-band channel carries the id */
-  if (!comm) return GMPI_SUCCESS;
+  if (!comm) return nccl_split(NULL, NULL, parent, color, key);
   char why[256] = "";
   int dev = parent ? ((cuda_comm_t *)parent->be)->device
                    : pick_device(&comm->cfg, comm->local_rank, comm->local_size, comm->host, 1, why,
@@ -194,10 +217,11 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
   GMPI_CHECK_GOTO(cuda_mem_setup(&comm->cfg, dev), st, free_cc);
   GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, cudaStreamNonBlocking), st,
                        teardown_mem);
-  GMPI_CHECK_GOTO(nccl_build(comm, cc), st, abort_nccl);
+  GMPI_CHECK_GOTO(parent ? nccl_split(comm, cc, parent, color, key) : nccl_init(comm, cc), st,
+                  abort_nccl);
   comm->be = cc;
   GMPI_CHECK_GOTO(cuda_p2p_open(comm, cc), st, abort_nccl);
-  gmpi_log(GMPI_LOG_INFO, "cuda: rank %d on device %d, NCCL communicators of %d ranks", comm->rank,
+  gmpi_log(GMPI_LOG_INFO, "cuda: rank %d on device %d, NCCL communicator of %d ranks", comm->rank,
            dev, comm->size);
   return GMPI_SUCCESS;
 abort_nccl:

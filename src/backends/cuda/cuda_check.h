@@ -27,19 +27,17 @@ gmpi_status_t gmpi_nccl_error(ncclResult_t r, ncclComm_t comm, const char *call)
     }                                                                                              \
   } while (0)
 
-/* ncclInProgress is success: only the nonblocking control communicator returns it, and its
- * completion is polled (cuda_wait_control). */
+/* Every communicator is blocking: anything but ncclSuccess is an error. */
 #define GMPI_NCCL_CHECK(call, comm)                                                                \
   do {                                                                                             \
     ncclResult_t gmpi_nr_ = (call);                                                                \
-    if (gmpi_nr_ != ncclSuccess && gmpi_nr_ != ncclInProgress)                                     \
-      return gmpi_nccl_error(gmpi_nr_, (comm), #call);                                             \
+    if (gmpi_nr_ != ncclSuccess) return gmpi_nccl_error(gmpi_nr_, (comm), #call);                  \
   } while (0)
 
 #define GMPI_NCCL_CHECK_GOTO(call, comm, st, label)                                                \
   do {                                                                                             \
     ncclResult_t gmpi_nr_ = (call);                                                                \
-    if (gmpi_nr_ != ncclSuccess && gmpi_nr_ != ncclInProgress) {                                   \
+    if (gmpi_nr_ != ncclSuccess) {                                                                 \
       (st) = gmpi_nccl_error(gmpi_nr_, (comm), #call);                                             \
       goto label;                                                                                  \
     }                                                                                              \

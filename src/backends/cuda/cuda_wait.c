@@ -14,8 +14,10 @@
  * as host collectives do; status aborts the NCCL communicator from the waiting thread (never
  * while another thread is inside NCCL on it) and returns GMPI_ERR_TIMEOUT.
  *
- * Only the control communicator (cuda_comm_t.ctl), which builds the comm, is nonblocking: its
- * init and split are polled here (cuda_wait_control), bounded and abortable. */
+ * Building a communicator blocks inside NCCL too (ncclCommInitRankConfig, ncclCommSplit): a
+ * polled arrival comes first, so that it waits only on ranks already inside the same call, and
+ * the call is watched (cuda_backend.c). A nonblocking communicator for init alone was tried: its
+ * split-off blocking child cost 840 MiB on the H200 against 580 MiB for one communicator. */
 #include "../../core/comm.h"
 #include "../../core/error.h"
 #include "../../core/log.h"
@@ -27,9 +29,10 @@
 
 /* ---- aborting ------------------------------------------------------------------------------- */
 
-/* Abort both communicators of the comm (they share resources, and so an abort flag) and fail
- * the comm with why. NCCL's abort is safe only while no other thread is inside NCCL on them:
- * one that is can only be ended with the job. */
+/* Abort the comm's communicator and fail the comm with why. Communicators that share resources
+ * share an abort flag: the parent and the splits of an aborted one are aborted too (their next
+ * call fails their comm with NCCL's error). NCCL's abort is safe only while no other thread is
+ * inside NCCL on them: one that is can only be ended with the job. */
 static gmpi_status_t abort_nccl(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why) {
   int inside = atomic_load(&cc->inside_nccl);
   if (inside > 0) {
@@ -40,14 +43,13 @@ static gmpi_status_t abort_nccl(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t
     gmpi_watchdog_end_job(comm, "an NCCL call of another thread", 0, 0.0);
   }
   if (cc->nccl) ncclCommAbort(cc->nccl);
-  if (cc->ctl) ncclCommAbort(cc->ctl);
-  cc->nccl = cc->ctl = NULL;
+  cc->nccl = NULL;
   gmpi_comm_fail(comm, why);
   return why;
 }
 
 void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why) {
-  if (cc->nccl || cc->ctl) abort_nccl(comm, cc, why);
+  if (cc->nccl) abort_nccl(comm, cc, why);
 }
 
 /* NCCL's asynchronous state of nc: *ready when nothing is in progress; an error aborts. */
@@ -114,26 +116,5 @@ gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char
     if ((polls & 15u) == 15u) GMPI_CHECK(cuda_poll_errors(comm, cc));
     /* it drives every engine meanwhile: peers may wait on our envelopes */
     if (gmpi_deadline_poll(&d)) return timed_out(comm, cc, what, gmpi_now() - started);
-  }
-}
-
-/* Wait until the nonblocking control communicator has nothing in progress (its init, a split
- * from it, its finalize), bounded: a rank that never comes makes this rank's comm creation
- * fail with GMPI_ERR_TIMEOUT (the control communicator aborts cleanly: no other thread is in
- * it). No engine is driven: the comm being built has none yet. */
-gmpi_status_t cuda_wait_control(gmpi_comm_t comm, cuda_comm_t *cc, const char *what) {
-  gmpi_deadline_t d;
-  gmpi_deadline_start(&d, comm->cfg.timeout_s);
-  for (;;) {
-    int ready = 0;
-    GMPI_CHECK(nccl_async(comm, cc, cc->ctl, &ready));
-    if (ready) return GMPI_SUCCESS;
-    if (gmpi_deadline_poll(&d)) {
-      abort_nccl(comm, cc, GMPI_ERR_TIMEOUT);
-      return gmpi_error(GMPI_ERR_TIMEOUT,
-                        "%s did not complete within GMPI_TIMEOUT = %g s (a rank of the %d is not "
-                        "taking part); the NCCL communicator was aborted",
-                        what, comm->cfg.timeout_s, comm->size);
-    }
   }
 }
