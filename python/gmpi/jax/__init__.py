@@ -140,6 +140,17 @@ def _op(op):
                          % (op, ", ".join(_OP_NAMES)))
 
 
+def _reduction(op, dtype):
+    """gmpi's op value, refused at trace time when MPI's rules do not define op on dtype: on a
+    GPU an error inside the compiled call surfaces only at a later wait, and XLA's ordered
+    effects then carry it into every later call of the program."""
+    op_value, name = _op(op)
+    if not _lib.lib.gmpi_op_valid(_dtype(dtype), op_value):
+        raise _lib.GmpiError(1, "op %s is not defined on dtype %s (MPI's rules)"
+                             % (name, np.dtype(dtype).name))
+    return op_value
+
+
 def _dtype(dtype, what="the array"):
     return _gbuffer._gmpi_dtype(np.dtype(dtype).name, what)
 
@@ -208,7 +219,7 @@ def allreduce(x, op, *, comm=None):
     """The reduction of x over every rank, on every rank."""
     x = _array(x, "x")
     address, _, _ = _address(comm)
-    op_value, _ = _op(op)
+    op_value = _reduction(op, x.dtype)
     (y,) = _p["allreduce"].bind(x, out=_out(x.shape, x.dtype), ordered=True,
                                 kind=_xla.KIND_ALLREDUCE, comm=address, dtype=_dtype(x.dtype),
                                 op=op_value, count=x.size)
@@ -262,7 +273,7 @@ def reduce(x, op, root, *, comm=None):
     address, rank, size = _address(comm)
     root = _int(root, "root", 0, size - 1)
     (y,) = _p["reduce"].bind(x, out=_out(x.shape, x.dtype), ordered=True, kind=_xla.KIND_REDUCE,
-                             comm=address, dtype=_dtype(x.dtype), op=_op(op)[0], count=x.size,
+                             comm=address, dtype=_dtype(x.dtype), op=_reduction(op, x.dtype), count=x.size,
                              root=root)
     return y if rank == root else x
 
@@ -332,6 +343,7 @@ def scan(x, op, *, comm=None):
     x's memory."""
     x = _array(x, "x")
     _, rank, _ = _address(comm)
+    _reduction(op, x.dtype)
     _, name = _op(op)
     _lib.check_arg(name in _SCAN_FOLDS, "scan: op '%s' is not defined for MPI_Scan" % name)
     every = allgather(x, comm=comm)
