@@ -36,7 +36,8 @@ def _load():
     except OSError as e:
         raise ImportError(
             "gmpi.jax: cannot load libgmpi_xla (%s). It is built with libgmpi when CMake finds a "
-            "Python with jax (cmake -DGMPI_JAX_PYTHON=/path/to/python); set GMPI_XLA_LIBRARY to "
+            "Python with jax (cmake -DGMPI_JAX_PYTHON=/path/to/python; with pip, in a Python "
+            "that has jax: pip install --no-build-isolation ./python); set GMPI_XLA_LIBRARY to "
             "its path otherwise" % e) from None
 
 
