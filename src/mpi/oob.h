@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The out-of-band channel over MPI: fills in core's struct (core/oob.h) and installs it on each
- * comm; the layer that makes comms (src/api) calls the functions below, core only the struct. */
+ * comm. The layer that makes comms (src/api) creates and frees channels here, and the MPI
+ * engine (src/backends/cpu) reaches the MPI communicator and the polled waits; core calls only
+ * through the struct and never includes this header. */
 #ifndef GMPI_MPI_OOB_H
 #define GMPI_MPI_OOB_H
 
