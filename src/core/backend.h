@@ -55,7 +55,7 @@ typedef struct gmpi_backend_ops {
  * (core/select.h) rather than naming the backends: they are built on core, not core on them.
  * The ones built into this library are src/backends/registry.h's. */
 typedef struct {
-  const gmpi_backend_ops_t *const *ops;
+  const gmpi_backend_ops_t *const *backends;
   int count;
 } gmpi_backend_list_t;
 

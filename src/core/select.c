@@ -11,7 +11,7 @@
 const gmpi_backend_ops_t *gmpi_backend_by_kind(const gmpi_backend_list_t *built,
                                                gmpi_backend_t kind) {
   for (int i = 0; i < built->count; i++)
-    if (built->ops[i]->kind == kind) return built->ops[i];
+    if (built->backends[i]->kind == kind) return built->backends[i];
   return NULL;
 }
 
@@ -51,7 +51,7 @@ gmpi_status_t gmpi_backend_select(gmpi_comm_t comm, const gmpi_backend_list_t *b
   /* auto: the first usable backend; the reasons of those passed over are kept for gmpi-info. */
   size_t at = (size_t)snprintf(comm->backend_why, sizeof(comm->backend_why), "GMPI_BACKEND=auto");
   for (int i = 0; i < built->count; i++) {
-    const gmpi_backend_ops_t *b = built->ops[i];
+    const gmpi_backend_ops_t *b = built->backends[i];
     char why[256] = "";
     if (b->probe(comm, why, sizeof(why)) == GMPI_SUCCESS) {
       *ops = b;
