@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The watchdog under GMPI_TIMEOUT_ACTION=status (core/watchdog.h): there only calls nothing
  * can interrupt are marked (a blocking NCCL call, MPI_Comm_split), so calls that leave within
- * GMPI_TIMEOUT are left alone and one stuck past it ends the process (exit 70) naming it.
- * Registered to run under tests/expect_failure.sh, which wants the exit and the call's name:
- * exit 0 here means the stuck call was never ended. No MPI. */
+ * GMPI_TIMEOUT are left alone and one stuck past it ends the job (code 70) naming it, through
+ * the end_job of the comm's out-of-band channel (core/oob.h; here one that says the code).
+ * Registered to run under tests/expect_failure.sh, which wants the exit, the call's name and
+ * the code: exit 0 here means the stuck call was never ended. No MPI. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../src/core/comm.h"
 #include "../src/core/watchdog.h"
@@ -17,8 +19,17 @@ static void sleep_s(double s) {
     ;
 }
 
+/* The comm's out-of-band end_job: what the launcher would be told, then this process ends. */
+static void end_job(int code) __attribute__((noreturn));
+static void end_job(int code) {
+  fprintf(stderr, "unit_watchdog: the job ended with code %d\n", code);
+  _exit(code);
+}
+
 int main(void) {
+  static const gmpi_oob_ops_t oob = {.end_job = end_job};
   static struct gmpi_comm comm;
+  comm.oob.ops = &oob;
   comm.size = 1;
   comm.cfg.timeout_s = 0.2;
   comm.cfg.timeout_action = GMPI_TIMEOUT_STATUS;

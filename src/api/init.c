@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../backends/registry.h"
 #include "../core/comm.h"
 #include "../core/error.h"
 #include "../core/log.h"
-#include "../core/oob.h"
 #include "../core/plan.h"
 #include "../core/select.h"
 #include "../core/vote.h"
@@ -21,7 +21,7 @@
  * use a GPU; an explicit choice that fails anywhere fails everywhere. */
 static gmpi_status_t agree_backend(gmpi_comm_t comm) {
   const gmpi_backend_ops_t *ops = NULL;
-  gmpi_status_t mine = gmpi_backend_select(comm, &ops);
+  gmpi_status_t mine = gmpi_backend_select(comm, &gmpi_backends_built, &ops);
   char failed[96];
   snprintf(failed, sizeof(failed), "could not use the requested backend (GMPI_BACKEND=%s)",
            gmpi_backend_want_name(comm->cfg.backend));
@@ -31,7 +31,7 @@ static gmpi_status_t agree_backend(gmpi_comm_t comm) {
   if (st != GMPI_SUCCESS) return st;
   if (cpu_somewhere && ops->kind != GMPI_BACKEND_CPU) {
     gmpi_log(GMPI_LOG_WARN, "GMPI_BACKEND=auto: some ranks have no usable GPU; all use cpu");
-    ops = gmpi_backend_by_kind(GMPI_BACKEND_CPU);
+    ops = gmpi_backend_by_kind(&gmpi_backends_built, GMPI_BACKEND_CPU);
   }
   comm->ops = ops;
   return GMPI_SUCCESS;
@@ -87,7 +87,7 @@ static gmpi_status_t find_locality(gmpi_comm_t comm) {
   size_t len = sizeof(comm->host);
   char *all = calloc((size_t)comm->size, len);
   if (!all) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d host names", comm->size);
-  gmpi_status_t st = gmpi_oob_allgather(comm, comm->host, all, len);
+  gmpi_status_t st = comm->oob.ops->allgather(comm, comm->host, all, len);
   if (st == GMPI_SUCCESS) {
     comm->local_rank = comm->local_size = 0;
     for (int r = 0; r < comm->size; r++) {
@@ -166,7 +166,7 @@ static gmpi_status_t init_on(MPI_Comm mpi_comm, gmpi_comm_t *out) {
 free_flight:
   gmpi_flight_free(&comm->flight);
 destroy_oob:
-  gmpi_oob_destroy(comm->oob, comm->failure != GMPI_SUCCESS);
+  gmpi_oob_destroy(&comm->oob, comm->failure != GMPI_SUCCESS);
 free_comm:
   free(comm);
 stop_mpi:
@@ -202,7 +202,7 @@ static gmpi_status_t release_comm(gmpi_comm_t *pcomm) {
   /* Read after the engines closed: their last collective step (cuda: every rank arrives before
    * links close) may have failed the comm, and then peers may be gone. */
   int failed = comm->failure != GMPI_SUCCESS;
-  gmpi_oob_destroy(comm->oob, failed);
+  gmpi_oob_destroy(&comm->oob, failed);
   gmpi_flight_free(&comm->flight);
   gmpi_comm_unregister(comm);
   double timeout_s = comm->cfg.timeout_s;
@@ -218,7 +218,7 @@ gmpi_status_t gmpi_finalize(gmpi_comm_t *pcomm) {
 }
 
 /* A child comm inherits what does not depend on the group. */
-static gmpi_status_t make_child(gmpi_comm_t parent, struct gmpi_oob *oob, gmpi_comm_t *out) {
+static gmpi_status_t make_child(gmpi_comm_t parent, gmpi_oob_t oob, gmpi_comm_t *out) {
   gmpi_comm_t child = calloc(1, sizeof(*child));
   if (!child) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a communicator");
   child->cfg = parent->cfg;
@@ -241,11 +241,11 @@ static gmpi_status_t split(gmpi_comm_t comm, int color, int key, int dup, gmpi_c
   if (!newcomm) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'newcomm' is NULL");
   if (comm->rec)
     return gmpi_error(GMPI_ERR_STATE, "cannot make a communicator from one that records a plan");
-  struct gmpi_oob *oob = NULL;
+  gmpi_oob_t oob = {0};
   gmpi_comm_t child = NULL;
   GMPI_CHECK(dup ? gmpi_oob_dup(comm, &oob) : gmpi_oob_split(comm, color, key, &oob));
   gmpi_status_t st = GMPI_SUCCESS;
-  if (oob) GMPI_CHECK_GOTO(make_child(comm, oob, &child), st, destroy_oob);
+  if (oob.state) GMPI_CHECK_GOTO(make_child(comm, oob, &child), st, destroy_oob);
   GMPI_CHECK_GOTO(start_backend(comm, comm->ops, child, comm, color, key), st, free_child);
   if (child) {
     GMPI_CHECK_GOTO(gmpi_mpi_start(), st, fini_child); /* counts the new live comm */
@@ -261,7 +261,7 @@ free_child:
   if (child) gmpi_flight_free(&child->flight);
   free(child);
 destroy_oob:
-  gmpi_oob_destroy(oob, 0);
+  gmpi_oob_destroy(&oob, 0);
   /* A rank did not take part in time: the parent's peers may be stuck with it (every timeout
    * fails its comm). */
   if (st == GMPI_ERR_TIMEOUT) gmpi_comm_fail(comm, st);

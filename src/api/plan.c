@@ -6,7 +6,6 @@
 #include "../core/comm.h"
 #include "../core/dtype.h"
 #include "../core/error.h"
-#include "../core/oob.h"
 #include "../core/ops.h"
 #include "../core/plan.h"
 #include "../core/plan_check.h"

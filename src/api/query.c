@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../backends/registry.h"
 #include "../core/comm.h"
 #include "../core/error.h"
 #include "../core/log.h"
@@ -39,7 +40,7 @@ gmpi_status_t gmpi_comm_backend(gmpi_comm_t comm, gmpi_backend_t *backend) {
 }
 
 const char *gmpi_backend_name(gmpi_backend_t backend) {
-  const gmpi_backend_ops_t *ops = gmpi_backend_by_kind(backend);
+  const gmpi_backend_ops_t *ops = gmpi_backend_by_kind(&gmpi_backends_built, backend);
   if (ops) return ops->name;
   return backend == GMPI_BACKEND_CUDA ? "cuda" : "invalid"; /* cuda: known, not built in */
 }
@@ -176,7 +177,7 @@ gmpi_status_t gmpi_versions(const char **gmpi, const char **mpi, const char **nc
   NEED_OUT(gmpi);
   NEED_OUT(mpi);
   NEED_OUT(nccl);
-  const gmpi_backend_ops_t *cuda = gmpi_backend_by_kind(GMPI_BACKEND_CUDA);
+  const gmpi_backend_ops_t *cuda = gmpi_backend_by_kind(&gmpi_backends_built, GMPI_BACKEND_CUDA);
   *gmpi = "gmpi " GMPI_VERSION_STRING;
   *mpi = gmpi_mpi_version();
   *nccl = cuda && cuda->lib_version ? cuda->lib_version() : "none (built without CUDA)";

@@ -51,8 +51,12 @@ typedef struct gmpi_backend_ops {
   void (*mem_usage)(gmpi_comm_t comm, size_t *library, size_t *user);
 } gmpi_backend_ops_t;
 
-/* The backends built into this library, in the order auto tries them (best first). */
-extern const gmpi_backend_ops_t *const gmpi_backends[];
-extern const int gmpi_backend_count;
+/* Backends to choose from, in the order auto tries them (best first). Core is handed the list
+ * (core/select.h) rather than naming the backends: they are built on core, not core on them.
+ * The ones built into this library are src/backends/registry.h's. */
+typedef struct {
+  const gmpi_backend_ops_t *const *backends;
+  int count;
+} gmpi_backend_list_t;
 
 #endif

@@ -85,7 +85,7 @@ static gmpi_status_t check_pairs(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
     mine[2 * p] = q.send_count;
     mine[2 * p + 1] = q.recv_count;
   }
-  st = gmpi_oob_allgather(comm, mine, all, 2 * n * sizeof(*mine));
+  st = comm->oob.ops->allgather(comm, mine, all, 2 * n * sizeof(*mine));
   for (size_t from = 0; st == GMPI_SUCCESS && from < n; from++)
     for (size_t to = 0; to < n; to++) {
       uint64_t sent = all[from * 2 * n + 2 * to], expected = all[to * 2 * n + 2 * from + 1];
@@ -137,7 +137,7 @@ gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   checked_call_t *all = calloc((size_t)comm->size, sizeof(*all));
   if (!all)
     return gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %d signatures", comm->size);
-  gmpi_status_t st = gmpi_oob_allgather(comm, &mine, all, sizeof(mine));
+  gmpi_status_t st = comm->oob.ops->allgather(comm, &mine, all, sizeof(mine));
   if (st == GMPI_SUCCESS) st = compare_calls(comm, all, 0);
   free(all);
   int pairs = gmpi_coll_varies(a->kind) && a->kind != GMPI_COLL_REDUCE_SCATTERV;
@@ -149,6 +149,7 @@ struct gmpi_coll_check {
   checked_call_t mine;
   checked_call_t *all;
   gmpi_oob_op_t *op;
+  const gmpi_oob_ops_t *oob; /* the comm's, which started op */
 };
 
 gmpi_status_t gmpi_check_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a,
@@ -160,7 +161,8 @@ gmpi_status_t gmpi_check_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a,
     return gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %d signatures", comm->size);
   }
   c->mine = checked_call(comm, a);
-  gmpi_status_t st = gmpi_oob_iallgather(comm, &c->mine, c->all, sizeof(c->mine), &c->op);
+  c->oob = comm->oob.ops;
+  gmpi_status_t st = c->oob->iallgather(comm, &c->mine, c->all, sizeof(c->mine), &c->op);
   if (st != GMPI_SUCCESS) {
     free(c->all);
     free(c);
@@ -172,7 +174,7 @@ gmpi_status_t gmpi_check_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a,
 
 gmpi_status_t gmpi_check_coll_test(gmpi_comm_t comm, gmpi_coll_check_t **check, int *done) {
   gmpi_coll_check_t *c = *check;
-  GMPI_CHECK(gmpi_oob_test(&c->op, done));
+  GMPI_CHECK(c->oob->test(&c->op, done));
   if (!*done) return GMPI_SUCCESS;
   gmpi_status_t st = compare_calls(comm, c->all, 1);
   free(c->all);
@@ -183,7 +185,7 @@ gmpi_status_t gmpi_check_coll_test(gmpi_comm_t comm, gmpi_coll_check_t **check, 
 
 void gmpi_check_coll_abandon(gmpi_coll_check_t *check) {
   if (!check) return;
-  gmpi_oob_abandon(check->op); /* MPI may still write check->all and read check->mine */
+  check->oob->abandon(check->op); /* MPI may still write check->all and read check->mine */
   gmpi_park(check->all);
   gmpi_park(check);
 }

@@ -10,9 +10,9 @@
 #include "engine.h"
 #include "flight.h"
 #include "gmpi.h"
+#include "oob.h"
 #include "watchdog.h"
 
-struct gmpi_oob; /* the out-of-band channel (src/mpi): opaque here */
 struct gmpi_plan;
 struct gmpi_plan_rec;
 
@@ -26,7 +26,7 @@ struct gmpi_comm {
   void *be;                      /* backend state (the device engine's state) */
   gmpi_engine_t host_engine;     /* moves host buffers: MPI, on every backend */
   gmpi_engine_t device_engine;   /* moves device buffers: the backend's (ops NULL on cpu) */
-  struct gmpi_oob *oob;          /* MPI channel for bootstrap, checks, envelopes */
+  gmpi_oob_t oob;                /* out-of-band channel: bootstrap, checks, envelopes */
   gmpi_config_t cfg;
   int tag_ub;                /* largest valid tag */
   int tags_full;             /* gmpi_comm_set_tags(GMPI_TAGS_FULL): no element size in MPI tags */

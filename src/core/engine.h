@@ -74,7 +74,4 @@ typedef struct {
   void *state;
 } gmpi_engine_t;
 
-/* The host engine every comm has: MPI (src/backends/cpu/cpu_engine.c). */
-extern const gmpi_engine_ops_t gmpi_engine_mpi;
-
 #endif

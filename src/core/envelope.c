@@ -72,7 +72,8 @@ typedef struct {
 
 struct gmpi_envelope_engine {
   gmpi_comm_t comm;
-  gmpi_chan_t *ctrl; /* the envelopes' control channel (core/oob.h) */
+  const gmpi_oob_ops_t *oob; /* the comm's out-of-band functions (core/oob.h) */
+  gmpi_chan_t *ctrl;         /* the envelopes' control channel */
   const gmpi_mover_t *mover;
   void *mctx;
   gmpi_match_t match;
@@ -106,7 +107,7 @@ static gmpi_status_t new_out(size_t payload, out_msg_t **out) {
 
 static gmpi_status_t send_out(struct gmpi_envelope_engine *env, int dest, out_msg_t *o,
                               size_t payload) {
-  gmpi_status_t st = gmpi_chan_send(env->ctrl, dest, &o->w, sizeof(wire_t) + payload, &o->op);
+  gmpi_status_t st = env->oob->chan_send(env->ctrl, dest, &o->w, sizeof(wire_t) + payload, &o->op);
   if (st != GMPI_SUCCESS) {
     free(o);
     return st;
@@ -130,7 +131,7 @@ static gmpi_status_t test_out(struct gmpi_envelope_engine *env) {
   for (out_msg_t **link = &env->out; *link;) {
     out_msg_t *o = *link;
     int flag = 0;
-    GMPI_CHECK(gmpi_chan_test(&o->op, &flag, NULL, NULL));
+    GMPI_CHECK(env->oob->chan_test(&o->op, &flag, NULL, NULL));
     if (!flag) {
       link = &o->next;
       continue;
@@ -440,7 +441,7 @@ static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int src,
 }
 
 static gmpi_status_t post_incoming(struct gmpi_envelope_engine *env, int i) {
-  return gmpi_chan_recv(env->ctrl, env->in_buf[i], WIRE_MAX, &env->in_op[i]);
+  return env->oob->chan_recv(env->ctrl, env->in_buf[i], WIRE_MAX, &env->in_op[i]);
 }
 
 /* The channel fills the posted receives in the order they were posted: take them in that
@@ -449,7 +450,7 @@ static gmpi_status_t poll_envelopes(struct gmpi_envelope_engine *env) {
   for (;;) {
     int i = env->in_head, flag = 0, src = -1;
     size_t len = 0;
-    GMPI_CHECK(gmpi_chan_test(&env->in_op[i], &flag, &src, &len));
+    GMPI_CHECK(env->oob->chan_test(&env->in_op[i], &flag, &src, &len));
     if (!flag) return GMPI_SUCCESS;
     env->in_head = (i + 1) % N_POSTED;
     gmpi_status_t st = wire_arrived(env, src, env->in_buf[i], len);
@@ -707,7 +708,7 @@ void gmpi_env_abandon(struct gmpi_envelope_engine *env, gmpi_request_t req) {
 /* Which peers may pull from us is the mover's business; the engine only needs the ctrl
  * channel and the posted receives. */
 static gmpi_status_t open_channel(struct gmpi_envelope_engine *env) {
-  GMPI_CHECK(gmpi_chan_open(env->comm, &env->ctrl));
+  GMPI_CHECK(env->oob->chan_open(env->comm, &env->ctrl));
   for (int i = 0; i < N_POSTED; i++) {
     if (!(env->in_buf[i] = malloc(WIRE_MAX)))
       return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for envelope buffers");
@@ -725,6 +726,7 @@ gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void 
     return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the envelope engine");
   }
   env->comm = comm;
+  env->oob = comm->oob.ops;
   env->mover = mover;
   env->mctx = mover_ctx;
   pthread_mutexattr_t recursive;
@@ -764,7 +766,7 @@ static void drain_out(struct gmpi_envelope_engine *env) {
   }
   for (out_msg_t *o = env->out, *next; o; o = next) {
     next = o->next;
-    gmpi_chan_cancel(o->op); /* the channel may still read o: it is left to the process */
+    env->oob->chan_cancel(o->op); /* the channel may still read o: it is left to the process */
   }
   if (env->out) gmpi_log(GMPI_LOG_INFO, "envelopes still unsent at close were left to the channel");
 }
@@ -774,7 +776,7 @@ void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
   gmpi_progress_remove(progress_from_elsewhere, env);
   if (env->ctrl) drain_out(env);
   for (int i = 0; i < N_POSTED; i++) {
-    gmpi_chan_cancel(env->in_op[i]);
+    env->oob->chan_cancel(env->in_op[i]);
     free(env->in_buf[i]);
   }
   /* Messages nobody received wait in the unexpected queue; moving ones on their lists. */
@@ -786,7 +788,7 @@ void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
   for (int p = 0; env->peers && p < env->comm->size; p++)
     free_msgs(env->peers[p].awaiting_go, env);
   env->mover->destroy(env->mctx);
-  gmpi_chan_close(env->ctrl, env->comm->failure != GMPI_SUCCESS);
+  env->oob->chan_close(env->ctrl, env->comm->failure != GMPI_SUCCESS);
   free(env->peers);
   pthread_mutex_destroy(&env->lock);
   free(env);

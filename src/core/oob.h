@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The out-of-band channel between the ranks of a comm: small collective exchanges for
  * bootstrap, cross-rank checks and plan compilation, bounded by GMPI_TIMEOUT; and control
- * channels, nonblocking point to point for engines. Implemented over MPI in src/mpi/oob.c and
- * src/mpi/channel.c; core sees only these calls. */
+ * channels, nonblocking point to point for engines. Core declares what it needs here, as one
+ * struct of function pointers, and calls only through the comm's copy (comm->oob.ops): it never
+ * names an implementation. The implementation over MPI (src/mpi/oob.c, src/mpi/channel.c)
+ * fills the struct in and installs it on each comm it creates (gmpi_init, split, dup), as UCC's
+ * core is handed its out-of-band allgather by the library that bootstraps it. */
 #ifndef GMPI_CORE_OOB_H
 #define GMPI_CORE_OOB_H
 
@@ -10,57 +13,73 @@
 
 #include "gmpi.h"
 
-/* End the whole job now, with exit code code (the watchdog): MPI_Abort when MPI allows this
- * thread to call it (MPI_THREAD_MULTIPLE), else the process exits and the launcher ends the
- * job. Never returns. */
-void gmpi_oob_end_job(int code) __attribute__((noreturn));
-
-gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes);
-gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root);
-/* The allgather without waiting: exchanges of a comm, blocking or not, match in the order they
- * start. gmpi_oob_test says when it is done (then *op is released and NULL); an op that will
- * not be tested is abandoned -- MPI cannot stop it, so mine and all must then stay allocated. */
+typedef struct gmpi_oob_state gmpi_oob_state_t; /* the implementation's, per comm */
+/* A started out-of-band exchange (iallgather). */
 typedef struct gmpi_oob_op gmpi_oob_op_t;
-gmpi_status_t gmpi_oob_iallgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes,
-                                  gmpi_oob_op_t **op);
-gmpi_status_t gmpi_oob_test(gmpi_oob_op_t **op, int *done);
-void gmpi_oob_abandon(gmpi_oob_op_t *op);
-/* Variable-size allgather: each rank gives `bytes`, gets everyone's sizes and data in one
- * malloc'd block (*all, free it), with offsets[size+1]. */
-gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t bytes, void **all,
-                                  size_t **offsets);
+/* A control channel: a private point-to-point byte channel among the ranks of a comm, for an
+ * engine's own messages (the envelope engine's envelopes, core/envelope.c), separate from the
+ * out-of-band exchanges and from all user traffic, so core can run a protocol without knowing
+ * MPI. Messages between two ranks arrive in the order they were sent, and receives posted on
+ * one channel are filled in the order they were posted (MPI's rules). Nothing on it waits:
+ * every call returns at once, and handles are tested. */
+typedef struct gmpi_chan gmpi_chan_t;
+typedef struct gmpi_chan_op gmpi_chan_op_t; /* a send or receive in flight on a channel */
 
-/* ---- control channel ---------------------------------------------------------------------
- * A private point-to-point byte channel among the ranks of a comm, for an engine's own
- * messages (the envelope engine's envelopes, core/envelope.c): separate from the out-of-band
- * collectives above and from all user traffic, so core can run a protocol without knowing MPI.
- * Messages between two ranks arrive in the order they were sent, and receives posted on one
- * channel are filled in the order they were posted (MPI's rules). Nothing here waits: every
- * call returns at once, and handles are tested. Implemented in src/mpi/channel.c. */
-typedef struct gmpi_chan gmpi_chan_t;       /* a channel */
-typedef struct gmpi_chan_op gmpi_chan_op_t; /* a send or receive in flight */
-
-/* Collective over comm (every rank opens its channel in the same order): an engine gets
- * traffic of its own that no other channel can receive. */
-gmpi_status_t gmpi_chan_open(gmpi_comm_t comm, gmpi_chan_t **out);
-/* Release the channel (NULL: nothing). failed: the comm has failed, so peers may never close
- * their side and closing would wait for them; the channel is then left to process exit. Every
- * handle must be completed or cancelled first. */
-void gmpi_chan_close(gmpi_chan_t *chan, int failed);
-/* Start sending bytes of buf to rank dest: engines send without waiting for their peer. buf
- * must stay untouched until the handle tests done (or, after gmpi_chan_cancel, forever). */
-gmpi_status_t gmpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, size_t bytes,
+/* Every exchange taking comm runs on comm's channel (comm->oob.state), among its ranks, and
+ * waits at most comm's GMPI_TIMEOUT: then GMPI_ERR_TIMEOUT, comm is failed, and any staging
+ * MPI may still write is left allocated, never the caller's buffers. Exchanges of a comm,
+ * blocking or not, match across ranks in the order they start. */
+typedef struct gmpi_oob_ops {
+  /* Every rank gives bytes of mine; all gets size * bytes, rank r's at r * bytes. Blocking
+   * (bootstrap, votes, GMPI_CHECK's signatures). */
+  gmpi_status_t (*allgather)(gmpi_comm_t comm, const void *mine, void *all, size_t bytes);
+  /* root's bytes of buf into every rank's buf. Blocking (the NCCL unique id). */
+  gmpi_status_t (*bcast)(gmpi_comm_t comm, void *buf, size_t bytes, int root);
+  /* Variable-size allgather: each rank gives bytes, gets everyone's sizes and data in one
+   * malloc'd block (*all, free it) with *offsets[size + 1] (free it). Blocking (plan checks). */
+  gmpi_status_t (*allgatherv)(gmpi_comm_t comm, const void *mine, size_t bytes, void **all,
+                              size_t **offsets);
+  /* The allgather without waiting (a nonblocking collective's check): test says when it is
+   * done. mine and all must stay allocated until then, or for ever if it is abandoned. */
+  gmpi_status_t (*iallgather)(gmpi_comm_t comm, const void *mine, void *all, size_t bytes,
+                              gmpi_oob_op_t **op);
+  /* Has *op finished? *done = 1 then, *op released and set to NULL. Never blocks. */
+  gmpi_status_t (*test)(gmpi_oob_op_t **op, int *done);
+  /* Give up an op that will not be tested: MPI cannot stop a started collective, so it is
+   * left to run, holding its buffers. */
+  void (*abandon)(gmpi_oob_op_t *op);
+  /* Collective over comm (every rank opens its channels in the same order): a control channel
+   * whose traffic no other channel can receive. Bounded by comm's GMPI_TIMEOUT. */
+  gmpi_status_t (*chan_open)(gmpi_comm_t comm, gmpi_chan_t **out);
+  /* Release the channel (NULL: nothing). failed: comm has failed, so peers may never close
+   * their side and closing would wait for them; the channel is then left to process exit.
+   * Every handle must be completed or cancelled first. */
+  void (*chan_close)(gmpi_chan_t *chan, int failed);
+  /* Start sending bytes of buf to rank dest, without waiting for the peer. buf must stay
+   * untouched until the handle tests done (or, after chan_cancel, for ever). */
+  gmpi_status_t (*chan_send)(gmpi_chan_t *chan, int dest, const void *buf, size_t bytes,
                              gmpi_chan_op_t **op);
-/* Post a receive of one message of at most max_bytes from any rank into buf: engines keep
- * receives posted so that peers' messages land whatever this rank is doing. */
-gmpi_status_t gmpi_chan_recv(gmpi_chan_t *chan, void *buf, size_t max_bytes, gmpi_chan_op_t **op);
-/* Has *op finished? When it has, *done = 1, the handle is released and *op set to NULL; for a
- * receive *source and *bytes say who sent how much (either may be NULL when not wanted).
- * Engines poll from their progress function, so this never blocks. */
-gmpi_status_t gmpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, size_t *bytes);
-/* Give up a handle that will not be tested again (engine shutdown): a receive is cancelled
- * (its buffer is free to reuse on return); a send cannot be recalled and is left to complete
- * on its own, so its buffer must never be freed. Releases the handle. */
-void gmpi_chan_cancel(gmpi_chan_op_t *op);
+  /* Post a receive of one message of at most max_bytes from any rank into buf: engines keep
+   * receives posted so that peers' messages land whatever this rank is doing. */
+  gmpi_status_t (*chan_recv)(gmpi_chan_t *chan, void *buf, size_t max_bytes, gmpi_chan_op_t **op);
+  /* Has *op finished? When it has, *done = 1, the handle is released and *op set to NULL; for a
+   * receive *source and *bytes say who sent how much (either may be NULL when not wanted).
+   * Engines poll from their progress function, so this never blocks. */
+  gmpi_status_t (*chan_test)(gmpi_chan_op_t **op, int *done, int *source, size_t *bytes);
+  /* Give up a handle that will not be tested again (engine shutdown): a receive is cancelled
+   * (its buffer is free to reuse on return); a send cannot be recalled and is left to complete
+   * on its own, so its buffer must never be freed. Releases the handle. */
+  void (*chan_cancel)(gmpi_chan_op_t *op);
+  /* End the whole job now with exit code code (the watchdog, from its own thread): the
+   * launcher is told to stop every rank where that is safe from this thread, else the process
+   * exits and the launcher ends the job. Never returns. */
+  void (*end_job)(int code) __attribute__((noreturn));
+} gmpi_oob_ops_t;
+
+/* A comm's out-of-band channel: the functions, and their state for this comm. */
+typedef struct gmpi_oob {
+  const gmpi_oob_ops_t *ops;
+  gmpi_oob_state_t *state;
+} gmpi_oob_t;
 
 #endif

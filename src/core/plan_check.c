@@ -436,7 +436,7 @@ static gmpi_status_t gather_view(gmpi_comm_t comm, const gmpi_plan_step_t *steps
     memcpy(mine + sizeof(head) + (size_t)i * sizeof(w), &w, sizeof(w));
   }
   size_t *offs = NULL;
-  gmpi_status_t st = gmpi_oob_allgatherv(comm, mine, bytes, blob, &offs);
+  gmpi_status_t st = comm->oob.ops->allgatherv(comm, mine, bytes, blob, &offs);
   free(mine);
   if (st != GMPI_SUCCESS) return st;
   int p = comm->size;

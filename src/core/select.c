@@ -8,15 +8,17 @@
 #include "error.h"
 #include "log.h"
 
-const gmpi_backend_ops_t *gmpi_backend_by_kind(gmpi_backend_t kind) {
-  for (int i = 0; i < gmpi_backend_count; i++)
-    if (gmpi_backends[i]->kind == kind) return gmpi_backends[i];
+const gmpi_backend_ops_t *gmpi_backend_by_kind(const gmpi_backend_list_t *built,
+                                               gmpi_backend_t kind) {
+  for (int i = 0; i < built->count; i++)
+    if (built->backends[i]->kind == kind) return built->backends[i];
   return NULL;
 }
 
-static gmpi_status_t select_gpu(gmpi_comm_t comm, const gmpi_backend_ops_t **ops) {
+static gmpi_status_t select_gpu(gmpi_comm_t comm, const gmpi_backend_list_t *built,
+                                const gmpi_backend_ops_t **ops) {
   const gmpi_config_t *cfg = &comm->cfg;
-  const gmpi_backend_ops_t *cuda = gmpi_backend_by_kind(GMPI_BACKEND_CUDA);
+  const gmpi_backend_ops_t *cuda = gmpi_backend_by_kind(built, GMPI_BACKEND_CUDA);
   const char *asked = gmpi_backend_want_name(cfg->backend);
   if (!cuda)
     return gmpi_error(GMPI_ERR_NO_DEVICE,
@@ -31,14 +33,15 @@ static gmpi_status_t select_gpu(gmpi_comm_t comm, const gmpi_backend_ops_t **ops
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_backend_select(gmpi_comm_t comm, const gmpi_backend_ops_t **ops) {
+gmpi_status_t gmpi_backend_select(gmpi_comm_t comm, const gmpi_backend_list_t *built,
+                                  const gmpi_backend_ops_t **ops) {
   switch (comm->cfg.backend) {
   case GMPI_WANT_CPU:
-    *ops = gmpi_backend_by_kind(GMPI_BACKEND_CPU);
+    *ops = gmpi_backend_by_kind(built, GMPI_BACKEND_CPU);
     snprintf(comm->backend_why, sizeof(comm->backend_why), "GMPI_BACKEND=cpu");
     return GMPI_SUCCESS;
   case GMPI_WANT_CUDA:
-  case GMPI_WANT_GPU: return select_gpu(comm, ops);
+  case GMPI_WANT_GPU: return select_gpu(comm, built, ops);
   case GMPI_WANT_ROCM:
     return gmpi_error(
         GMPI_ERR_NO_DEVICE,
@@ -47,17 +50,18 @@ gmpi_status_t gmpi_backend_select(gmpi_comm_t comm, const gmpi_backend_ops_t **o
   }
   /* auto: the first usable backend; the reasons of those passed over are kept for gmpi-info. */
   size_t at = (size_t)snprintf(comm->backend_why, sizeof(comm->backend_why), "GMPI_BACKEND=auto");
-  for (int i = 0; i < gmpi_backend_count; i++) {
+  for (int i = 0; i < built->count; i++) {
+    const gmpi_backend_ops_t *b = built->backends[i];
     char why[256] = "";
-    if (gmpi_backends[i]->probe(comm, why, sizeof(why)) == GMPI_SUCCESS) {
-      *ops = gmpi_backends[i];
+    if (b->probe(comm, why, sizeof(why)) == GMPI_SUCCESS) {
+      *ops = b;
       return GMPI_SUCCESS;
     }
-    gmpi_log(GMPI_LOG_INFO, "GMPI_BACKEND=auto: %s is not usable (%s); trying the next",
-             gmpi_backends[i]->name, why);
+    gmpi_log(GMPI_LOG_INFO, "GMPI_BACKEND=auto: %s is not usable (%s); trying the next", b->name,
+             why);
     if (at < sizeof(comm->backend_why))
       at += (size_t)snprintf(comm->backend_why + at, sizeof(comm->backend_why) - at,
-                             "; %s not usable: %s", gmpi_backends[i]->name, why);
+                             "; %s not usable: %s", b->name, why);
   }
   return gmpi_error(GMPI_ERR_INTERNAL, "no backend usable, not even cpu");
 }

@@ -17,7 +17,7 @@ gmpi_status_t gmpi_vote(gmpi_comm_t comm, gmpi_status_t mine, int flag, int *fla
                         const char *failed) {
   vote_t vote = {mine, flag != 0}, *votes = calloc((size_t)comm->size, sizeof(*votes));
   if (!votes) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d votes", comm->size);
-  gmpi_status_t st = gmpi_oob_allgather(comm, &vote, votes, sizeof(vote));
+  gmpi_status_t st = comm->oob.ops->allgather(comm, &vote, votes, sizeof(vote));
   int anywhere = 0;
   for (int r = 0; r < comm->size && st == GMPI_SUCCESS; r++) {
     if (votes[r].status != GMPI_SUCCESS)

@@ -60,7 +60,7 @@ void gmpi_watchdog_end_job(gmpi_comm_t comm, const char *what, size_t count, dou
                        : "GMPI_TIMEOUT_ACTION=status returns GMPI_ERR_TIMEOUT instead, at a "
                          "cost");
   gmpi_flight_dump(&comm->flight, "watchdog");
-  gmpi_oob_end_job(70); /* EX_SOFTWARE; not 124, which timeout(1) reports for its own kill */
+  comm->oob.ops->end_job(70); /* EX_SOFTWARE; not 124, which timeout(1) reports for its own kill */
 }
 
 static void fire(gmpi_comm_t comm, double inside) {

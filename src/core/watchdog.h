@@ -5,7 +5,8 @@
  * atomic stores, no clock, no lock); a helper thread looks at the marks a few times per
  * GMPI_TIMEOUT, and a comm that stays inside one call for longer than GMPI_TIMEOUT ends the job
  * with a diagnosis naming the call, its count and the flight record. The thread calls no MPI
- * function unless MPI granted MPI_THREAD_MULTIPLE (core/oob.h's gmpi_oob_end_job decides).
+ * function unless MPI granted MPI_THREAD_MULTIPLE (the end_job of the comm's out-of-band
+ * channel decides, core/oob.h).
  * GMPI_TIMEOUT_ACTION=status replaces this by polled collectives that return
  * GMPI_ERR_TIMEOUT instead (docs/reliability.md); the blocking calls left then are those
  * nothing can interrupt -- gmpi_comm_split's MPI_Comm_split (MPI has no nonblocking split) and

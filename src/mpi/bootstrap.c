@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "../core/log.h"
-#include "../core/oob.h"
 #include "mpi_check.h"
 #include "oob.h"
 
@@ -18,7 +17,7 @@ static int had_failure; /* a comm failed: MPI_Finalize might never return */
 
 static int thread_level = MPI_THREAD_SINGLE; /* what MPI granted, known at gmpi's first start */
 
-void gmpi_oob_end_job(int code) {
+void gmpi_mpi_end_job(int code) {
   fflush(stderr);
   if (thread_level == MPI_THREAD_MULTIPLE) PMPI_Abort(MPI_COMM_WORLD, code);
   _exit(code); /* mpiexec sees a rank end without MPI_Finalize and ends the others */

@@ -14,6 +14,10 @@ gmpi_status_t gmpi_mpi_start(void);
  * the process should exit non-zero. Before MPI_Finalize every process arrives (polled, within
  * timeout_s): GMPI_ERR_TIMEOUT, and MPI_Finalize skipped, when one does not. */
 gmpi_status_t gmpi_mpi_stop(int after_failure, double timeout_s);
+/* End the whole job now, with exit code code (the out-of-band end_job, core/oob.h): MPI_Abort
+ * when MPI allows this thread to call it (MPI_THREAD_MULTIPLE), else the process exits and the
+ * launcher ends the job. Never returns. */
+void gmpi_mpi_end_job(int code) __attribute__((noreturn));
 /* This host's name (for locality and messages), always terminated. */
 void gmpi_mpi_host_name(char *host, size_t host_len);
 /* MPI_TAG_UB of this MPI library. */

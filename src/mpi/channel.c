@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Control channels (core/oob.h) over MPI: a channel is a duplicate of the comm's MPI
- * communicator whose errors return, carrying one tag; a handle is an MPI request. */
+/* Control channels over MPI, the chan_* members of the out-of-band struct (core/oob.h): a
+ * channel is a duplicate of the comm's MPI communicator whose errors return, carrying one tag;
+ * a handle is an MPI request. */
 #include <limits.h>
 #include <stdlib.h>
 
@@ -19,7 +20,7 @@ struct gmpi_chan_op {
   int is_recv;
 };
 
-gmpi_status_t gmpi_chan_open(gmpi_comm_t comm, gmpi_chan_t **out) {
+gmpi_status_t gmpi_mpi_chan_open(gmpi_comm_t comm, gmpi_chan_t **out) {
   gmpi_chan_t *chan = calloc(1, sizeof(*chan));
   if (!chan) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control channel");
   gmpi_status_t st = GMPI_SUCCESS;
@@ -36,7 +37,7 @@ free_chan:
   return st;
 }
 
-void gmpi_chan_close(gmpi_chan_t *chan, int failed) {
+void gmpi_mpi_chan_close(gmpi_chan_t *chan, int failed) {
   if (!chan) return;
   if (!failed) PMPI_Comm_free(&chan->comm);
   free(chan);
@@ -52,8 +53,8 @@ static gmpi_status_t new_op(size_t bytes, int is_recv, gmpi_chan_op_t **out) {
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, size_t bytes,
-                             gmpi_chan_op_t **op) {
+gmpi_status_t gmpi_mpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, size_t bytes,
+                                 gmpi_chan_op_t **op) {
   gmpi_chan_op_t *o = NULL;
   GMPI_CHECK(new_op(bytes, 0, &o));
   int rc = PMPI_Isend(buf, (int)bytes, MPI_BYTE, dest, CHAN_TAG, chan->comm, &o->req);
@@ -65,7 +66,8 @@ gmpi_status_t gmpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, size_
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_chan_recv(gmpi_chan_t *chan, void *buf, size_t max_bytes, gmpi_chan_op_t **op) {
+gmpi_status_t gmpi_mpi_chan_recv(gmpi_chan_t *chan, void *buf, size_t max_bytes,
+                                 gmpi_chan_op_t **op) {
   gmpi_chan_op_t *o = NULL;
   GMPI_CHECK(new_op(max_bytes, 1, &o));
   int rc = PMPI_Irecv(buf, (int)max_bytes, MPI_BYTE, MPI_ANY_SOURCE, CHAN_TAG, chan->comm, &o->req);
@@ -77,7 +79,7 @@ gmpi_status_t gmpi_chan_recv(gmpi_chan_t *chan, void *buf, size_t max_bytes, gmp
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, size_t *bytes) {
+gmpi_status_t gmpi_mpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, size_t *bytes) {
   gmpi_chan_op_t *o = *op;
   *done = 0;
   if (!o) /* never posted: its posting failed (the channel lost a receive slot) */
@@ -100,7 +102,7 @@ gmpi_status_t gmpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, size_t
   return GMPI_SUCCESS;
 }
 
-void gmpi_chan_cancel(gmpi_chan_op_t *op) {
+void gmpi_mpi_chan_cancel(gmpi_chan_op_t *op) {
   if (!op) return;
   if (op->is_recv) {
     PMPI_Cancel(&op->req);

@@ -10,15 +10,18 @@
 #include "../core/progress.h"
 #include "../core/wait.h"
 #include "../core/watchdog.h"
+#include "bootstrap.h"
 #include "mpi_check.h"
 
-/* Wrap a new MPI communicator (NULL for MPI_COMM_NULL) as a channel whose errors return. */
-static gmpi_status_t wrap(MPI_Comm mc, struct gmpi_oob **out) {
+static const gmpi_oob_ops_t oob_over_mpi;
+
+/* Wrap a new MPI communicator as a channel whose errors return ({0} for MPI_COMM_NULL). */
+static gmpi_status_t wrap(MPI_Comm mc, gmpi_oob_t *out) {
   if (mc == MPI_COMM_NULL) {
-    *out = NULL;
+    *out = (gmpi_oob_t){0};
     return GMPI_SUCCESS;
   }
-  struct gmpi_oob *oob = calloc(1, sizeof(*oob));
+  gmpi_oob_state_t *oob = calloc(1, sizeof(*oob));
   gmpi_status_t st = GMPI_SUCCESS;
   if (!oob) {
     st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the MPI channel");
@@ -26,7 +29,7 @@ static gmpi_status_t wrap(MPI_Comm mc, struct gmpi_oob **out) {
   }
   oob->comm = mc;
   GMPI_MPI_CHECK_GOTO(PMPI_Comm_set_errhandler(mc, MPI_ERRORS_RETURN), st, free_oob);
-  *out = oob;
+  *out = (gmpi_oob_t){&oob_over_mpi, oob};
   return GMPI_SUCCESS;
 free_oob:
   free(oob);
@@ -56,22 +59,22 @@ gmpi_status_t gmpi_mpi_dup(MPI_Comm parent, double timeout_s, const char *what, 
   return st;
 }
 
-gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, double timeout_s, struct gmpi_oob **out) {
+gmpi_status_t gmpi_oob_create(MPI_Comm mpi_comm, double timeout_s, gmpi_oob_t *out) {
   MPI_Comm mc = MPI_COMM_NULL;
   GMPI_CHECK(gmpi_mpi_dup(mpi_comm, timeout_s, "the duplicate of the MPI communicator", &mc));
   return wrap(mc, out);
 }
 
-gmpi_status_t gmpi_oob_dup(gmpi_comm_t comm, struct gmpi_oob **out) {
+gmpi_status_t gmpi_oob_dup(gmpi_comm_t comm, gmpi_oob_t *out) {
   MPI_Comm mc = MPI_COMM_NULL;
-  gmpi_status_t st = gmpi_mpi_dup(comm->oob->comm, comm->cfg.timeout_s,
+  gmpi_status_t st = gmpi_mpi_dup(comm->oob.state->comm, comm->cfg.timeout_s,
                                   "the new communicator's duplicate (MPI_Comm_idup)", &mc);
   if (st == GMPI_ERR_TIMEOUT) gmpi_comm_fail(comm, st);
   GMPI_CHECK(st);
   return wrap(mc, out);
 }
 
-gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_oob **out) {
+gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, gmpi_oob_t *out) {
   /* MPI_Comm_split has no nonblocking form, and a rank blocked inside it cannot drive its
    * engines: a peer whose send waits on them would never arrive. Every rank first arrives
    * through a polled barrier (bounded, progressing); after it the split waits only on ranks
@@ -80,26 +83,27 @@ gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, struct gmpi_o
    * nothing can return from inside MPI's call, so the job ends naming it. Done on every rank
    * and at every timeout, so all ranks make the same MPI calls. */
   MPI_Request arrival;
-  GMPI_MPI_CHECK(PMPI_Ibarrier(comm->oob->comm, &arrival));
+  GMPI_MPI_CHECK(PMPI_Ibarrier(comm->oob.state->comm, &arrival));
   GMPI_CHECK(gmpi_mpi_wait(comm, 1, &arrival, MPI_STATUSES_IGNORE, "gmpi_comm_split's arrival"));
   MPI_Comm mc = MPI_COMM_NULL;
   int mpi_color = color == GMPI_UNDEFINED ? MPI_UNDEFINED : color;
   gmpi_watch_enter(comm, "gmpi_comm_split's MPI_Comm_split", 0);
-  int rc = PMPI_Comm_split(comm->oob->comm, mpi_color, key, &mc);
+  int rc = PMPI_Comm_split(comm->oob.state->comm, mpi_color, key, &mc);
   gmpi_watch_exit(comm);
   GMPI_CHECK(gmpi_mpi_check(rc, "MPI_Comm_split"));
   return wrap(mc, out);
 }
 
-void gmpi_oob_destroy(struct gmpi_oob *oob, int failed) {
-  if (!oob) return;
+void gmpi_oob_destroy(gmpi_oob_t *oob, int failed) {
+  if (!oob->state) return;
   /* After a failure peers may never free their side: disconnecting would wait on them, so
    * the handle is left to MPI_Finalize (or process exit). */
-  if (!failed) PMPI_Comm_free(&oob->comm);
-  free(oob);
+  if (!failed) PMPI_Comm_free(&oob->state->comm);
+  free(oob->state);
+  *oob = (gmpi_oob_t){0};
 }
 
-MPI_Comm gmpi_oob_mpi_comm(gmpi_comm_t comm) { return comm->oob->comm; }
+MPI_Comm gmpi_oob_mpi_comm(gmpi_comm_t comm) { return comm->oob.state->comm; }
 
 /* Wait for MPI requests under a deadline (0: none). Blocking inside MPI is the fastest wait,
  * but only allowed when nothing else needs this rank: with no deadline to check and no engine
@@ -158,7 +162,7 @@ gmpi_status_t gmpi_mpi_arrive(MPI_Comm mc, double timeout_s, const char *what) {
  * and the caller's buffers were never handed to MPI at all. */
 static int timed_out(gmpi_status_t st) { return st == GMPI_ERR_TIMEOUT; }
 
-gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes) {
+static gmpi_status_t oob_allgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes) {
   size_t p = (size_t)comm->size;
   if (bytes > INT_MAX / p)
     return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band allgather of %zu bytes", bytes);
@@ -168,7 +172,7 @@ gmpi_status_t gmpi_oob_allgather(gmpi_comm_t comm, const void *mine, void *all, 
   MPI_Request req;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_MPI_CHECK_GOTO(PMPI_Iallgather(stage, (int)bytes, MPI_BYTE, stage + bytes, (int)bytes,
-                                      MPI_BYTE, comm->oob->comm, &req),
+                                      MPI_BYTE, comm->oob.state->comm, &req),
                       st, free_stage);
   st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgather");
   if (timed_out(st)) { /* stage stays MPI's */
@@ -186,14 +190,14 @@ struct gmpi_oob_op {
   MPI_Request req;
 };
 
-gmpi_status_t gmpi_oob_iallgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes,
-                                  gmpi_oob_op_t **op) {
+static gmpi_status_t oob_iallgather(gmpi_comm_t comm, const void *mine, void *all, size_t bytes,
+                                    gmpi_oob_op_t **op) {
   if (bytes > INT_MAX)
     return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band allgather of %zu bytes", bytes);
   gmpi_oob_op_t *o = malloc(sizeof(*o));
   if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an out-of-band exchange");
-  int rc = PMPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm->oob->comm,
-                           &o->req);
+  int rc = PMPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
+                           comm->oob.state->comm, &o->req);
   if (rc != MPI_SUCCESS) {
     free(o);
     return gmpi_mpi_error(rc, "MPI_Iallgather");
@@ -202,7 +206,7 @@ gmpi_status_t gmpi_oob_iallgather(gmpi_comm_t comm, const void *mine, void *all,
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_oob_test(gmpi_oob_op_t **op, int *done) {
+static gmpi_status_t oob_test(gmpi_oob_op_t **op, int *done) {
   int flag = 0;
   GMPI_MPI_CHECK(PMPI_Test(&(*op)->req, &flag, MPI_STATUS_IGNORE));
   *done = flag;
@@ -213,11 +217,11 @@ gmpi_status_t gmpi_oob_test(gmpi_oob_op_t **op, int *done) {
   return GMPI_SUCCESS;
 }
 
-void gmpi_oob_abandon(gmpi_oob_op_t *op) {
+static void oob_abandon(gmpi_oob_op_t *op) {
   gmpi_park(op); /* a started collective cannot be cancelled or freed in MPI */
 }
 
-gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root) {
+static gmpi_status_t oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root) {
   if (bytes > INT_MAX)
     return gmpi_error(GMPI_ERR_INTERNAL, "out-of-band bcast of %zu bytes", bytes);
   char *stage = malloc(bytes ? bytes : 1);
@@ -225,8 +229,8 @@ gmpi_status_t gmpi_oob_bcast(gmpi_comm_t comm, void *buf, size_t bytes, int root
   if (comm->rank == root) memcpy(stage, buf, bytes);
   MPI_Request req;
   gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_MPI_CHECK_GOTO(PMPI_Ibcast(stage, (int)bytes, MPI_BYTE, root, comm->oob->comm, &req), st,
-                      free_stage);
+  GMPI_MPI_CHECK_GOTO(PMPI_Ibcast(stage, (int)bytes, MPI_BYTE, root, comm->oob.state->comm, &req),
+                      st, free_stage);
   st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band bcast");
   if (timed_out(st)) { /* stage stays MPI's */
     gmpi_park(stage);
@@ -238,8 +242,8 @@ free_stage:
   return st;
 }
 
-gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t bytes, void **all,
-                                  size_t **offsets) {
+static gmpi_status_t oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t bytes, void **all,
+                                    size_t **offsets) {
   int p = comm->size;
   unsigned long long my_len = bytes, *lens = calloc((size_t)p, sizeof(*lens));
   int *counts = calloc((size_t)p, sizeof(int)), *displs = calloc((size_t)p, sizeof(int));
@@ -250,7 +254,7 @@ gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t byt
     st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an out-of-band allgatherv");
     goto free_all;
   }
-  GMPI_CHECK_GOTO(gmpi_oob_allgather(comm, &my_len, lens, sizeof(my_len)), st, free_all);
+  GMPI_CHECK_GOTO(oob_allgather(comm, &my_len, lens, sizeof(my_len)), st, free_all);
   for (int r = 0; r < p; r++)
     offs[r + 1] = offs[r] + lens[r];
   if (offs[p] > INT_MAX) {
@@ -273,7 +277,7 @@ gmpi_status_t gmpi_oob_allgatherv(gmpi_comm_t comm, const void *mine, size_t byt
   memcpy(staged_mine, mine, bytes);
   MPI_Request req;
   GMPI_MPI_CHECK_GOTO(PMPI_Iallgatherv(staged_mine, (int)bytes, MPI_BYTE, data, counts, displs,
-                                       MPI_BYTE, comm->oob->comm, &req),
+                                       MPI_BYTE, comm->oob.state->comm, &req),
                       st, free_all);
   st = gmpi_mpi_wait(comm, 1, &req, MPI_STATUSES_IGNORE, "an out-of-band allgatherv");
   if (timed_out(st)) { /* staged_mine, data, counts, displs stay MPI's */
@@ -299,3 +303,19 @@ free_all:
   free(lens);
   return st;
 }
+
+static const gmpi_oob_ops_t oob_over_mpi = {
+    .allgather = oob_allgather,
+    .bcast = oob_bcast,
+    .allgatherv = oob_allgatherv,
+    .iallgather = oob_iallgather,
+    .test = oob_test,
+    .abandon = oob_abandon,
+    .chan_open = gmpi_mpi_chan_open,
+    .chan_close = gmpi_mpi_chan_close,
+    .chan_send = gmpi_mpi_chan_send,
+    .chan_recv = gmpi_mpi_chan_recv,
+    .chan_test = gmpi_mpi_chan_test,
+    .chan_cancel = gmpi_mpi_chan_cancel,
+    .end_job = gmpi_mpi_end_job,
+};

@@ -143,10 +143,10 @@ static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
   if (comm->rank == 0) GMPI_NCCL_CHECK(ncclGetUniqueId(&id), NULL);
-  GMPI_CHECK(gmpi_oob_bcast(comm, &id, sizeof(id), 0));
+  GMPI_CHECK(comm->oob.ops->bcast(comm, &id, sizeof(id), 0));
   int here = 1, *all = malloc(sizeof(int) * (size_t)comm->size);
   if (!all) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the ranks' arrival");
-  gmpi_status_t st = gmpi_oob_allgather(comm, &here, all, sizeof(int));
+  gmpi_status_t st = comm->oob.ops->allgather(comm, &here, all, sizeof(int));
   free(all);
   GMPI_CHECK(st);
   ncclConfig_t config = comm_config();

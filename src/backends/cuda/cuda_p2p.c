@@ -124,7 +124,7 @@ static gmpi_status_t find_pullable(cuda_p2p_t *p) {
   gmpi_comm_t comm = p->comm;
   char(*hosts)[64] = calloc((size_t)comm->size, sizeof(*hosts));
   if (!hosts) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d host names", comm->size);
-  gmpi_status_t st = gmpi_oob_allgather(comm, comm->host, hosts, sizeof(hosts[0]));
+  gmpi_status_t st = comm->oob.ops->allgather(comm, comm->host, hosts, sizeof(hosts[0]));
   for (int r = 0; st == GMPI_SUCCESS && r < comm->size; r++)
     p->can_pull[r] = comm->cfg.device_p2p == GMPI_DEVICE_P2P_AUTO &&
                      !strncmp(hosts[r], comm->host, sizeof(hosts[0]));
