@@ -40,9 +40,8 @@ static gmpi_status_t reserve_one(cpu_native_t *nat) {
 }
 
 /* The copy MPI sends: the payload, or under GMPI_CHECK the framed message (cpu_frame.c). */
-static gmpi_status_t copy_of(const cpu_native_t *nat, gmpi_request_t req, void **copy,
-                             size_t *copy_bytes) {
-  const gmpi_p2p_args_t *a = &req->args;
+static gmpi_status_t copy_of(const cpu_native_t *nat, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
+                             void **copy, size_t *copy_bytes) {
   size_t bytes = a->count * gmpi_dtype_size(a->dtype);
   *copy = NULL;
   *copy_bytes = bytes;
@@ -51,8 +50,7 @@ static gmpi_status_t copy_of(const cpu_native_t *nat, gmpi_request_t req, void *
     void *buf;
     int n;
     MPI_Datatype type;
-    GMPI_CHECK(
-        gmpi_cpu_frame(&f, a, req->comm->cfg.max_chunk, GMPI_ENV_EAGER_BYTES, &buf, &n, &type));
+    GMPI_CHECK(gmpi_cpu_frame(&f, a, comm->cfg.max_chunk, GMPI_ENV_EAGER_BYTES, &buf, &n, &type));
     *copy = f.staging; /* eager sizes are always copied: the frame is one buffer */
     *copy_bytes = (size_t)n;
     return GMPI_SUCCESS;
@@ -64,20 +62,20 @@ static gmpi_status_t copy_of(const cpu_native_t *nat, gmpi_request_t req, void *
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
-  cpu_native_t *nat = cpu->native;
-  const gmpi_p2p_args_t *a = &req->args;
+gmpi_status_t gmpi_cpu_detached_post(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
+  cpu_native_t *nat = NULL;
+  GMPI_CHECK(gmpi_cpu_native(cpu, &nat));
   GMPI_CHECK(reserve_one(nat));
   void *copy;
   size_t bytes;
-  GMPI_CHECK(copy_of(nat, req, &copy, &bytes));
+  GMPI_CHECK(copy_of(nat, comm, a, &copy, &bytes));
   gmpi_status_t st = GMPI_SUCCESS;
   MPI_Datatype type;
   int n;
   MPI_Request mpi;
-  GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes, req->comm->cfg.max_chunk, &type, &n), st, free_copy);
-  int rc = PMPI_Isend(copy, n, type, a->peer,
-                      gmpi_cpu_mpi_tag(req->comm->tags_full, a->tag, a->dtype), cpu->data, &mpi);
+  GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes, comm->cfg.max_chunk, &type, &n), st, free_copy);
+  int rc = PMPI_Isend(copy, n, type, a->peer, gmpi_cpu_mpi_tag(comm->tags_full, a->tag, a->dtype),
+                      cpu->data, &mpi);
   gmpi_mpi_type_release(&type); /* MPI keeps a type alive for the sends using it */
   if (rc != MPI_SUCCESS) {
     st = gmpi_mpi_error(rc, "MPI_Isend");
@@ -86,12 +84,17 @@ gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
   nat->detached[nat->n_detached] = mpi;
   nat->detached_copy[nat->n_detached] = copy;
   nat->n_detached++;
-  cpu_req_t *cr = req->be;
-  cr->complete = 1;
   return GMPI_SUCCESS;
 free_copy:
   free(copy);
   return st;
+}
+
+gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
+  GMPI_CHECK(gmpi_cpu_detached_post(cpu, req->comm, &req->args));
+  cpu_req_t *cr = req->be;
+  cr->complete = 1;
+  return GMPI_SUCCESS;
 }
 
 void gmpi_cpu_detached_reap(cpu_native_t *nat) {

@@ -134,6 +134,8 @@ typedef struct gmpi_cpu_native cpu_native_t;
 /* cpu_detached.c */
 /* Copy a send of at most GMPI_ENV_EAGER_BYTES and MPI_Isend the copy; req is complete. */
 gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req);
+/* The same for a blocking send with no request (cpu_exchange.c): done once this returns. */
+gmpi_status_t gmpi_cpu_detached_post(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *a);
 /* Free the copies of detached sends that MPI has finished. Never blocks. */
 void gmpi_cpu_detached_reap(cpu_native_t *nat);
 /* At close: let detached sends finish within GMPI_TIMEOUT, then give up on the rest. */
