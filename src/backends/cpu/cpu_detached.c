@@ -39,12 +39,15 @@ static gmpi_status_t reserve_one(cpu_native_t *nat) {
   return GMPI_SUCCESS;
 }
 
-/* The copy MPI sends: the payload, or under GMPI_CHECK the framed message (cpu_frame.c). */
-static gmpi_status_t copy_of(const cpu_native_t *nat, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
-                             void **copy, size_t *copy_bytes) {
+/* The copy MPI sends: the payload, or under GMPI_CHECK the framed message (cpu_frame.c). A
+ * small payload goes into the spare buffer when there is one, else a new one of
+ * CPU_SPARE_COPY_BYTES (*spare_sized: it may become the spare). */
+static gmpi_status_t copy_of(cpu_native_t *nat, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
+                             void **copy, size_t *copy_bytes, int *spare_sized) {
   size_t bytes = a->count * gmpi_dtype_size(a->dtype);
   *copy = NULL;
   *copy_bytes = bytes;
+  *spare_sized = 0;
   if (nat->checked) {
     cpu_frame_t f = {0};
     void *buf;
@@ -56,7 +59,13 @@ static gmpi_status_t copy_of(const cpu_native_t *nat, gmpi_comm_t comm, const gm
     return GMPI_SUCCESS;
   }
   if (!bytes) return GMPI_SUCCESS;
-  *copy = malloc(bytes);
+  *spare_sized = bytes <= CPU_SPARE_COPY_BYTES;
+  if (*spare_sized && nat->spare_copy) {
+    *copy = nat->spare_copy;
+    nat->spare_copy = NULL;
+  } else {
+    *copy = malloc(*spare_sized ? CPU_SPARE_COPY_BYTES : bytes);
+  }
   if (!*copy) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an eager send's copy");
   memcpy(*copy, a->buf, bytes);
   return GMPI_SUCCESS;
@@ -68,7 +77,8 @@ gmpi_status_t gmpi_cpu_detached_post(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gm
   GMPI_CHECK(reserve_one(nat));
   void *copy;
   size_t bytes;
-  GMPI_CHECK(copy_of(nat, comm, a, &copy, &bytes));
+  int spare_sized;
+  GMPI_CHECK(copy_of(nat, comm, a, &copy, &bytes, &spare_sized));
   gmpi_status_t st = GMPI_SUCCESS;
   MPI_Datatype type;
   int n;
@@ -81,12 +91,23 @@ gmpi_status_t gmpi_cpu_detached_post(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gm
     st = gmpi_mpi_error(rc, "MPI_Isend");
     goto free_copy;
   }
+  /* A small send is often done inside MPI_Isend (copied to the peer's queue); then its buffer
+   * is free at once, and the next small send uses it. */
+  int done = 0;
+  if (spare_sized && !nat->spare_copy && PMPI_Test(&mpi, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+      done) {
+    nat->spare_copy = copy;
+    return GMPI_SUCCESS;
+  }
   nat->detached[nat->n_detached] = mpi;
   nat->detached_copy[nat->n_detached] = copy;
   nat->n_detached++;
   return GMPI_SUCCESS;
 free_copy:
-  free(copy);
+  if (spare_sized && !nat->spare_copy)
+    nat->spare_copy = copy;
+  else
+    free(copy);
   return st;
 }
 
@@ -138,6 +159,8 @@ void gmpi_cpu_detached_drain(gmpi_comm_t comm, cpu_native_t *nat) {
     gmpi_park(nat->detached_copy[i]);
   }
   nat->n_detached = 0;
+  free(nat->spare_copy);
+  nat->spare_copy = NULL;
   free(nat->detached);
   free(nat->detached_copy);
   free(nat->reaped_index);
