@@ -139,7 +139,7 @@ static gmpi_status_t single_expired(gmpi_comm_t comm, uint64_t seq, const gmpi_p
   return gmpi_error(GMPI_ERR_TIMEOUT,
                     "%s %s rank %d (tag %d, %zu elements) did not complete within GMPI_TIMEOUT "
                     "= %g s; the communicator is now failed",
-                    is_send ? "send" : "recv", is_send ? "to" : "from", a->peer, a->tag, a->count,
+                    is_send ? "isend" : "irecv", is_send ? "to" : "from", a->peer, a->tag, a->count,
                     comm->cfg.timeout_s);
 }
 
@@ -155,8 +155,9 @@ gmpi_status_t gmpi_p2p_single(gmpi_comm_t comm, const gmpi_p2p_args_t *a, gmpi_m
   *ran = 1;
   comm->p2p_started = 1;
   int is_send = a->dir == GMPI_P2P_SEND;
+  /* named as the request path names them: traces and timeouts read the same either way */
   uint64_t seq =
-      gmpi_flight_start(&comm->flight, is_send ? "send" : "recv", a->count, a->peer, a->tag);
+      gmpi_flight_start(&comm->flight, is_send ? "isend" : "irecv", a->count, a->peer, a->tag);
   gmpi_status_t st = engine->ops->p2p_exchange(engine->state, comm, is_send ? a : NULL,
                                                is_send ? NULL : a, status);
   if (st == GMPI_ERR_TIMEOUT) return single_expired(comm, seq, a);
