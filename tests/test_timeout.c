@@ -3,7 +3,8 @@
  * GMPI_ERR_TIMEOUT, well before the test's own limit; the comm then answers GMPI_ERR_STATE
  * and finalizes cleanly; a new comm works. Scenarios: a collective that only rank 0 calls; a
  * receive nobody sends to (on device buffers when the backend is cuda); a wait after one
- * member of a waitall timed out; a sendrecv whose receive nobody sends to. */
+ * member of a waitall timed out; a sendrecv whose receive nobody sends to; a blocking receive
+ * and a synchronous send with another rank that nobody matches. */
 #include <time.h>
 
 #include "test_util.h"
@@ -94,6 +95,34 @@ static void unmatched_sendrecv(double timeout) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* Blocking calls with another rank (no request inside, docs/design.md): an eager send nobody
+ * receives still completes at once; a receive nobody sends to, and a synchronous send nobody
+ * receives, give GMPI_ERR_TIMEOUT naming the call, bounded, and fail their comm. */
+static void unmatched_blocking(double timeout) {
+  int next = (rank + 1) % size;
+  int out[4] = {1, 2, 3, 4}, in[4] = {0};
+  gmpi_comm_t c = NULL;
+  T_OK(gmpi_init(MPI_COMM_WORLD, &c));
+  T_OK(gmpi_send(out, 4, GMPI_INT32, next, 93, c)); /* eager: done though never received */
+  gmpi_msg_status_t st = {-5, -5, 99};
+  double t0 = now();
+  T_STATUS(gmpi_recv(in, 4, GMPI_INT32, next, 95, c, &st), GMPI_ERR_TIMEOUT);
+  T_ERROR_MENTIONS("irecv from rank");
+  T_ERROR_MENTIONS("GMPI_TIMEOUT");
+  bounded(t0, timeout);
+  T_EQ_INT(st.source, -5);
+  T_EQ_INT(in[0], 0);
+  failed_then_finalized(&c);
+  MPI_Barrier(MPI_COMM_WORLD);
+  T_OK(gmpi_init(MPI_COMM_WORLD, &c));
+  t0 = now();
+  T_STATUS(gmpi_ssend(out, 4, GMPI_INT32, next, 94, c), GMPI_ERR_TIMEOUT);
+  T_ERROR_MENTIONS("isend to rank");
+  bounded(t0, timeout);
+  failed_then_finalized(&c);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv) {
   gmpi_comm_t comm = t_init(&argc, &argv);
   gmpi_comm_rank(comm, &rank);
@@ -105,6 +134,7 @@ int main(int argc, char **argv) {
   if (size > 1) skipped_collective(timeout);
   unmatched_receive(timeout);
   unmatched_sendrecv(timeout);
+  if (size > 1) unmatched_blocking(timeout);
   /* The comm made before all this is untouched. */
   int one = 1, sum = 0;
   T_OK(gmpi_allreduce(&one, &sum, 1, GMPI_INT32, GMPI_SUM, comm));

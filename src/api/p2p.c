@@ -51,12 +51,23 @@ gmpi_status_t gmpi_issend(const void *buf, size_t count, gmpi_dtype_t dtype, int
   return post(__func__, comm, sync_args(buf, count, dtype, dest, tag), request);
 }
 
+/* A blocking call: with another rank, one-sided exchange on an engine that can (no request);
+ * else a request, waited. */
+static gmpi_status_t blocking(const char *func, gmpi_comm_t comm, gmpi_p2p_args_t a,
+                              gmpi_msg_status_t *status) {
+  GMPI_CHECK(gmpi_comm_enter(func, comm));
+  int ran = 0;
+  gmpi_status_t st = gmpi_p2p_single(comm, &a, status, &ran);
+  if (st != GMPI_SUCCESS || ran) return st;
+  gmpi_request_t req = NULL;
+  GMPI_CHECK(gmpi_request_start(comm, &a, &req));
+  if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
+  return gmpi_request_wait(req, status);
+}
+
 gmpi_status_t gmpi_ssend(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
                          gmpi_comm_t comm) {
-  gmpi_request_t req = NULL;
-  GMPI_CHECK(post(__func__, comm, sync_args(buf, count, dtype, dest, tag), &req));
-  if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
-  return gmpi_request_wait(req, NULL);
+  return blocking(__func__, comm, sync_args(buf, count, dtype, dest, tag), NULL);
 }
 
 gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
@@ -376,18 +387,12 @@ gmpi_status_t gmpi_testall(int count, gmpi_request_t *requests, int *flag,
 
 gmpi_status_t gmpi_send(const void *buf, size_t count, gmpi_dtype_t dtype, int dest, int tag,
                         gmpi_comm_t comm) {
-  gmpi_request_t req = NULL;
-  GMPI_CHECK(post(__func__, comm, p2p_args(GMPI_P2P_SEND, buf, count, dtype, dest, tag), &req));
-  if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
-  return gmpi_request_wait(req, NULL);
+  return blocking(__func__, comm, p2p_args(GMPI_P2P_SEND, buf, count, dtype, dest, tag), NULL);
 }
 
 gmpi_status_t gmpi_recv(void *buf, size_t count, gmpi_dtype_t dtype, int source, int tag,
                         gmpi_comm_t comm, gmpi_msg_status_t *status) {
-  gmpi_request_t req = NULL;
-  GMPI_CHECK(post(__func__, comm, p2p_args(GMPI_P2P_RECV, buf, count, dtype, source, tag), &req));
-  if (gmpi_plan_request_is_recorded(req)) return gmpi_plan_record_wait(req);
-  return gmpi_request_wait(req, status);
+  return blocking(__func__, comm, p2p_args(GMPI_P2P_RECV, buf, count, dtype, source, tag), status);
 }
 
 gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t sendtype, int dest,

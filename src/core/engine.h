@@ -45,7 +45,9 @@ typedef struct gmpi_engine_ops {
   /* gmpi_sendrecv's validated send and receive, both this engine's memory, their peers two
    * other ranks (no wildcard source), run together to completion with no request: on success
    * *status is the receive's; GMPI_ERR_TIMEOUT (no message written) when GMPI_TIMEOUT passed,
-   * with whatever did not end let go, as p2p_abandon does. */
+   * with whatever did not end let go, as p2p_abandon does. One half may be NULL: a blocking
+   * gmpi_send/gmpi_ssend (status untouched) or gmpi_recv alone, with the same promises as its
+   * request would keep (a standard send of eager size completes with no receive posted). */
   gmpi_status_t (*p2p_exchange)(void *state, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                 const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status);
   /* Start a validated collective whose buffers are this engine's memory without waiting for it

@@ -48,6 +48,11 @@ gmpi_status_t gmpi_p2p_probe(gmpi_comm_t comm, int source, int tag, int wait, in
  * on one engine that can. *ran 0: nothing was done (but validation), post two requests. */
 gmpi_status_t gmpi_p2p_exchange(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                 const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status, int *ran);
+/* A blocking send or receive (a->dir) as a one-sided exchange (engine.h p2p_exchange), when it
+ * can be: not recording, a definite other rank, a buffer on an engine that can. *ran 0:
+ * nothing was done (but validation), post a request. */
+gmpi_status_t gmpi_p2p_single(gmpi_comm_t comm, const gmpi_p2p_args_t *a, gmpi_msg_status_t *status,
+                              int *ran);
 /* Validate a point-to-point operation's arguments. */
 gmpi_status_t gmpi_p2p_validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a);
 

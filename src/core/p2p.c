@@ -130,3 +130,37 @@ gmpi_status_t gmpi_p2p_exchange(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
   gmpi_flight_end(&comm->flight, seq, st);
   return st;
 }
+
+static gmpi_status_t single_expired(gmpi_comm_t comm, uint64_t seq, const gmpi_p2p_args_t *a) {
+  int is_send = a->dir == GMPI_P2P_SEND;
+  gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
+  gmpi_flight_end(&comm->flight, seq, GMPI_ERR_TIMEOUT);
+  gmpi_flight_dump(&comm->flight, "timeout");
+  return gmpi_error(GMPI_ERR_TIMEOUT,
+                    "%s %s rank %d (tag %d, %zu elements) did not complete within GMPI_TIMEOUT "
+                    "= %g s; the communicator is now failed",
+                    is_send ? "isend" : "irecv", is_send ? "to" : "from", a->peer, a->tag, a->count,
+                    comm->cfg.timeout_s);
+}
+
+gmpi_status_t gmpi_p2p_single(gmpi_comm_t comm, const gmpi_p2p_args_t *a, gmpi_msg_status_t *status,
+                              int *ran) {
+  *ran = 0;
+  GMPI_CHECK(validate(comm, a, &plain_names));
+  if (comm->rec || !other_rank(comm, a->peer)) return GMPI_SUCCESS;
+  const gmpi_engine_t *engine = NULL;
+  GMPI_CHECK(gmpi_route_p2p_buf(comm, a->buf, &engine));
+  if (!engine->ops->p2p_can_exchange || !engine->ops->p2p_can_exchange(engine->state))
+    return GMPI_SUCCESS;
+  *ran = 1;
+  comm->p2p_started = 1;
+  int is_send = a->dir == GMPI_P2P_SEND;
+  /* named as the request path names them: traces and timeouts read the same either way */
+  uint64_t seq =
+      gmpi_flight_start(&comm->flight, is_send ? "isend" : "irecv", a->count, a->peer, a->tag);
+  gmpi_status_t st = engine->ops->p2p_exchange(engine->state, comm, is_send ? a : NULL,
+                                               is_send ? NULL : a, status);
+  if (st == GMPI_ERR_TIMEOUT) return single_expired(comm, seq, a);
+  gmpi_flight_end(&comm->flight, seq, st);
+  return st;
+}

@@ -82,6 +82,10 @@ gmpi_status_t gmpi_route_p2p(gmpi_request_t req) {
   return p2p_engine(req->comm, req->args.buf, &req->engine);
 }
 
+gmpi_status_t gmpi_route_p2p_buf(gmpi_comm_t comm, const void *buf, const gmpi_engine_t **engine) {
+  return p2p_engine(comm, buf, engine);
+}
+
 gmpi_status_t gmpi_route_p2p_pair(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                   const gmpi_p2p_args_t *recv, const gmpi_engine_t **engine) {
   const gmpi_engine_t *s = NULL, *r = NULL;

@@ -15,6 +15,8 @@ gmpi_status_t gmpi_route_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                               const gmpi_coll_extent_t *ext, const gmpi_engine_t **engine);
 /* Set req->engine from the kind of its buffer. */
 gmpi_status_t gmpi_route_p2p(gmpi_request_t req);
+/* The engine a point-to-point operation on buf goes to. */
+gmpi_status_t gmpi_route_p2p_buf(gmpi_comm_t comm, const void *buf, const gmpi_engine_t **engine);
 /* The one engine both ends of a sendrecv go to; NULL when their buffers go to different ones. */
 gmpi_status_t gmpi_route_p2p_pair(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                   const gmpi_p2p_args_t *recv, const gmpi_engine_t **engine);

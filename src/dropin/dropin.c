@@ -57,8 +57,19 @@ static double read_timeout(void) {
 
 /* ---- twins ------------------------------------------------------------------------------ */
 
+/* The last comm whose twin was looked up: most programs send on one comm call after call, and
+ * MPI's attribute lookup is a sizable part of a small message's cost. Forgotten whenever a twin
+ * is made, retired or freed, and before MPI frees any comm (whose handle MPI may then reuse). */
+static struct {
+  MPI_Comm comm;
+  gmpi_comm_t twin;
+} last_twin = {MPI_COMM_NULL, NULL};
+
+static void forget_last_twin(void) { last_twin.comm = MPI_COMM_NULL, last_twin.twin = NULL; }
+
 gmpi_comm_t dropin_twin(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL || dropin.keyval == MPI_KEYVAL_INVALID) return NULL;
+  if (comm == last_twin.comm) return last_twin.twin;
   void *val = NULL;
   int flag = 0;
   if (PMPI_Comm_get_attr(comm, dropin.keyval, &val, &flag) != MPI_SUCCESS || !flag) {
@@ -77,6 +88,8 @@ gmpi_comm_t dropin_twin(MPI_Comm comm) {
     }
     return NULL;
   }
+  last_twin.comm = comm;
+  last_twin.twin = val;
   return val;
 }
 
@@ -123,6 +136,7 @@ static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *
   gmpi_status_t st = is_dup ? gmpi_comm_dup(pg, &g) : gmpi_comm_split(pg, color, key, &g);
   if (st != GMPI_SUCCESS) return dropin_fail(parent, func, st);
   if (!g) return MPI_SUCCESS;
+  forget_last_twin();
   PMPI_Comm_set_attr(newcomm, dropin.keyval, g);
   twin_remember(newcomm, g);
   return MPI_SUCCESS;
@@ -136,6 +150,7 @@ static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *
  * take back). */
 static int twin_free(MPI_Comm comm, const char *func) {
   gmpi_comm_t g = dropin_twin(comm);
+  forget_last_twin(); /* MPI frees comm next, and may hand its handle out again */
   if (!g || g == dropin.world || g == dropin.self) return MPI_SUCCESS;
   int live = dropin_req_live_on(comm) > 0, any = 0;
   int rc = PMPI_Allreduce(&live, &any, 1, MPI_INT, MPI_MAX, comm);
@@ -157,7 +172,9 @@ static int twin_free(MPI_Comm comm, const char *func) {
  * failed) counts as device memory: gmpi then refuses the call with its reason, where MPI would
  * have read device memory and crashed. */
 int dropin_is_device(const void *ptr) {
-  if (!ptr || ptr == MPI_IN_PLACE || !dropin.world) return 0;
+  /* The cpu backend has no device memory (it classifies nothing, even on a failed comm): no
+   * call into gmpi per buffer under GMPI_INTERPOSE=all there. */
+  if (!ptr || ptr == MPI_IN_PLACE || !dropin.world || dropin.cpu) return 0;
   int dev = 0;
   gmpi_status_t st = gmpi_mem_is_device(dropin.world, ptr, &dev);
   return st != GMPI_SUCCESS || dev;
@@ -306,6 +323,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 }
 
 int MPI_Finalize(void) {
+  forget_last_twin();
   if (dropin.active) {
     dropin_req_finalize();
     while (twins) {

@@ -187,10 +187,14 @@ static int post_recv(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Dat
 
 /* ---- blocking calls through gmpi ------------------------------------------------------------ */
 
+/* The blocking calls' dropin_req_t holds what send_bytes and recv_bytes set, nothing else: not
+ * zeroed whole (it is large, and this is every small message's path). */
 static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count,
                               MPI_Datatype type, int dest, int tag, dropin_send_kind_t kind,
                               const char *func) {
-  dropin_req_t local = {.comm = comm};
+  dropin_req_t local;
+  local.comm = comm;
+  local.owned = NULL;
   const void *data = NULL;
   size_t bytes = 0;
   int rc = send_bytes(&local, buf, count, type, 0, func, &data, &bytes);
@@ -206,7 +210,10 @@ static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int
 
 static int gmpi_recv_blocking(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Datatype type,
                               int source, int tag, MPI_Status *status, const char *func) {
-  dropin_req_t local = {.comm = comm};
+  dropin_req_t local;
+  local.comm = comm;
+  local.owned = NULL;
+  local.after = NULL;
   void *data = NULL;
   size_t bytes = 0;
   int rc = recv_bytes(&local, buf, count, type, func, &data, &bytes);

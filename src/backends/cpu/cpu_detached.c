@@ -39,59 +39,83 @@ static gmpi_status_t reserve_one(cpu_native_t *nat) {
   return GMPI_SUCCESS;
 }
 
-/* The copy MPI sends: the payload, or under GMPI_CHECK the framed message (cpu_frame.c). */
-static gmpi_status_t copy_of(const cpu_native_t *nat, gmpi_request_t req, void **copy,
-                             size_t *copy_bytes) {
-  const gmpi_p2p_args_t *a = &req->args;
+/* The copy MPI sends: the payload, or under GMPI_CHECK the framed message (cpu_frame.c). A
+ * small payload goes into the spare buffer when there is one, else a new one of
+ * CPU_SPARE_COPY_BYTES (*spare_sized: it may become the spare). */
+static gmpi_status_t copy_of(cpu_native_t *nat, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
+                             void **copy, size_t *copy_bytes, int *spare_sized) {
   size_t bytes = a->count * gmpi_dtype_size(a->dtype);
   *copy = NULL;
   *copy_bytes = bytes;
+  *spare_sized = 0;
   if (nat->checked) {
     cpu_frame_t f = {0};
     void *buf;
     int n;
     MPI_Datatype type;
-    GMPI_CHECK(
-        gmpi_cpu_frame(&f, a, req->comm->cfg.max_chunk, GMPI_ENV_EAGER_BYTES, &buf, &n, &type));
+    GMPI_CHECK(gmpi_cpu_frame(&f, a, comm->cfg.max_chunk, GMPI_ENV_EAGER_BYTES, &buf, &n, &type));
     *copy = f.staging; /* eager sizes are always copied: the frame is one buffer */
     *copy_bytes = (size_t)n;
     return GMPI_SUCCESS;
   }
   if (!bytes) return GMPI_SUCCESS;
-  *copy = malloc(bytes);
+  *spare_sized = bytes <= CPU_SPARE_COPY_BYTES;
+  if (*spare_sized && nat->spare_copy) {
+    *copy = nat->spare_copy;
+    nat->spare_copy = NULL;
+  } else {
+    *copy = malloc(*spare_sized ? CPU_SPARE_COPY_BYTES : bytes);
+  }
   if (!*copy) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an eager send's copy");
   memcpy(*copy, a->buf, bytes);
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
-  cpu_native_t *nat = cpu->native;
-  const gmpi_p2p_args_t *a = &req->args;
+gmpi_status_t gmpi_cpu_detached_post(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
+  cpu_native_t *nat = NULL;
+  GMPI_CHECK(gmpi_cpu_native(cpu, &nat));
   GMPI_CHECK(reserve_one(nat));
   void *copy;
   size_t bytes;
-  GMPI_CHECK(copy_of(nat, req, &copy, &bytes));
+  int spare_sized;
+  GMPI_CHECK(copy_of(nat, comm, a, &copy, &bytes, &spare_sized));
   gmpi_status_t st = GMPI_SUCCESS;
   MPI_Datatype type;
   int n;
   MPI_Request mpi;
-  GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes, req->comm->cfg.max_chunk, &type, &n), st, free_copy);
-  int rc = PMPI_Isend(copy, n, type, a->peer,
-                      gmpi_cpu_mpi_tag(req->comm->tags_full, a->tag, a->dtype), cpu->data, &mpi);
+  GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes, comm->cfg.max_chunk, &type, &n), st, free_copy);
+  int rc = PMPI_Isend(copy, n, type, a->peer, gmpi_cpu_mpi_tag(comm->tags_full, a->tag, a->dtype),
+                      cpu->data, &mpi);
   gmpi_mpi_type_release(&type); /* MPI keeps a type alive for the sends using it */
   if (rc != MPI_SUCCESS) {
     st = gmpi_mpi_error(rc, "MPI_Isend");
     goto free_copy;
   }
+  /* A small send is often done inside MPI_Isend (copied to the peer's queue); then its buffer
+   * is free at once, and the next small send uses it. */
+  int done = 0;
+  if (spare_sized && !nat->spare_copy && PMPI_Test(&mpi, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+      done) {
+    nat->spare_copy = copy;
+    return GMPI_SUCCESS;
+  }
   nat->detached[nat->n_detached] = mpi;
   nat->detached_copy[nat->n_detached] = copy;
   nat->n_detached++;
+  return GMPI_SUCCESS;
+free_copy:
+  if (spare_sized && !nat->spare_copy)
+    nat->spare_copy = copy;
+  else
+    free(copy);
+  return st;
+}
+
+gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
+  GMPI_CHECK(gmpi_cpu_detached_post(cpu, req->comm, &req->args));
   cpu_req_t *cr = req->be;
   cr->complete = 1;
   return GMPI_SUCCESS;
-free_copy:
-  free(copy);
-  return st;
 }
 
 void gmpi_cpu_detached_reap(cpu_native_t *nat) {
@@ -135,6 +159,8 @@ void gmpi_cpu_detached_drain(gmpi_comm_t comm, cpu_native_t *nat) {
     gmpi_park(nat->detached_copy[i]);
   }
   nat->n_detached = 0;
+  free(nat->spare_copy);
+  nat->spare_copy = NULL;
   free(nat->detached);
   free(nat->detached_copy);
   free(nat->reaped_index);

@@ -2,6 +2,9 @@
 /* gmpi_sendrecv in native mode between this rank and two others (core/p2p.c
  * gmpi_p2p_exchange): the receive and the send go straight to MPI and are tested together
  * until both end or GMPI_TIMEOUT passes -- no gmpi request, no engine state, no eager copy.
+ * A blocking gmpi_send, gmpi_ssend or gmpi_recv with another rank is the same exchange with
+ * one half (gmpi_p2p_single), except that a standard send of eager size is detached
+ * (cpu_detached.c), so that gmpi_send keeps its promise to complete with no receive posted.
  * The send half completes with its transfer, as MPI_Sendrecv's does: gmpi's 16 KiB eager
  * promise is for gmpi_send and gmpi_isend (docs/api.md; copying it cost 1.2-1.6x MPI_Sendrecv from
  * 512 B to 16 KiB, docs/performance.md). Message order is MPI's, as for every native send (one
@@ -11,6 +14,7 @@
 
 #include "../../core/comm.h"
 #include "../../core/dtype.h"
+#include "../../core/envelope.h"
 #include "../../core/error.h"
 #include "../../core/park.h"
 #include "../../core/wait.h"
@@ -45,14 +49,17 @@ static gmpi_status_t post_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p
   size_t limit = comm->cfg.max_chunk;
   void *buf[2];
   int n[2];
-  GMPI_CHECK(wire_of(x, RECV, recv, limit, &buf[RECV], &n[RECV], &x->type[RECV]));
+  if (recv) {
+    GMPI_CHECK(wire_of(x, RECV, recv, limit, &buf[RECV], &n[RECV], &x->type[RECV]));
+    GMPI_MPI_CHECK(PMPI_Irecv(buf[RECV], n[RECV], x->type[RECV], recv->peer,
+                              gmpi_cpu_mpi_tag(comm->tags_full, recv->tag, recv->dtype), cpu->data,
+                              &x->mpi[RECV]));
+  }
+  if (!send) return GMPI_SUCCESS;
   GMPI_CHECK(wire_of(x, SEND, send, limit, &buf[SEND], &n[SEND], &x->type[SEND]));
-  GMPI_MPI_CHECK(PMPI_Irecv(buf[RECV], n[RECV], x->type[RECV], recv->peer,
-                            gmpi_cpu_mpi_tag(comm->tags_full, recv->tag, recv->dtype), cpu->data,
-                            &x->mpi[RECV]));
-  GMPI_MPI_CHECK(PMPI_Isend(buf[SEND], n[SEND], x->type[SEND], send->peer,
-                            gmpi_cpu_mpi_tag(comm->tags_full, send->tag, send->dtype), cpu->data,
-                            &x->mpi[SEND]));
+  GMPI_MPI_CHECK((send->sync ? PMPI_Issend : PMPI_Isend)(
+      buf[SEND], n[SEND], x->type[SEND], send->peer,
+      gmpi_cpu_mpi_tag(comm->tags_full, send->tag, send->dtype), cpu->data, &x->mpi[SEND]));
   return GMPI_SUCCESS;
 }
 
@@ -113,18 +120,25 @@ static void let_go(gmpi_cpu_t *cpu, exchange_t *x) {
   cpu->native->exchange_frames = NULL;
 }
 
+/* A standard send that gmpi promises to complete with no receive posted. */
+static int eager(const gmpi_p2p_args_t *send) {
+  return !send->sync && send->count * gmpi_dtype_size(send->dtype) <= GMPI_ENV_EAGER_BYTES;
+}
+
 gmpi_status_t gmpi_cpu_p2p_exchange(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                     const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status) {
   gmpi_cpu_detached_reap(cpu->native); /* as every native post does: the list stays short */
+  if (!recv && eager(send)) return gmpi_cpu_detached_post(cpu, comm, send);
   exchange_t x = {.mpi = {MPI_REQUEST_NULL, MPI_REQUEST_NULL},
-                  .type = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL}};
+                  .type = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL},
+                  .ended = {!recv, !send}}; /* a missing half has nothing to wait for */
   if (cpu->checked) GMPI_CHECK(frames_of(cpu, &x.frames));
   gmpi_status_t st = post_pair(cpu, comm, send, recv, &x);
   if (st == GMPI_SUCCESS) st = wait_pair(cpu, comm, recv, &x);
-  if (st == GMPI_SUCCESS && x.frames && !x.end.other_elem_size)
+  if (st == GMPI_SUCCESS && recv && x.frames && !x.end.other_elem_size)
     gmpi_cpu_unframe(&x.frames[RECV], recv, &x.end);
   let_go(cpu, &x);
-  if (st != GMPI_SUCCESS) return st;
+  if (st != GMPI_SUCCESS || !recv) return st;
   gmpi_msg_status_t got;
   st = gmpi_cpu_recv_result(recv, &x.end, &got);
   if (st == GMPI_SUCCESS && status) *status = got;

@@ -121,6 +121,9 @@ struct gmpi_cpu_native {
   void **detached_copy;
   int *reaped_index; /* scratch for MPI_Testsome */
   size_t n_detached, cap_detached;
+  /* A copy buffer of CPU_SPARE_COPY_BYTES that MPI finished with inside its send (the common
+   * case for small messages), kept for the next small send: no malloc and free per message. */
+  void *spare_copy;
   /* Unmatched self messages in send order, and receives that a self message could match
    * (source own rank or ANY_SOURCE) in post order. */
   cpu_self_msg_t *self_head, **self_tail;
@@ -132,8 +135,11 @@ struct gmpi_cpu_native {
 typedef struct gmpi_cpu_native cpu_native_t;
 
 /* cpu_detached.c */
+#define CPU_SPARE_COPY_BYTES 4096 /* detached copies up to this size reuse one buffer */
 /* Copy a send of at most GMPI_ENV_EAGER_BYTES and MPI_Isend the copy; req is complete. */
 gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req);
+/* The same for a blocking send with no request (cpu_exchange.c): done once this returns. */
+gmpi_status_t gmpi_cpu_detached_post(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *a);
 /* Free the copies of detached sends that MPI has finished. Never blocks. */
 void gmpi_cpu_detached_reap(cpu_native_t *nat);
 /* At close: let detached sends finish within GMPI_TIMEOUT, then give up on the rest. */
