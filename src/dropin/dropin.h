@@ -182,6 +182,8 @@ int dropin_polled_status(int rc, MPI_Request *request, MPI_Status *status);
 int dropin_quiet(void);
 /* Monotonic seconds, for the layer's own GMPI_TIMEOUT bounds. */
 double dropin_now(void);
+/* 1 once GMPI_TIMEOUT (0: never) has passed since start, a dropin_now() reading. */
+int dropin_timed_out(double start);
 /* Drive comm's gmpi requests once (never waiting) and count those still live. */
 int dropin_req_live_on(MPI_Comm comm);
 /* comm is being freed with requests still live: they report errors to MPI_COMM_WORLD now. */

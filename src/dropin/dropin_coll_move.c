@@ -12,8 +12,6 @@ static MPI_Aint v_span(const int *counts, const int *displs, int n) {
   return span;
 }
 
-/* ---- data movement: gmpi's bytes, derived types packed (dropin_pack.c) ---------------------- */
-
 /* Host buffers of any type take gmpi (packed), so every rank chooses alike whatever type it
  * passed; device buffers of a derived type are staged to MPI as before. */
 static int gmpi_moves(MPI_Datatype a, MPI_Datatype b, const void *x, const void *y) {
@@ -26,7 +24,7 @@ static MPI_Aint blocks_span(const int *counts, const int *displs, int count, int
   return counts ? v_span(counts, displs, n) : (MPI_Aint)count * n;
 }
 
-/* MPI_Bcast: the root sends its buffer (recvbuf here), the others receive into theirs. */
+/* MPI_Bcast: the root sends its buffer (the call's recv side), the others receive into theirs. */
 static void bcast_describe(coll_call_t *c) {
   c->recv_used = c->recv.buf;
   c->recv_span = c->recv.count;

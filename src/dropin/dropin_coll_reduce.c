@@ -13,8 +13,6 @@ static int reducible(MPI_Datatype type, MPI_Op op, gmpi_dtype_t *d, gmpi_op_t *o
   return dropin_dtype(type, d) && dropin_op(op, o) && gmpi_op_valid(*d, *o);
 }
 
-/* ---- reductions ----------------------------------------------------------------------------- */
-
 /* Every rank reduces count elements of one type (MPI_Allreduce, MPI_Reduce). */
 static void reduction_describe(coll_call_t *c) {
   c->send_used = c->send.buf;
@@ -93,7 +91,7 @@ static int reduce_scatter_block_mpi(const coll_call_t *c, const void *sb, void *
 static const coll_kind_t reduce_scatter_block = {
     reduce_scatter_block_describe, NULL, reduce_scatter_block_start, reduce_scatter_block_mpi};
 
-/* Without recvcounts no buffer counts: MPI reports the missing array. The nonblocking form is
+/* Without recvcounts no buffer is used (MPI reports the missing array). The nonblocking form is
  * staged to MPI's on device memory, as it was before gmpi_ireduce_scatterv existed: taking it
  * to gmpi needs the counts kept alive with the request, and a test of its own. */
 static void reduce_scatter_describe(coll_call_t *c) {
