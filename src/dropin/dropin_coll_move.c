@@ -187,8 +187,8 @@ static const coll_kind_t allgatherv = {allgatherv_describe, gathering_prepare, a
 static const coll_kind_t gatherv = {gatherv_describe, gathering_prepare, gatherv_start,
                                     gatherv_mpi};
 
-/* Scattering (scatter, scatterv): the root sends n blocks (it alone has a send buffer that
- * counts), each rank receives one. In place, the root's block stays in sendbuf. */
+/* Scattering (scatter, scatterv): the root sends n blocks (it alone uses a send buffer), each
+ * rank receives one. In place, the root's block stays in sendbuf. */
 static void scattering_describe(coll_call_t *c) {
   c->n = dropin_size_of(c->comm);
   c->me = dropin_rank_of(c->comm);
@@ -233,12 +233,12 @@ static gmpi_status_t scatter_start(const coll_call_t *c, gmpi_comm_t twin, const
 static gmpi_status_t scatterv_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
                                     gmpi_request_t *request) {
   void *rb = scattering_recv(c, s);
-  size_t rc = c->inplace ? s->send.bcounts[c->me] : s->recv.bcounts[0];
+  size_t count = c->inplace ? s->send.bcounts[c->me] : s->recv.bcounts[0];
   const dropin_side_t *sd = &s->send;
   if (request)
-    return gmpi_iscatterv(sd->base, sd->bcounts, sd->bdispls, rb, rc, GMPI_BYTE, c->root, twin,
+    return gmpi_iscatterv(sd->base, sd->bcounts, sd->bdispls, rb, count, GMPI_BYTE, c->root, twin,
                           request);
-  return gmpi_scatterv(sd->base, sd->bcounts, sd->bdispls, rb, rc, GMPI_BYTE, c->root, twin);
+  return gmpi_scatterv(sd->base, sd->bcounts, sd->bdispls, rb, count, GMPI_BYTE, c->root, twin);
 }
 
 static int scatter_mpi(const coll_call_t *c, const void *sb, void *rb) {
