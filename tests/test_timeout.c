@@ -2,9 +2,10 @@
 /* GMPI_TIMEOUT (1 s here): a rank that does not take part makes the others return
  * GMPI_ERR_TIMEOUT, well before the test's own limit; the comm then answers GMPI_ERR_STATE
  * and finalizes cleanly; a new comm works. Scenarios: a collective that only rank 0 calls; a
- * receive nobody sends to (on device buffers when the backend is cuda); a wait after one
- * member of a waitall timed out; a sendrecv whose receive nobody sends to; a blocking receive
- * and a synchronous send with another rank that nobody matches. */
+ * receive nobody sends to (on device buffers when the backend is cuda), waited by gmpi_waitall
+ * and by gmpi_waitany; a wait after one member of a waitall timed out; a sendrecv whose
+ * receive nobody sends to; a blocking receive and a synchronous send with another rank that
+ * nobody matches. */
 #include <time.h>
 
 #include "test_util.h"
@@ -58,7 +59,9 @@ static void skipped_collective(double timeout) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-static void unmatched_receive(double timeout) {
+/* Two receives nobody sends to, waited by gmpi_waitall (any = 0) or gmpi_waitany (any = 1):
+ * either gives every request up at the deadline, none left live, no index named. */
+static void unmatched_receive(double timeout, int any) {
   gmpi_comm_t c = NULL;
   T_OK(gmpi_init(MPI_COMM_WORLD, &c));
   int *buf = t_alloc(4096 * sizeof(int));
@@ -67,8 +70,14 @@ static void unmatched_receive(double timeout) {
   /* from ourselves, a tag nobody sends: every rank waits on its own */
   T_OK(gmpi_irecv(buf, 4096, GMPI_INT32, rank, 99, c, &reqs[0]));
   T_OK(gmpi_irecv(buf, 1, GMPI_INT32, GMPI_ANY_SOURCE, 98, c, &reqs[1]));
-  T_STATUS(gmpi_waitall(2, reqs, NULL), GMPI_ERR_TIMEOUT);
+  int index = -7;
+  if (any)
+    T_STATUS(gmpi_waitany(2, reqs, &index, NULL), GMPI_ERR_TIMEOUT);
+  else
+    T_STATUS(gmpi_waitall(2, reqs, NULL), GMPI_ERR_TIMEOUT);
+  T_ERROR_MENTIONS("GMPI_TIMEOUT");
   bounded(t0, timeout);
+  T_EQ_INT(index, any ? GMPI_UNDEFINED : -7);
   T_EQ_PTR(reqs[0], NULL);
   T_EQ_PTR(reqs[1], NULL);
   failed_then_finalized(&c);
@@ -132,7 +141,8 @@ int main(int argc, char **argv) {
   if (timeout <= 0 || timeout > 10)
     return t_skip("timeouts", "set GMPI_TIMEOUT to a few seconds (ctest sets 1)");
   if (size > 1) skipped_collective(timeout);
-  unmatched_receive(timeout);
+  unmatched_receive(timeout, 0);
+  unmatched_receive(timeout, 1);
   unmatched_sendrecv(timeout);
   if (size > 1) unmatched_blocking(timeout);
   /* The comm made before all this is untouched. */

@@ -162,6 +162,34 @@ gmpi_status_t gmpi_cancel(gmpi_request_t *request, int *cancelled) {
   return GMPI_SUCCESS;
 }
 
+/* Test *req once. When it has ended (done, or failed) it is finished or given up, freed and set
+ * NULL, and *ended is 1; the result is the request's own. */
+static gmpi_status_t test_and_finish(gmpi_request_t *req, gmpi_msg_status_t *status, int *ended) {
+  int done = 0;
+  gmpi_status_t st = gmpi_request_test(*req, &done);
+  *ended = st != GMPI_SUCCESS || done;
+  if (!*ended) return GMPI_SUCCESS;
+  if (st == GMPI_SUCCESS)
+    st = gmpi_request_finish(*req, status);
+  else
+    gmpi_request_give_up(*req, st);
+  *req = NULL;
+  return st;
+}
+
+/* The deadline passed with requests still live: every one is given up (its comm failed) and
+ * NULL; the result is GMPI_ERR_TIMEOUT, whatever else failed before. */
+static gmpi_status_t expire_all(int count, gmpi_request_t *reqs) {
+  gmpi_status_t first = GMPI_SUCCESS;
+  for (int i = 0; i < count; i++) {
+    if (!reqs[i]) continue;
+    gmpi_status_t st = gmpi_request_wait_expired(reqs[i]);
+    reqs[i] = NULL;
+    if (first == GMPI_SUCCESS) first = st;
+  }
+  return first;
+}
+
 /* Waitall: test every pending request in turn until all are done, under one deadline. */
 static gmpi_status_t wait_many(int count, gmpi_request_t *reqs, gmpi_msg_status_t *statuses,
                                double timeout_s) {
@@ -172,28 +200,12 @@ static gmpi_status_t wait_many(int count, gmpi_request_t *reqs, gmpi_msg_status_
     pending = 0;
     for (int i = 0; i < count; i++) {
       if (!reqs[i]) continue;
-      int done = 0;
-      gmpi_status_t st = gmpi_request_test(reqs[i], &done);
-      if (st == GMPI_SUCCESS && !done) {
-        pending++;
-        continue;
-      }
-      if (st == GMPI_SUCCESS)
-        st = gmpi_request_finish(reqs[i], statuses ? &statuses[i] : NULL);
-      else
-        gmpi_request_give_up(reqs[i], st);
-      reqs[i] = NULL;
+      int ended = 0;
+      gmpi_status_t st = test_and_finish(&reqs[i], statuses ? &statuses[i] : NULL, &ended);
+      pending += !ended;
       if (first_error == GMPI_SUCCESS) first_error = st;
     }
-    if (pending && gmpi_deadline_poll(&d)) {
-      for (int i = 0; i < count; i++) {
-        if (!reqs[i]) continue;
-        gmpi_status_t st = gmpi_request_wait_expired(reqs[i]);
-        reqs[i] = NULL;
-        if (first_error == GMPI_SUCCESS || first_error != GMPI_ERR_TIMEOUT) first_error = st;
-      }
-      return first_error;
-    }
+    if (pending && gmpi_deadline_poll(&d)) return expire_all(count, reqs);
   }
   return first_error;
 }
@@ -284,14 +296,9 @@ static gmpi_status_t complete_any(int count, gmpi_request_t *requests, int *inde
   *index = GMPI_UNDEFINED;
   for (int i = 0; i < count; i++) {
     if (!requests[i]) continue;
-    int done = 0;
-    gmpi_status_t st = gmpi_request_test(requests[i], &done);
-    if (st == GMPI_SUCCESS && !done) continue;
-    if (st == GMPI_SUCCESS)
-      st = gmpi_request_finish(requests[i], status);
-    else
-      gmpi_request_give_up(requests[i], st);
-    requests[i] = NULL;
+    int ended = 0;
+    gmpi_status_t st = test_and_finish(&requests[i], status, &ended);
+    if (!ended) continue;
     *index = i;
     return st;
   }
@@ -315,16 +322,8 @@ gmpi_status_t gmpi_waitany(int count, gmpi_request_t *requests, int *index,
   for (;;) {
     gmpi_status_t st = complete_any(count, requests, index, status);
     if (*index != GMPI_UNDEFINED) return st;
-    if (!gmpi_deadline_poll(&d)) continue;
     /* None completed in time: all of them are given up, as gmpi_waitall does. */
-    gmpi_status_t first = GMPI_SUCCESS;
-    for (int i = 0; i < count; i++) {
-      if (!requests[i]) continue;
-      gmpi_status_t e = gmpi_request_wait_expired(requests[i]);
-      requests[i] = NULL;
-      if (first == GMPI_SUCCESS) first = e;
-    }
-    return first;
+    if (gmpi_deadline_poll(&d)) return expire_all(count, requests);
   }
 }
 

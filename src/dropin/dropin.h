@@ -3,8 +3,9 @@
  * GMPI_INTERPOSE=all, host buffers) to gmpi, and calls PMPI_* for everything else. It is a
  * client of gmpi's public API only (include/gmpi.h), like any program.
  *
- *   MPI_Allreduce(devbuf...)  dropin_coll.c   dropin_take: which gmpi comm (the twin) takes it
- *     -> gmpi_allreduce       (predefined type and op; else staged through host memory to PMPI)
+ *   MPI_Allreduce(devbuf...)  dropin_coll_reduce.c, routed by dropin_coll_run (dropin_coll.h)
+ *     -> gmpi_allreduce on the twin (predefined type and op; else staged through host memory
+ *        to PMPI)
  *   MPI_Isend(devbuf...)      dropin_p2p.c    bytes of a contiguous type (else packed)
  *     -> gmpi_isend, its request wrapped in an MPI generalized request (dropin_req.c)
  *
@@ -181,6 +182,8 @@ int dropin_polled_status(int rc, MPI_Request *request, MPI_Status *status);
 int dropin_quiet(void);
 /* Monotonic seconds, for the layer's own GMPI_TIMEOUT bounds. */
 double dropin_now(void);
+/* 1 once GMPI_TIMEOUT (0: never) has passed since start, a dropin_now() reading. */
+int dropin_timed_out(double start);
 /* Drive comm's gmpi requests once (never waiting) and count those still live. */
 int dropin_req_live_on(MPI_Comm comm);
 /* comm is being freed with requests still live: they report errors to MPI_COMM_WORLD now. */

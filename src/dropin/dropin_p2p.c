@@ -621,7 +621,7 @@ static int probe_either(gmpi_comm_t g, int source, int tag, MPI_Comm comm, int w
     }
     int rc = PMPI_Iprobe(source, tag, comm, flag, status);
     if (rc != MPI_SUCCESS || *flag || !wait) return rc;
-    if (dropin.timeout_s > 0 && dropin_now() - start > dropin.timeout_s) {
+    if (dropin_timed_out(start)) {
       fprintf(stderr, "[gmpi_mpi] %s: no message arrived within GMPI_TIMEOUT = %g s\n", func,
               dropin.timeout_s);
       PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);

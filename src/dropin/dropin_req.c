@@ -247,9 +247,13 @@ double dropin_now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+int dropin_timed_out(double start) {
+  return dropin.timeout_s > 0 && dropin_now() - start > dropin.timeout_s;
+}
+
 /* A polled wait over an array holding gmpi requests is bounded by GMPI_TIMEOUT. */
 static int over_time(double start, const char *func) {
-  if (dropin.timeout_s <= 0 || dropin_now() - start <= dropin.timeout_s) return 0;
+  if (!dropin_timed_out(start)) return 0;
   fprintf(stderr,
           "[gmpi_mpi] %s: no request completed within GMPI_TIMEOUT = %g s (gmpi requests in the "
           "array)\n",

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The drop-in's collectives, routed in one place. Each MPI collective fills one coll_call_t
+ * with the program's arguments and hands it to dropin_coll_run with its entry (coll_kind_t):
+ *
+ *   describe  which buffers this rank uses, the spans to stage, whether gmpi takes the types
+ *   prepare   data-moving collectives: this rank's sides as gmpi's bytes (dropin_pack.c)
+ *   start     gmpi's call, blocking or nonblocking
+ *   mpi       MPI's own call, on the program's buffers or on host copies of device ones
+ *
+ * dropin_coll_run asks dropin_via for the route (gmpi, MPI on host copies, MPI) and takes it;
+ * nothing else chooses (dropin_coll.c). Reductions are in dropin_coll_reduce.c, data movement in
+ * dropin_coll_move.c. */
+#ifndef GMPI_DROPIN_COLL_H
+#define GMPI_DROPIN_COLL_H
+
+#include "dropin.h"
+
+/* One side of the program's arguments: a buffer, its count (or counts and displacements in the
+ * v-forms; NULL otherwise) and type. MPI_Bcast's buffer is the recv side; a reduction's one
+ * type is both sides'. */
+typedef struct {
+  void *buf;
+  int count;
+  const int *counts, *displs;
+  MPI_Datatype type;
+} coll_side_t;
+
+typedef struct {
+  const char *func;     /* the MPI function, for errors and notes */
+  MPI_Comm comm;        /* the program's comm */
+  MPI_Request *request; /* NULL: the blocking call */
+  coll_side_t send, recv;
+  MPI_Op op; /* reductions; MPI_OP_NULL otherwise */
+  int root;  /* rooted collectives */
+  /* ---- set by the kind's describe ---- */
+  int n, me;               /* comm's size and this rank, where the kind asks for them */
+  int is_root;             /* this rank is the root (every rank, without one) */
+  int inplace;             /* MPI_IN_PLACE where it applies at this rank */
+  const void *send_used;   /* the send buffer this rank uses (NULL: none) */
+  void *recv_used;         /* the receive buffer this rank uses (NULL: none) */
+  MPI_Aint send_span;      /* elements of send.type a staged send buffer spans */
+  MPI_Aint recv_span;      /* elements of recv.type a staged receive buffer spans */
+  int native;              /* gmpi can take the call's types (and op) */
+  int args_missing;        /* a count or displacement array gmpi needs is NULL */
+  MPI_Datatype named_type; /* the type a staged call's note names */
+  const char *no_gmpi;     /* why gmpi never takes this call (it has no such call), or NULL */
+  gmpi_dtype_t dtype;      /* reductions: gmpi's type and op, when native */
+  gmpi_op_t gop;
+} coll_call_t;
+
+/* Both sides of a data-moving collective as gmpi's bytes; a nonblocking call's request owns
+ * them until it completes. */
+typedef struct {
+  dropin_side_t send, recv;
+} coll_sides_t;
+
+/* One collective, blocking and nonblocking alike (the call's request says which). */
+typedef struct {
+  /* Fill the describe part of c. Never fails: a bad argument is left for gmpi or MPI. */
+  void (*describe)(coll_call_t *c);
+  /* Data-moving collectives: this rank's sides as gmpi's bytes, packed; an MPI code. NULL for
+   * the calls gmpi takes on the program's own buffers (reductions, barrier). */
+  int (*prepare)(coll_call_t *c, coll_sides_t *s);
+  /* gmpi's call on twin: started when request is non-NULL, else run. s is NULL without
+   * prepare. NULL for a collective gmpi has no form of (describe never makes it native). */
+  gmpi_status_t (*start)(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
+                         gmpi_request_t *request);
+  /* MPI's own call, blocking or nonblocking as c says, on sb and rb. */
+  int (*mpi)(const coll_call_t *c, const void *sb, void *rb);
+} coll_kind_t;
+
+/* Route c (dropin_via) and run it the way kind says; an MPI code. */
+int dropin_coll_run(const coll_kind_t *kind, coll_call_t c);
+
+static inline int dropin_rank_of(MPI_Comm comm) {
+  int r = 0;
+  PMPI_Comm_rank(comm, &r);
+  return r;
+}
+
+static inline int dropin_size_of(MPI_Comm comm) {
+  int n = 0;
+  PMPI_Comm_size(comm, &n);
+  return n;
+}
+
+#endif

@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Data-moving collectives (dropin_coll.h): gmpi moves this rank's sides as bytes, a derived
+ * type packed into host memory first (dropin_pack.c); every rank chooses alike whatever type it
+ * passed, so a derived type on device memory alone is staged to MPI. */
+#include "dropin_coll.h"
+
+/* Elements spanned by a v-layout: max(displs[i] + counts[i]). */
+static MPI_Aint v_span(const int *counts, const int *displs, int n) {
+  MPI_Aint span = 0;
+  for (int i = 0; counts && displs && i < n; i++)
+    if (counts[i] > 0 && displs[i] + counts[i] > span) span = displs[i] + counts[i];
+  return span;
+}
+
+/* Host buffers of any type take gmpi (packed), so every rank chooses alike whatever type it
+ * passed; device buffers of a derived type are staged to MPI as before. */
+static int gmpi_moves(MPI_Datatype a, MPI_Datatype b, const void *x, const void *y) {
+  return (dropin_side_contiguous(a) && dropin_side_contiguous(b)) ||
+         !(dropin_is_device(x) || dropin_is_device(y));
+}
+
+/* Elements of n blocks: the v-layout's span, or n blocks of count. */
+static MPI_Aint blocks_span(const int *counts, const int *displs, int count, int n) {
+  return counts ? v_span(counts, displs, n) : (MPI_Aint)count * n;
+}
+
+/* MPI_Bcast: the root sends its buffer (the call's recv side), the others receive into theirs. */
+static void bcast_describe(coll_call_t *c) {
+  c->recv_used = c->recv.buf;
+  c->recv_span = c->recv.count;
+  c->named_type = c->recv.type;
+  c->native = gmpi_moves(c->recv.type, c->recv.type, c->recv.buf, NULL);
+}
+
+/* The root packs its side; the others unpack theirs after. */
+static int bcast_prepare(coll_call_t *c, coll_sides_t *s) {
+  c->is_root = dropin_rank_of(c->comm) == c->root;
+  dropin_side_t *side = c->is_root ? &s->send : &s->recv;
+  int rc = dropin_side_init(side, c->recv.buf, c->recv.type, 1, NULL, NULL, c->recv.count);
+  return rc == MPI_SUCCESS && c->is_root ? dropin_side_pack_all(side) : rc;
+}
+
+static gmpi_status_t bcast_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
+                                 gmpi_request_t *request) {
+  const dropin_side_t *side = c->is_root ? &s->send : &s->recv;
+  if (request) return gmpi_ibcast(side->base, side->bcounts[0], GMPI_BYTE, c->root, twin, request);
+  return gmpi_bcast(side->base, side->bcounts[0], GMPI_BYTE, c->root, twin);
+}
+
+static int bcast_mpi(const coll_call_t *c, const void *sb, void *rb) {
+  (void)sb;
+  if (c->request) return PMPI_Ibcast(rb, c->recv.count, c->recv.type, c->root, c->comm, c->request);
+  return PMPI_Bcast(rb, c->recv.count, c->recv.type, c->root, c->comm);
+}
+
+static const coll_kind_t bcast = {bcast_describe, bcast_prepare, bcast_start, bcast_mpi};
+
+/* Gathering (allgather, gather and their v-forms): each rank sends one block; n blocks arrive,
+ * at the root only when there is one (rooted). In place, this rank's block is in recvbuf. */
+static void gathering_describe(coll_call_t *c, int rooted) {
+  c->n = dropin_size_of(c->comm);
+  c->me = dropin_rank_of(c->comm);
+  c->is_root = !rooted || c->me == c->root;
+  c->inplace = c->is_root && c->send.buf == MPI_IN_PLACE;
+  c->send_used = c->send.buf;
+  c->recv_used = c->is_root ? c->recv.buf : NULL;
+  MPI_Datatype st = c->inplace ? c->recv.type : c->send.type, rt = c->is_root ? c->recv.type : st;
+  c->native = gmpi_moves(st, rt, c->send_used, c->recv_used);
+  c->named_type = c->is_root ? c->recv.type : c->send.type;
+  c->send_span = c->send.count;
+  c->recv_span = c->is_root ? blocks_span(c->recv.counts, c->recv.displs, c->recv.count, c->n) : 0;
+}
+
+static void allgather_describe(coll_call_t *c) { gathering_describe(c, 0); }
+static void gather_describe(coll_call_t *c) { gathering_describe(c, 1); }
+
+/* The v-forms: gmpi needs the arrays where blocks arrive. */
+static void allgatherv_describe(coll_call_t *c) {
+  gathering_describe(c, 0);
+  c->args_missing = !c->recv.counts || !c->recv.displs;
+}
+
+static void gatherv_describe(coll_call_t *c) {
+  gathering_describe(c, 1);
+  c->args_missing = c->is_root && (!c->recv.counts || !c->recv.displs);
+}
+
+static int gathering_prepare(coll_call_t *c, coll_sides_t *s) {
+  int rc = c->is_root ? dropin_side_init(&s->recv, c->recv.buf, c->recv.type, c->n, c->recv.counts,
+                                         c->recv.displs, c->recv.count)
+                      : MPI_SUCCESS;
+  if (rc == MPI_SUCCESS && !c->inplace)
+    rc =
+        dropin_side_init(&s->send, (void *)c->send.buf, c->send.type, 1, NULL, NULL, c->send.count);
+  if (rc != MPI_SUCCESS) return rc;
+  return c->inplace ? dropin_side_pack(&s->recv, c->me) : dropin_side_pack_all(&s->send);
+}
+
+/* What this rank sends: its block in recvbuf in place (gmpi's in place: sb == rb). */
+static const void *gathering_send(const coll_call_t *c, const coll_sides_t *s) {
+  return c->inplace ? s->recv.base : s->send.base;
+}
+
+/* Bytes per block of a fixed-block call: the receive side's where this rank has one. */
+static size_t gathering_block(const coll_call_t *c, const coll_sides_t *s) {
+  return c->is_root ? s->recv.bcounts[0] : s->send.bcounts[0];
+}
+
+/* Bytes this rank sends in a v-form (in place: its own block of the receive side). */
+static size_t gathering_v_count(const coll_call_t *c, const coll_sides_t *s) {
+  return c->inplace ? s->recv.bcounts[c->me] : s->send.bcounts[0];
+}
+
+static gmpi_status_t allgather_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
+                                     gmpi_request_t *request) {
+  const void *sb = gathering_send(c, s);
+  size_t block = gathering_block(c, s);
+  if (request) return gmpi_iallgather(sb, s->recv.base, block, GMPI_BYTE, twin, request);
+  return gmpi_allgather(sb, s->recv.base, block, GMPI_BYTE, twin);
+}
+
+static gmpi_status_t gather_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
+                                  gmpi_request_t *request) {
+  const void *sb = gathering_send(c, s);
+  size_t block = gathering_block(c, s);
+  if (request) return gmpi_igather(sb, s->recv.base, block, GMPI_BYTE, c->root, twin, request);
+  return gmpi_gather(sb, s->recv.base, block, GMPI_BYTE, c->root, twin);
+}
+
+static gmpi_status_t allgatherv_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
+                                      gmpi_request_t *request) {
+  const void *sb = gathering_send(c, s);
+  size_t sc = gathering_v_count(c, s);
+  const dropin_side_t *r = &s->recv;
+  if (request)
+    return gmpi_iallgatherv(sb, sc, r->base, r->bcounts, r->bdispls, GMPI_BYTE, twin, request);
+  return gmpi_allgatherv(sb, sc, r->base, r->bcounts, r->bdispls, GMPI_BYTE, twin);
+}
+
+static gmpi_status_t gatherv_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
+                                   gmpi_request_t *request) {
+  const void *sb = gathering_send(c, s);
+  size_t sc = gathering_v_count(c, s);
+  const dropin_side_t *r = &s->recv;
+  if (request)
+    return gmpi_igatherv(sb, sc, r->base, r->bcounts, r->bdispls, GMPI_BYTE, c->root, twin,
+                         request);
+  return gmpi_gatherv(sb, sc, r->base, r->bcounts, r->bdispls, GMPI_BYTE, c->root, twin);
+}
+
+static int allgather_mpi(const coll_call_t *c, const void *sb, void *rb) {
+  if (c->request)
+    return PMPI_Iallgather(sb, c->send.count, c->send.type, rb, c->recv.count, c->recv.type,
+                           c->comm, c->request);
+  return PMPI_Allgather(sb, c->send.count, c->send.type, rb, c->recv.count, c->recv.type, c->comm);
+}
+
+static int gather_mpi(const coll_call_t *c, const void *sb, void *rb) {
+  if (c->request)
+    return PMPI_Igather(sb, c->send.count, c->send.type, rb, c->recv.count, c->recv.type, c->root,
+                        c->comm, c->request);
+  return PMPI_Gather(sb, c->send.count, c->send.type, rb, c->recv.count, c->recv.type, c->root,
+                     c->comm);
+}
+
+static int allgatherv_mpi(const coll_call_t *c, const void *sb, void *rb) {
+  if (c->request)
+    return PMPI_Iallgatherv(sb, c->send.count, c->send.type, rb, c->recv.counts, c->recv.displs,
+                            c->recv.type, c->comm, c->request);
+  return PMPI_Allgatherv(sb, c->send.count, c->send.type, rb, c->recv.counts, c->recv.displs,
+                         c->recv.type, c->comm);
+}
+
+static int gatherv_mpi(const coll_call_t *c, const void *sb, void *rb) {
+  if (c->request)
+    return PMPI_Igatherv(sb, c->send.count, c->send.type, rb, c->recv.counts, c->recv.displs,
+                         c->recv.type, c->root, c->comm, c->request);
+  return PMPI_Gatherv(sb, c->send.count, c->send.type, rb, c->recv.counts, c->recv.displs,
+                      c->recv.type, c->root, c->comm);
+}
+
+static const coll_kind_t allgather = {allgather_describe, gathering_prepare, allgather_start,
+                                      allgather_mpi};
+static const coll_kind_t gather = {gather_describe, gathering_prepare, gather_start, gather_mpi};
+static const coll_kind_t allgatherv = {allgatherv_describe, gathering_prepare, allgatherv_start,
+                                       allgatherv_mpi};
+static const coll_kind_t gatherv = {gatherv_describe, gathering_prepare, gatherv_start,
+                                    gatherv_mpi};
+
+/* Scattering (scatter, scatterv): the root sends n blocks (it alone uses a send buffer), each
+ * rank receives one. In place, the root's block stays in sendbuf. */
+static void scattering_describe(coll_call_t *c) {
+  c->n = dropin_size_of(c->comm);
+  c->me = dropin_rank_of(c->comm);
+  c->is_root = c->me == c->root;
+  c->inplace = c->is_root && c->recv.buf == MPI_IN_PLACE;
+  c->send_used = c->is_root ? c->send.buf : NULL;
+  c->recv_used = c->inplace ? NULL : c->recv.buf;
+  MPI_Datatype rt = c->inplace ? c->send.type : c->recv.type, st = c->is_root ? c->send.type : rt;
+  c->native = gmpi_moves(st, rt, c->send_used, c->recv_used);
+  c->named_type = c->is_root ? c->send.type : c->recv.type;
+  c->send_span = c->is_root ? blocks_span(c->send.counts, c->send.displs, c->send.count, c->n) : 0;
+  c->recv_span = c->recv.count;
+}
+
+static void scatterv_describe(coll_call_t *c) {
+  scattering_describe(c);
+  c->args_missing = c->is_root && (!c->send.counts || !c->send.displs);
+}
+
+static int scattering_prepare(coll_call_t *c, coll_sides_t *s) {
+  int rc = c->is_root ? dropin_side_init(&s->send, (void *)c->send.buf, c->send.type, c->n,
+                                         c->send.counts, c->send.displs, c->send.count)
+                      : MPI_SUCCESS;
+  if (rc == MPI_SUCCESS && !c->inplace)
+    rc = dropin_side_init(&s->recv, c->recv.buf, c->recv.type, 1, NULL, NULL, c->recv.count);
+  return rc == MPI_SUCCESS ? dropin_side_pack_all(&s->send) : rc;
+}
+
+/* Where this rank's block lands: in place, the root's own block (gmpi's in place: rb == sb). */
+static void *scattering_recv(const coll_call_t *c, const coll_sides_t *s) {
+  return c->inplace ? s->send.base : s->recv.base;
+}
+
+static gmpi_status_t scatter_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
+                                   gmpi_request_t *request) {
+  void *rb = scattering_recv(c, s);
+  size_t block = c->is_root ? s->send.bcounts[0] : s->recv.bcounts[0];
+  if (request) return gmpi_iscatter(s->send.base, rb, block, GMPI_BYTE, c->root, twin, request);
+  return gmpi_scatter(s->send.base, rb, block, GMPI_BYTE, c->root, twin);
+}
+
+static gmpi_status_t scatterv_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
+                                    gmpi_request_t *request) {
+  void *rb = scattering_recv(c, s);
+  size_t count = c->inplace ? s->send.bcounts[c->me] : s->recv.bcounts[0];
+  const dropin_side_t *sd = &s->send;
+  if (request)
+    return gmpi_iscatterv(sd->base, sd->bcounts, sd->bdispls, rb, count, GMPI_BYTE, c->root, twin,
+                          request);
+  return gmpi_scatterv(sd->base, sd->bcounts, sd->bdispls, rb, count, GMPI_BYTE, c->root, twin);
+}
+
+static int scatter_mpi(const coll_call_t *c, const void *sb, void *rb) {
+  if (c->request)
+    return PMPI_Iscatter(sb, c->send.count, c->send.type, rb, c->recv.count, c->recv.type, c->root,
+                         c->comm, c->request);
+  return PMPI_Scatter(sb, c->send.count, c->send.type, rb, c->recv.count, c->recv.type, c->root,
+                      c->comm);
+}
+
+static int scatterv_mpi(const coll_call_t *c, const void *sb, void *rb) {
+  if (c->request)
+    return PMPI_Iscatterv(sb, c->send.counts, c->send.displs, c->send.type, rb, c->recv.count,
+                          c->recv.type, c->root, c->comm, c->request);
+  return PMPI_Scatterv(sb, c->send.counts, c->send.displs, c->send.type, rb, c->recv.count,
+                       c->recv.type, c->root, c->comm);
+}
+
+static const coll_kind_t scatter = {scattering_describe, scattering_prepare, scatter_start,
+                                    scatter_mpi};
+static const coll_kind_t scatterv = {scatterv_describe, scattering_prepare, scatterv_start,
+                                     scatterv_mpi};
+
+/* All to all (and its v-form): n blocks each way at every rank; in place, recvbuf holds both. */
+static void alltoall_describe(coll_call_t *c) {
+  c->n = dropin_size_of(c->comm);
+  c->is_root = 1;
+  c->inplace = c->send.buf == MPI_IN_PLACE;
+  c->send_used = c->send.buf;
+  c->recv_used = c->recv.buf;
+  MPI_Datatype st = c->inplace ? c->recv.type : c->send.type;
+  c->native = gmpi_moves(st, c->recv.type, c->send.buf, c->recv.buf);
+  c->named_type = c->recv.type;
+  c->send_span = c->inplace ? 0 : blocks_span(c->send.counts, c->send.displs, c->send.count, c->n);
+  c->recv_span = blocks_span(c->recv.counts, c->recv.displs, c->recv.count, c->n);
+}
+
+static void alltoallv_describe(coll_call_t *c) {
+  alltoall_describe(c);
+  c->args_missing =
+      !c->recv.counts || !c->recv.displs || (!c->inplace && (!c->send.counts || !c->send.displs));
+}
+
+static int alltoall_prepare(coll_call_t *c, coll_sides_t *s) {
+  int rc = dropin_side_init(&s->recv, c->recv.buf, c->recv.type, c->n, c->recv.counts,
+                            c->recv.displs, c->recv.count);
+  if (rc == MPI_SUCCESS && !c->inplace)
+    rc = dropin_side_init(&s->send, (void *)c->send.buf, c->send.type, c->n, c->send.counts,
+                          c->send.displs, c->send.count);
+  if (rc != MPI_SUCCESS) return rc;
+  return dropin_side_pack_all(c->inplace ? &s->recv : &s->send);
+}
+
+/* What this rank sends: in place, the receive side (gmpi's in place: sb == rb). */
+static const dropin_side_t *alltoall_send(const coll_call_t *c, const coll_sides_t *s) {
+  return c->inplace ? &s->recv : &s->send;
+}
+
+static gmpi_status_t alltoall_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
+                                    gmpi_request_t *request) {
+  const void *sb = alltoall_send(c, s)->base;
+  size_t block = s->recv.bcounts[0];
+  if (request) return gmpi_ialltoall(sb, s->recv.base, block, GMPI_BYTE, twin, request);
+  return gmpi_alltoall(sb, s->recv.base, block, GMPI_BYTE, twin);
+}
+
+static gmpi_status_t alltoallv_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
+                                     gmpi_request_t *request) {
+  const dropin_side_t *sd = alltoall_send(c, s), *r = &s->recv;
+  if (request)
+    return gmpi_ialltoallv(sd->base, sd->bcounts, sd->bdispls, r->base, r->bcounts, r->bdispls,
+                           GMPI_BYTE, twin, request);
+  return gmpi_alltoallv(sd->base, sd->bcounts, sd->bdispls, r->base, r->bcounts, r->bdispls,
+                        GMPI_BYTE, twin);
+}
+
+static int alltoall_mpi(const coll_call_t *c, const void *sb, void *rb) {
+  if (c->request)
+    return PMPI_Ialltoall(sb, c->send.count, c->send.type, rb, c->recv.count, c->recv.type, c->comm,
+                          c->request);
+  return PMPI_Alltoall(sb, c->send.count, c->send.type, rb, c->recv.count, c->recv.type, c->comm);
+}
+
+static int alltoallv_mpi(const coll_call_t *c, const void *sb, void *rb) {
+  if (c->request)
+    return PMPI_Ialltoallv(sb, c->send.counts, c->send.displs, c->send.type, rb, c->recv.counts,
+                           c->recv.displs, c->recv.type, c->comm, c->request);
+  return PMPI_Alltoallv(sb, c->send.counts, c->send.displs, c->send.type, rb, c->recv.counts,
+                        c->recv.displs, c->recv.type, c->comm);
+}
+
+static const coll_kind_t alltoall = {alltoall_describe, alltoall_prepare, alltoall_start,
+                                     alltoall_mpi};
+static const coll_kind_t alltoallv = {alltoallv_describe, alltoall_prepare, alltoallv_start,
+                                      alltoallv_mpi};
+
+/* ---- the MPI functions ---------------------------------------------------------------------- */
+
+/* One side of a fixed-block call, and of a v-form. */
+static coll_side_t block(const void *buf, int count, MPI_Datatype type) {
+  return (coll_side_t){(void *)buf, count, NULL, NULL, type};
+}
+
+static coll_side_t blocks(const void *buf, const int *counts, const int *displs,
+                          MPI_Datatype type) {
+  return (coll_side_t){(void *)buf, 0, counts, displs, type};
+}
+
+static coll_call_t moving(const char *func, MPI_Comm comm, MPI_Request *request, coll_side_t send,
+                          coll_side_t recv, int root) {
+  coll_call_t c = {.func = func, .comm = comm, .request = request, .op = MPI_OP_NULL};
+  c.send = send;
+  c.recv = recv;
+  c.root = root;
+  return c;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  coll_side_t none = block(NULL, 0, type);
+  return dropin_coll_run(&bcast,
+                         moving("MPI_Bcast", comm, NULL, none, block(buf, count, type), root));
+}
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+               MPI_Request *request) {
+  coll_side_t none = block(NULL, 0, type);
+  return dropin_coll_run(&bcast,
+                         moving("MPI_Ibcast", comm, request, none, block(buf, count, type), root));
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype),
+              recv = block(recvbuf, recvcount, recvtype);
+  return dropin_coll_run(&allgather, moving("MPI_Allgather", comm, NULL, send, recv, 0));
+}
+
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype),
+              recv = block(recvbuf, recvcount, recvtype);
+  return dropin_coll_run(&allgather, moving("MPI_Iallgather", comm, request, send, recv, 0));
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype),
+              recv = block(recvbuf, recvcount, recvtype);
+  return dropin_coll_run(&gather, moving("MPI_Gather", comm, NULL, send, recv, root));
+}
+
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                MPI_Request *request) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype),
+              recv = block(recvbuf, recvcount, recvtype);
+  return dropin_coll_run(&gather, moving("MPI_Igather", comm, request, send, recv, root));
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype);
+  coll_side_t recv = blocks(recvbuf, recvcounts, displs, recvtype);
+  return dropin_coll_run(&allgatherv, moving("MPI_Allgatherv", comm, NULL, send, recv, 0));
+}
+
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                    MPI_Comm comm, MPI_Request *request) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype);
+  coll_side_t recv = blocks(recvbuf, recvcounts, displs, recvtype);
+  return dropin_coll_run(&allgatherv, moving("MPI_Iallgatherv", comm, request, send, recv, 0));
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype);
+  coll_side_t recv = blocks(recvbuf, recvcounts, displs, recvtype);
+  return dropin_coll_run(&gatherv, moving("MPI_Gatherv", comm, NULL, send, recv, root));
+}
+
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                 MPI_Comm comm, MPI_Request *request) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype);
+  coll_side_t recv = blocks(recvbuf, recvcounts, displs, recvtype);
+  return dropin_coll_run(&gatherv, moving("MPI_Igatherv", comm, request, send, recv, root));
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype),
+              recv = block(recvbuf, recvcount, recvtype);
+  return dropin_coll_run(&scatter, moving("MPI_Scatter", comm, NULL, send, recv, root));
+}
+
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request *request) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype),
+              recv = block(recvbuf, recvcount, recvtype);
+  return dropin_coll_run(&scatter, moving("MPI_Iscatter", comm, request, send, recv, root));
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm) {
+  coll_side_t send = blocks(sendbuf, sendcounts, displs, sendtype);
+  coll_side_t recv = block(recvbuf, recvcount, recvtype);
+  return dropin_coll_run(&scatterv, moving("MPI_Scatterv", comm, NULL, send, recv, root));
+}
+
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  int root, MPI_Comm comm, MPI_Request *request) {
+  coll_side_t send = blocks(sendbuf, sendcounts, displs, sendtype);
+  coll_side_t recv = block(recvbuf, recvcount, recvtype);
+  return dropin_coll_run(&scatterv, moving("MPI_Iscatterv", comm, request, send, recv, root));
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype),
+              recv = block(recvbuf, recvcount, recvtype);
+  return dropin_coll_run(&alltoall, moving("MPI_Alltoall", comm, NULL, send, recv, 0));
+}
+
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  coll_side_t send = block(sendbuf, sendcount, sendtype),
+              recv = block(recvbuf, recvcount, recvtype);
+  return dropin_coll_run(&alltoall, moving("MPI_Ialltoall", comm, request, send, recv, 0));
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  coll_side_t send = blocks(sendbuf, sendcounts, sdispls, sendtype);
+  coll_side_t recv = blocks(recvbuf, recvcounts, rdispls, recvtype);
+  return dropin_coll_run(&alltoallv, moving("MPI_Alltoallv", comm, NULL, send, recv, 0));
+}
+
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                   MPI_Request *request) {
+  coll_side_t send = blocks(sendbuf, sendcounts, sdispls, sendtype);
+  coll_side_t recv = blocks(recvbuf, recvcounts, rdispls, recvtype);
+  return dropin_coll_run(&alltoallv, moving("MPI_Ialltoallv", comm, request, send, recv, 0));
+}
