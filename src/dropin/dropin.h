@@ -67,6 +67,10 @@ int dropin_op(MPI_Op op, gmpi_op_t *gop);
 /* A type whose count elements are count*size contiguous bytes from buf (lb 0, no holes):
  * gmpi moves it as bytes. *size gets the type's size. */
 int dropin_contiguous(MPI_Datatype type, size_t *size);
+/* 0 for a type the program made and has not committed: MPI forbids moving one and Open MPI
+ * refuses it (MPI_ERR_TYPE), so the layer does too wherever it lays out a type itself (it
+ * would otherwise move it, or crash in MPI_Pack_size). */
+int dropin_type_committed(MPI_Datatype type);
 
 /* ---- staging through host memory (dropin_stage.c) ---- */
 typedef struct {

@@ -4,6 +4,7 @@
  * (derived types in reductions, user-defined ops, MINLOC/MAXLOC, comms without a twin), or MPI
  * as it is. Data-moving collectives move contiguous types as bytes; reductions need gmpi's
  * dtype and op. MPI_IN_PLACE becomes gmpi's in-place form (sendbuf == recvbuf). */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "dropin.h"
@@ -324,12 +325,20 @@ static int sides_after(dropin_req_t *r) {
 
 /* Finish a data-moving collective: rc is the preparation's outcome (MPI), st gmpi's. A blocking
  * call unpacks now; a nonblocking call's request unpacks when it completes. */
+/* A side the layer could not lay out: MPI's class, named on stderr like gmpi's errors. */
+static void refuse(MPI_Comm comm, const char *func, int rc) {
+  if (rc == MPI_ERR_TYPE)
+    fprintf(stderr, "[gmpi_mpi] %s: a datatype is MPI_DATATYPE_NULL or was never committed\n",
+            func);
+  PMPI_Comm_call_errhandler(comm, rc);
+}
+
 static int sides_finish(MPI_Comm comm, const char *func, int rc, gmpi_status_t st, gmpi_request_t g,
                         sides_t *c, MPI_Request *request) {
   if (rc == MPI_SUCCESS && st != GMPI_SUCCESS)
     rc = dropin_fail(comm, func, st);
   else if (rc != MPI_SUCCESS)
-    PMPI_Comm_call_errhandler(comm, rc);
+    refuse(comm, func, rc);
   if (rc == MPI_SUCCESS && request) {
     dropin_req_t *r = NULL;
     rc = dropin_req_wrap(comm, g, &r, request);

@@ -30,12 +30,22 @@ static void fill_status(MPI_Status *status, const gmpi_msg_status_t *gs) {
 
 /* ---- what goes on the wire ------------------------------------------------------------------ */
 
+/* MPI_SUCCESS, or MPI_ERR_TYPE on comm's error handler for a type never committed. */
+static int usable_type(MPI_Comm comm, const char *func, MPI_Datatype type) {
+  if (dropin_type_committed(type)) return MPI_SUCCESS;
+  fprintf(stderr, "[gmpi_mpi] %s: the datatype was never committed (MPI_Type_commit)\n", func);
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_TYPE);
+  return MPI_ERR_TYPE;
+}
+
 /* The bytes a send moves: the program's buffer for a contiguous type (copied to the host when
  * keep_copy: buffered sends), else packed into r->owned. */
 static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype type, int keep_copy,
                       const char *func, const void **data, size_t *bytes) {
   size_t size = 0;
   if (count < 0) return MPI_ERR_COUNT;
+  int rc = usable_type(r->comm, func, type);
+  if (rc != MPI_SUCCESS) return rc;
   if (dropin_contiguous(type, &size)) {
     *data = buf;
     *bytes = (size_t)count * size;
@@ -46,7 +56,7 @@ static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype 
     return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(r->comm, func, st);
   }
   int packed = 0, pos = 0;
-  int rc = PMPI_Pack_size(count, type, r->comm, &packed);
+  rc = PMPI_Pack_size(count, type, r->comm, &packed);
   if (rc != MPI_SUCCESS) return rc;
   if (!(r->owned = malloc(packed ? (size_t)packed : 1))) return MPI_ERR_NO_MEM;
   dropin_stage_t s;
@@ -93,13 +103,15 @@ static int recv_bytes(dropin_req_t *r, void *buf, int count, MPI_Datatype type, 
                       void **data, size_t *bytes) {
   size_t size = 0;
   if (count < 0) return MPI_ERR_COUNT;
+  int rc = usable_type(r->comm, func, type);
+  if (rc != MPI_SUCCESS) return rc;
   if (dropin_contiguous(type, &size)) {
     *data = buf;
     *bytes = (size_t)count * size;
     return MPI_SUCCESS;
   }
   int packed = 0;
-  int rc = PMPI_Pack_size(count, type, r->comm, &packed);
+  rc = PMPI_Pack_size(count, type, r->comm, &packed);
   if (rc != MPI_SUCCESS) return rc;
   if (!(r->owned = malloc(packed ? (size_t)packed : 1))) return MPI_ERR_NO_MEM;
   if (dropin_is_device(buf))
@@ -407,6 +419,8 @@ static int deliver_held(held_msg_t *m, void *buf, int count, MPI_Datatype type,
   size_t room = 0;
   if (count < 0) {
     rc = MPI_ERR_COUNT;
+  } else if ((rc = usable_type(m->comm, "MPI_Mrecv", type)) != MPI_SUCCESS) {
+    /* refused, nothing written */
   } else if (dropin_contiguous(type, &size)) {
     room = (size_t)count * size;
     if (m->bytes <= room && m->bytes) {
