@@ -86,13 +86,13 @@ typedef struct {
 } staged_t;
 
 /* Host copies of the device buffers among sendbuf (scount elements) and recvbuf (rcount). */
-static int stage(staged_t *s, const void *sendbuf, MPI_Aint scount, MPI_Datatype stype,
-                 void *recvbuf, MPI_Aint rcount, MPI_Datatype rtype, const char *func,
-                 const char *why) {
+static int stage(staged_t *s, MPI_Comm comm, const void *sendbuf, MPI_Aint scount,
+                 MPI_Datatype stype, void *recvbuf, MPI_Aint rcount, MPI_Datatype rtype,
+                 const char *func, const char *why) {
   s->sb = (void *)sendbuf;
   s->rb = recvbuf;
-  int rc = dropin_stage_in(&s->send, &s->sb, scount, stype);
-  if (rc == MPI_SUCCESS) rc = dropin_stage_in(&s->recv, &s->rb, rcount, rtype);
+  int rc = dropin_stage_in(&s->send, comm, &s->sb, scount, stype);
+  if (rc == MPI_SUCCESS) rc = dropin_stage_in(&s->recv, comm, &s->rb, rcount, rtype);
   if (rc != MPI_SUCCESS) dropin_stage_out(&s->send, 0);
   if (rc == MPI_SUCCESS) dropin_note_staged(func, why);
   return rc;
@@ -133,8 +133,8 @@ static int allreduce_any(const void *sendbuf, void *recvbuf, int count, MPI_Data
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc =
-        stage(&s, sendbuf, count, type, recvbuf, count, type, func, why_staged(comm, type, op));
+    int rc = stage(&s, comm, sendbuf, count, type, recvbuf, count, type, func,
+                   why_staged(comm, type, op));
     if (rc != MPI_SUCCESS) return rc;
     if (!request) return unstage(&s, PMPI_Allreduce(s.sb, s.rb, count, type, op, comm));
     rc = PMPI_Iallreduce(s.sb, s.rb, count, type, op, comm, request);
@@ -173,7 +173,8 @@ static int reduce_any(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sendbuf, count, type, rb, count, type, func, why_staged(comm, type, op));
+    int rc =
+        stage(&s, comm, sendbuf, count, type, rb, count, type, func, why_staged(comm, type, op));
     if (rc != MPI_SUCCESS) return rc;
     void *r = at_root ? s.rb : recvbuf;
     if (!request) return unstage(&s, PMPI_Reduce(s.sb, r, count, type, op, root, comm));
@@ -215,7 +216,7 @@ static int reduce_scatter_block_any(const void *sendbuf, void *recvbuf, int recv
   case VIA_STAGING: {
     staged_t s;
     MPI_Aint rcount = sendbuf == MPI_IN_PLACE ? (MPI_Aint)recvcount * n : recvcount;
-    int rc = stage(&s, sendbuf, (MPI_Aint)recvcount * n, type, recvbuf, rcount, type, func,
+    int rc = stage(&s, comm, sendbuf, (MPI_Aint)recvcount * n, type, recvbuf, rcount, type, func,
                    why_staged(comm, type, op));
     if (rc != MPI_SUCCESS) return rc;
     if (!request)
@@ -253,9 +254,9 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
   for (int i = 0; i < n; i++)
     total += recvcounts[i];
   staged_t s;
-  int rc =
-      stage(&s, sendbuf, total, type, recvbuf, sendbuf == MPI_IN_PLACE ? total : recvcounts[me],
-            type, "MPI_Ireduce_scatter", "gmpi has no nonblocking reduce_scatterv");
+  int rc = stage(&s, comm, sendbuf, total, type, recvbuf,
+                 sendbuf == MPI_IN_PLACE ? total : recvcounts[me], type, "MPI_Ireduce_scatter",
+                 "gmpi has no nonblocking reduce_scatterv");
   if (rc != MPI_SUCCESS) return rc;
   rc = PMPI_Ireduce_scatter(s.sb, s.rb, recvcounts, type, op, comm, request);
   return unstage_later(&s, comm, rc, request);
@@ -282,7 +283,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
   case VIA_STAGING: {
     staged_t s;
     MPI_Aint rcount = sendbuf == MPI_IN_PLACE ? total : recvcounts[me];
-    int rc = stage(&s, sendbuf, total, type, recvbuf, rcount, type, "MPI_Reduce_scatter",
+    int rc = stage(&s, comm, sendbuf, total, type, recvbuf, rcount, type, "MPI_Reduce_scatter",
                    why_staged(comm, type, op));
     if (rc != MPI_SUCCESS) return rc;
     return unstage(&s, PMPI_Reduce_scatter(s.sb, s.rb, recvcounts, type, op, comm));
@@ -378,7 +379,8 @@ static int bcast_any(void *buf, int count, MPI_Datatype type, int root, MPI_Comm
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, NULL, 0, type, buf, count, type, func, why_staged(comm, type, MPI_OP_NULL));
+    int rc =
+        stage(&s, comm, NULL, 0, type, buf, count, type, func, why_staged(comm, type, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
     if (!request) return unstage(&s, PMPI_Bcast(s.rb, count, type, root, comm));
     return unstage_later(&s, comm, PMPI_Ibcast(s.rb, count, type, root, comm, request), request);
@@ -425,8 +427,8 @@ static int allgather_any(const void *sendbuf, int sendcount, MPI_Datatype sendty
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sendbuf, sendcount, sendtype, recvbuf, (MPI_Aint)recvcount * n, recvtype,
-                   func, why_staged(comm, recvtype, MPI_OP_NULL));
+    int rc = stage(&s, comm, sendbuf, sendcount, sendtype, recvbuf, (MPI_Aint)recvcount * n,
+                   recvtype, func, why_staged(comm, recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
     if (!request)
       return unstage(&s,
@@ -480,8 +482,9 @@ static int alltoall_any(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sendbuf, (MPI_Aint)sendcount * n, sendtype, recvbuf, (MPI_Aint)recvcount * n,
-                   recvtype, func, why_staged(comm, recvtype, MPI_OP_NULL));
+    int rc =
+        stage(&s, comm, sendbuf, (MPI_Aint)sendcount * n, sendtype, recvbuf,
+              (MPI_Aint)recvcount * n, recvtype, func, why_staged(comm, recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
     if (!request)
       return unstage(&s, PMPI_Alltoall(s.sb, sendcount, sendtype, s.rb, recvcount, recvtype, comm));
@@ -539,8 +542,8 @@ static int gather_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sendbuf, sendcount, sendtype, rb, (MPI_Aint)recvcount * n, recvtype, func,
-                   why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
+    int rc = stage(&s, comm, sendbuf, sendcount, sendtype, rb, (MPI_Aint)recvcount * n, recvtype,
+                   func, why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
     void *r = at_root ? s.rb : recvbuf;
     if (!request)
@@ -600,8 +603,8 @@ static int scatter_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sb, (MPI_Aint)sendcount * n, sendtype, recvbuf, recvcount, recvtype, func,
-                   why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
+    int rc = stage(&s, comm, sb, (MPI_Aint)sendcount * n, sendtype, recvbuf, recvcount, recvtype,
+                   func, why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
     const void *from = at_root ? s.sb : sendbuf;
     if (!request)
@@ -664,7 +667,7 @@ static int allgatherv_any(const void *sendbuf, int sendcount, MPI_Datatype sendt
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sendbuf, sendcount, sendtype, recvbuf, v_span(recvcounts, displs, n),
+    int rc = stage(&s, comm, sendbuf, sendcount, sendtype, recvbuf, v_span(recvcounts, displs, n),
                    recvtype, func, why_staged(comm, recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
     if (!request)
@@ -730,9 +733,9 @@ static int gatherv_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc =
-        stage(&s, sendbuf, sendcount, sendtype, rb, at_root ? v_span(recvcounts, displs, n) : 0,
-              recvtype, func, why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
+    int rc = stage(&s, comm, sendbuf, sendcount, sendtype, rb,
+                   at_root ? v_span(recvcounts, displs, n) : 0, recvtype, func,
+                   why_staged(comm, at_root ? recvtype : sendtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
     void *r = at_root ? s.rb : recvbuf;
     if (!request)
@@ -798,9 +801,9 @@ static int scatterv_any(const void *sendbuf, const int sendcounts[], const int d
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc =
-        stage(&s, sb, at_root ? v_span(sendcounts, displs, n) : 0, sendtype, recvbuf, recvcount,
-              recvtype, func, why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
+    int rc = stage(&s, comm, sb, at_root ? v_span(sendcounts, displs, n) : 0, sendtype, recvbuf,
+                   recvcount, recvtype, func,
+                   why_staged(comm, at_root ? sendtype : recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
     const void *from = at_root ? s.sb : sendbuf;
     if (!request)
@@ -863,8 +866,8 @@ static int alltoallv_any(const void *sendbuf, const int sendcounts[], const int 
   }
   case VIA_STAGING: {
     staged_t s;
-    int rc = stage(&s, sendbuf, inplace ? 0 : v_span(sendcounts, sdispls, n), sendtype, recvbuf,
-                   v_span(recvcounts, rdispls, n), recvtype, func,
+    int rc = stage(&s, comm, sendbuf, inplace ? 0 : v_span(sendcounts, sdispls, n), sendtype,
+                   recvbuf, v_span(recvcounts, rdispls, n), recvtype, func,
                    why_staged(comm, recvtype, MPI_OP_NULL));
     if (rc != MPI_SUCCESS) return rc;
     if (!request)
@@ -926,7 +929,8 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, M
   if (dropin_via(comm, sendbuf, recvbuf, 0, &g) != VIA_STAGING)
     return PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
   staged_t s;
-  int rc = stage(&s, sendbuf, count, type, recvbuf, count, type, "MPI_Scan", "gmpi has no scan");
+  int rc =
+      stage(&s, comm, sendbuf, count, type, recvbuf, count, type, "MPI_Scan", "gmpi has no scan");
   if (rc != MPI_SUCCESS) return rc;
   return unstage(&s, PMPI_Scan(s.sb, s.rb, count, type, op, comm));
 }
@@ -937,7 +941,8 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
   if (dropin_via(comm, sendbuf, recvbuf, 0, &g) != VIA_STAGING)
     return PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);
   staged_t s;
-  int rc = stage(&s, sendbuf, count, type, recvbuf, count, type, "MPI_Exscan", "gmpi has no scan");
+  int rc =
+      stage(&s, comm, sendbuf, count, type, recvbuf, count, type, "MPI_Exscan", "gmpi has no scan");
   if (rc != MPI_SUCCESS) return rc;
   return unstage(&s, PMPI_Exscan(s.sb, s.rb, count, type, op, comm));
 }

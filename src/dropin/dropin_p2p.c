@@ -51,7 +51,7 @@ static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype 
     *bytes = (size_t)count * size;
     if (!keep_copy || !*bytes) return MPI_SUCCESS;
     if (!(r->owned = malloc(*bytes))) return MPI_ERR_NO_MEM;
-    gmpi_status_t st = gmpi_mem_copy(dropin.world, r->owned, buf, *bytes);
+    gmpi_status_t st = gmpi_mem_copy(dropin_copier(r->comm), r->owned, buf, *bytes);
     *data = r->owned;
     return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(r->comm, func, st);
   }
@@ -61,7 +61,7 @@ static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype 
   if (!(r->owned = malloc(packed ? (size_t)packed : 1))) return MPI_ERR_NO_MEM;
   dropin_stage_t s;
   void *src = (void *)buf;
-  if ((rc = dropin_stage_in(&s, &src, count, type)) != MPI_SUCCESS) return rc;
+  if ((rc = dropin_stage_in(&s, r->comm, &src, count, type)) != MPI_SUCCESS) return rc;
   rc = PMPI_Pack(src, count, type, r->owned, packed, &pos, r->comm);
   dropin_stage_out(&s, 0);
   if (dropin_is_device(buf)) dropin_note_staged(func, "a derived datatype (packed in host memory)");
@@ -90,7 +90,7 @@ static int unpack_bytes(const void *packed, size_t bytes, void *dst, MPI_Aint co
 static int unpack_received(dropin_req_t *r) {
   dropin_stage_t s;
   void *dst = r->user;
-  int rc = dropin_stage_in(&s, &dst, r->user_count, r->user_type); /* keeps the holes */
+  int rc = dropin_stage_in(&s, r->comm, &dst, r->user_count, r->user_type); /* the holes */
   if (rc == MPI_SUCCESS)
     rc = unpack_bytes(r->owned, r->bytes, dst, r->user_count, r->user_type, r->comm);
   int out = dropin_stage_out(&s, rc == MPI_SUCCESS);
@@ -241,7 +241,7 @@ static int staged_send(const void *buf, int count, MPI_Datatype type, int dest, 
                        MPI_Comm comm, const char *func) {
   dropin_stage_t s;
   void *src = (void *)buf;
-  int rc = dropin_stage_in(&s, &src, count, type);
+  int rc = dropin_stage_in(&s, comm, &src, count, type);
   if (rc != MPI_SUCCESS) return rc;
   dropin_note_staged(func, "a communicator gmpi has no twin of (an intercommunicator)");
   rc = PMPI_Send(src, count, type, dest, tag, comm);
@@ -253,7 +253,7 @@ static int staged_recv(void *buf, int count, MPI_Datatype type, int source, int 
                        MPI_Status *status, const char *func) {
   dropin_stage_t s;
   void *dst = buf;
-  int rc = dropin_stage_in(&s, &dst, count, type);
+  int rc = dropin_stage_in(&s, comm, &dst, count, type);
   if (rc != MPI_SUCCESS) return rc;
   dropin_note_staged(func, "a communicator gmpi has no twin of (an intercommunicator)");
   rc = PMPI_Recv(dst, count, type, source, tag, comm, status);
@@ -266,8 +266,8 @@ static int staged_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype send
                            int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
   dropin_stage_t in, out;
   void *src = (void *)sendbuf, *dst = recvbuf;
-  int rc = dropin_stage_in(&in, &src, sendcount, sendtype);
-  if (rc == MPI_SUCCESS) rc = dropin_stage_in(&out, &dst, recvcount, recvtype);
+  int rc = dropin_stage_in(&in, comm, &src, sendcount, sendtype);
+  if (rc == MPI_SUCCESS) rc = dropin_stage_in(&out, comm, &dst, recvcount, recvtype);
   if (rc != MPI_SUCCESS) {
     dropin_stage_out(&in, 0);
     return rc;
@@ -424,7 +424,7 @@ static int deliver_held(held_msg_t *m, void *buf, int count, MPI_Datatype type,
   } else if (dropin_contiguous(type, &size)) {
     room = (size_t)count * size;
     if (m->bytes <= room && m->bytes) {
-      gmpi_status_t st = gmpi_mem_copy(dropin.world, buf, m->data, m->bytes);
+      gmpi_status_t st = gmpi_mem_copy(dropin_copier(m->comm), buf, m->data, m->bytes);
       if (st != GMPI_SUCCESS) rc = dropin_fail(m->comm, "MPI_Mrecv", st);
     }
   } else {
@@ -594,19 +594,19 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int 
    * (the holes of a derived type come back as they were). */
   int device = dropin_is_device(buf);
   char *copy = NULL;
-  gmpi_status_t s = device ? gmpi_mem_alloc(dropin.world, span ? span : 1, (void **)&copy)
+  gmpi_status_t s = device ? gmpi_mem_alloc(g, span ? span : 1, (void **)&copy)
                            : ((copy = malloc(span ? span : 1)) ? GMPI_SUCCESS : GMPI_ERR_NO_MEMORY);
-  if (s == GMPI_SUCCESS && span) s = gmpi_mem_copy(dropin.world, copy, (char *)buf + tlb, span);
+  if (s == GMPI_SUCCESS && span) s = gmpi_mem_copy(g, copy, (char *)buf + tlb, span);
   MPI_Status st;
   int rc = s == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Sendrecv_replace", s);
   if (rc == MPI_SUCCESS)
     rc = MPI_Sendrecv(buf, count, type, dest, sendtag, copy - tlb, count, type, source, recvtag,
                       comm, &st);
   if (rc == MPI_SUCCESS && span) {
-    s = gmpi_mem_copy(dropin.world, (char *)buf + tlb, copy, span);
+    s = gmpi_mem_copy(g, (char *)buf + tlb, copy, span);
     if (s != GMPI_SUCCESS) rc = dropin_fail(comm, "MPI_Sendrecv_replace", s);
   }
-  if (device && copy) gmpi_mem_free(dropin.world, copy);
+  if (device && copy) gmpi_mem_free(g, copy);
   if (!device) free(copy);
   if (rc == MPI_SUCCESS && status != MPI_STATUS_IGNORE) *status = st;
   return rc;
