@@ -564,7 +564,11 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
   if (rc != MPI_SUCCESS) return rc;
   rc = MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &req[1]);
   if (rc != MPI_SUCCESS) {
-    MPI_Request_free(&req[0]); /* its message may never come: completes on its own if it does */
+    /* The call fails: its receive must not stay posted, or it would take a later message into
+     * a buffer the program owns again. Taken back when no message matched it yet (what Open
+     * MPI's argument checks give: nothing received); one that did match completes here. */
+    MPI_Cancel(&req[0]);
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
     return rc;
   }
   MPI_Status st[2];

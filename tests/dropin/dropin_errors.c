@@ -17,6 +17,22 @@ static void expect_class(const char *what, int rc, int want) {
   fprintf(stderr, "[rank %d] FAIL %s: error class %d, expected %d\n", rank, what, got, want);
 }
 
+/* A sendrecv refused for its send half received nothing and left no receive behind: the next
+ * message to this rank with its source and tag goes to the next receive (polled for 10 s, so a
+ * receive left behind fails the check instead of waiting for GMPI_TIMEOUT). */
+static void no_receive_left(int value) {
+  int in = -1, out = value + 5, done = 0;
+  MPI_Request r[2];
+  MPI_Isend(&out, 1, MPI_INT, rank, 0, MPI_COMM_WORLD, &r[0]);
+  MPI_Irecv(&in, 1, MPI_INT, rank, 0, MPI_COMM_WORLD, &r[1]);
+  for (double start = MPI_Wtime(); !done && MPI_Wtime() - start < 10;)
+    MPI_Testall(2, r, &done, MPI_STATUSES_IGNORE);
+  if (done && in == value + 5) return;
+  failures++;
+  fprintf(stderr, "[rank %d] FAIL a refused sendrecv left its receive posted: got %d, not %d\n",
+          rank, in, value + 5);
+}
+
 /* The rest of the calls that name a rank, root, tag or buffer: each half of a sendrecv, the
  * nonblocking and probing calls, the rooted collectives. (Open MPI does not check a
  * collective's NULL buffer: it crashes, so those cases are gmpi's alone, in test_badinput.) */
@@ -39,6 +55,7 @@ static void wrong_arguments(void) {
       "sendrecv with recvtag -3",
       MPI_Sendrecv(buf, 1, MPI_INT, rank, 0, out, 1, MPI_INT, rank, -3, MPI_COMM_WORLD, &st),
       MPI_ERR_TAG);
+  no_receive_left(buf[0]);
   expect_class("isend to rank size", MPI_Isend(buf, 1, MPI_INT, size, 0, MPI_COMM_WORLD, &r),
                MPI_ERR_RANK);
   expect_class("irecv with tag -4", MPI_Irecv(buf, 1, MPI_INT, rank, -4, MPI_COMM_WORLD, &r),
