@@ -8,6 +8,7 @@
  *  - a copy of a completed request's handle: every call that takes a request answers
  *    GMPI_ERR_INVALID_ARG ("not a live request"), also while newer requests of the same thread
  *    are live (fewer than 16 since: requests are recycled per thread), and they are unharmed;
+ *  - a plan whose comm was freed: run answers GMPI_ERR_STATE, gmpi_plan_free succeeds;
  *  - a block of gmpi_mem_alloc freed through another comm than its own is uncounted from its
  *    own, and one that outlives its comm can still be freed. */
 #include "test_util.h"
@@ -107,6 +108,28 @@ static void stale_request(void) {
   T_EQ_PTR(fresh[1], NULL);
 }
 
+/* A plan whose comm was freed by gmpi_comm_free (test_plan covers gmpi_finalize): orphaned,
+ * refused by run, freed by gmpi_plan_free with success; a copy is stale after that. */
+static void plan_outlives_comm(void) {
+  gmpi_comm_t dup = NULL;
+  int x = rank + 1, y = 0;
+  T_OK(gmpi_comm_dup(comm, &dup));
+  gmpi_plan_t plan = NULL;
+  T_OK(gmpi_plan_begin(dup));
+  T_OK(gmpi_allreduce(&x, &y, 1, GMPI_INT32, GMPI_SUM, dup));
+  T_OK(gmpi_plan_end(dup, &plan));
+  T_OK(gmpi_plan_run(plan));
+  T_EQ_INT(y, size * (size + 1) / 2);
+  T_OK(gmpi_comm_free(&dup));
+  gmpi_plan_t copy = plan;
+  T_STATUS(gmpi_plan_run(plan), GMPI_ERR_STATE);
+  T_ERROR_MENTIONS("only gmpi_plan_free is allowed");
+  T_OK(gmpi_plan_free(&plan));
+  T_EQ_PTR(plan, NULL);
+  T_STATUS(gmpi_plan_free(&copy), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("not a live plan");
+}
+
 static size_t user_bytes(gmpi_comm_t c) {
   size_t lib = 0, user = 0;
   T_OK(gmpi_comm_mem_usage(c, &lib, &user));
@@ -136,6 +159,7 @@ int main(int argc, char **argv) {
   failed_plan_end();
   stale_plan();
   stale_request();
+  plan_outlives_comm();
   block_freed_elsewhere();
   return t_finish("test_stale");
 }
