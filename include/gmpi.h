@@ -333,7 +333,9 @@ GMPI_API gmpi_status_t gmpi_issend(const void *buf, size_t count, gmpi_dtype_t d
                                    int tag, gmpi_comm_t comm, gmpi_request_t *request);
 /* Completed requests are freed and set to NULL; a NULL request completes at once. Requests of
  * point to point and of nonblocking collectives mix freely (a collective's status is
- * {GMPI_ANY_SOURCE, GMPI_ANY_TAG, 0}). */
+ * {GMPI_ANY_SOURCE, GMPI_ANY_TAG, 0}). A copy of a completed request's handle is refused
+ * (GMPI_ERR_INVALID_ARG, "not a live request") while fewer than 16 requests of the same thread
+ * ended since; after that it is undefined, as in MPI (docs/reliability.md, "Stale handles"). */
 GMPI_API gmpi_status_t gmpi_wait(gmpi_request_t *request, gmpi_msg_status_t *status);
 GMPI_API gmpi_status_t gmpi_waitall(int count, gmpi_request_t *requests,
                                     gmpi_msg_status_t *statuses);

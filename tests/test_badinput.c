@@ -80,9 +80,13 @@ static void rooted_v_and_nonblocking(void) {
     ones[r] = 1;
     far[r] = SIZE_MAX;
   }
-  CASE(INV, "argument 'displs' of recvcounts: displacement 18446744073709551615 + count 1",
+  CASE(INV,
+       "argument 'displs[0]' = 18446744073709551615 is out of bounds: that displacement + "
+       "recvcounts[0] = 1 overflows",
        gmpi_allgatherv(buf, 1, out, ones, far, GMPI_INT8, comm));
-  CASE(INV, "argument 'sdispls'",
+  CASE(INV,
+       "argument 'sdispls[0]' = 18446744073709551615 is out of bounds: that displacement + "
+       "sendcounts[0] = 1",
        gmpi_alltoallv(buf, ones, far, out, ones, displs, GMPI_INT8, comm));
   /* An overflowing count is printed as the count, not as 1. */
   CASE(INV, "= 4611686018427387904 is too large: 4611686018427387904 elements x 4 bytes",

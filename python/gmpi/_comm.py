@@ -65,6 +65,37 @@ def _fill(status, c_status):
         status._set(c_status)
 
 
+def _status_arg(status, name="status"):
+    """A status argument: None or a gmpi.Status, checked before the call (a receive must not
+    take a message and then fail on what it was to fill)."""
+    check_arg(status is None or isinstance(status, Status),
+              "argument '%s' is a %s, not a gmpi.Status or None" % (name, type(status).__name__))
+    return status
+
+
+def _statuses_arg(statuses):
+    """None, or a list of gmpi.Status (one per request)."""
+    if statuses is None:
+        return None
+    check_arg(isinstance(statuses, (list, tuple)),
+              "argument 'statuses' is a %s, not a list of gmpi.Status" % type(statuses).__name__)
+    for i, st in enumerate(statuses):
+        _status_arg(st, "statuses[%d]" % i)
+    return statuses
+
+
+def _requests_arg(requests):
+    """A list of gmpi.Request, each checked (anything else names its index)."""
+    check_arg(not isinstance(requests, (str, bytes)) and hasattr(requests, "__iter__"),
+              "argument 'requests' is a %s, not a list of gmpi.Request"
+              % type(requests).__name__)
+    requests = list(requests)
+    for i, r in enumerate(requests):
+        check_arg(isinstance(r, Request), "argument 'requests[%d]' is a %s, not a gmpi.Request"
+                  % (i, type(r).__name__))
+    return requests
+
+
 @guard_arguments
 class Request:
     """A pending Isend/Irecv. Its buffers stay alive (held by the comm too) until it completes."""
@@ -78,6 +109,7 @@ class Request:
         self._bufs = ()
 
     def Wait(self, status=None):
+        _status_arg(status)
         c = MsgStatus()
         call("gmpi_wait", ctypes.byref(self._handle), ctypes.byref(c))
         self._done()
@@ -86,6 +118,7 @@ class Request:
 
     def Test(self, status=None):
         """True (and the request complete) when done; False while still pending."""
+        _status_arg(status)
         if not self._handle:
             return True
         c, flag = MsgStatus(), ctypes.c_int(0)
@@ -110,7 +143,8 @@ class Request:
     @staticmethod
     def Waitany(requests, status=None):
         """The index of a request that completed (now done), or gmpi.UNDEFINED if none pending."""
-        requests = list(requests)
+        requests = _requests_arg(requests)
+        _status_arg(status)
         n, handles = Request._array(requests)
         c, index = MsgStatus(), ctypes.c_int(UNDEFINED)
         try:
@@ -123,7 +157,8 @@ class Request:
     @staticmethod
     def Testall(requests, statuses=None):
         """True once every request is complete (all then done); False touches none."""
-        requests = list(requests)
+        requests = _requests_arg(requests)
+        _statuses_arg(statuses)
         n, handles = Request._array(requests)
         cs, flag = (MsgStatus * max(n, 1))(), ctypes.c_int(0)
         try:
@@ -137,7 +172,8 @@ class Request:
 
     @staticmethod
     def Waitall(requests, statuses=None):
-        requests = list(requests)
+        requests = _requests_arg(requests)
+        _statuses_arg(statuses)
         n = len(requests)
         handles = (ctypes.c_void_p * max(n, 1))(*[r._handle for r in requests])
         cs = (MsgStatus * max(n, 1))()
@@ -459,6 +495,7 @@ class Comm(MoreCalls):
         call("gmpi_send", b.ptr, b.count, b.dtype, dest, tag, self._h())
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        _status_arg(status)
         (b,) = self._bufs((buf, "buf", True))
         c = MsgStatus()
         call("gmpi_recv", b.ptr, b.count, b.dtype, source, tag, self._h(), ctypes.byref(c))
@@ -466,6 +503,7 @@ class Comm(MoreCalls):
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
                  recvtag=ANY_TAG, status=None):
+        _status_arg(status)
         s, r = self._bufs((sendbuf, "sendbuf", False), (recvbuf, "recvbuf", True))
         c = MsgStatus()
         call("gmpi_sendrecv", s.ptr, s.count, s.dtype, dest, sendtag, r.ptr, r.count, r.dtype,
@@ -487,12 +525,14 @@ class Comm(MoreCalls):
     def Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """Wait (bounded by GMPI_TIMEOUT) for a message; status gets its source, tag and count
         in the sender's elements. The next matching receive gets that message."""
+        _status_arg(status)
         c = MsgStatus()
         call("gmpi_probe", source, tag, self._h(), ctypes.byref(c))
         _fill(status, c)
         return True
 
     def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        _status_arg(status)
         c, flag = MsgStatus(), ctypes.c_int(0)
         call("gmpi_iprobe", source, tag, self._h(), ctypes.byref(flag), ctypes.byref(c))
         if flag.value:

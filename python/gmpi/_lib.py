@@ -239,9 +239,12 @@ def guard_arguments(cls):
     wrong type (what escaped as TypeError, ValueError, AttributeError or OverflowError from
     Python's own conversions), so that callers catch one exception type. Returns cls."""
     for attr, f in list(vars(cls).items()):
-        if attr.startswith("_") or not callable(f) or isinstance(f, (staticmethod, classmethod)):
+        if attr.startswith("_") or isinstance(f, classmethod):
             continue
-        setattr(cls, attr, _guarded(f))
+        if isinstance(f, staticmethod):  # Request.Waitall and friends: guarded the same way
+            setattr(cls, attr, staticmethod(_guarded(f.__func__)))
+        elif callable(f):
+            setattr(cls, attr, _guarded(f))
     return cls
 
 

@@ -35,6 +35,33 @@ def test_wrong_types(comm):
     refused("bad argument", comm.Send)
 
 
+def test_wrong_requests_and_statuses(comm):
+    """Request's static calls and every status argument are checked too, the status before the
+    receive: a refused Recv leaves its message for the next one."""
+    a, b = np.arange(4, dtype=np.int32) + comm.rank, np.zeros(4, np.int32)
+    refused("'requests' is a int", gmpi.Request.Waitall, 5)
+    recv = comm.Irecv(b, comm.rank, 4)
+    refused("'requests\\[1\\]' is a int", gmpi.Request.Waitany, [recv, 2])
+    refused("'requests' is a str", gmpi.Request.Testall, "xy")
+    refused("'statuses' is a int", gmpi.Request.Waitall, [], statuses=3)
+    refused("'status' is a int", comm.Iprobe, source=comm.rank, tag=4, status=5)
+    send = comm.Isend(a, dest=comm.rank, tag=4)
+    refused("'status' is a str", send.Wait, status="s")
+    refused("'statuses\\[0\\]' is a int", gmpi.Request.Testall, [send], statuses=[1])
+    # Nothing above waited: the receive takes the message now.
+    st = gmpi.Status()
+    recv.Wait(status=st)
+    send.Wait()
+    assert (b == a).all() and st.Get_source() == comm.rank and st.Get_tag() == 4
+    req = comm.Isend(a, dest=comm.rank, tag=5)
+    b[:] = 0
+    refused("'status' is a int", comm.Recv, b, source=comm.rank, tag=5, status=7)
+    assert (b == 0).all()
+    comm.Recv(b, source=comm.rank, tag=5)
+    req.Wait()
+    assert (b == a).all()
+
+
 def test_float_counts_refused(comm):
     n = comm.size
     a = np.zeros(4 * n, np.int32)

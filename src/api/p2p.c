@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Public point to point: requests are started by core (gmpi_request_start) on the comm's
  * backend and completed by wait/test, each wait bounded by GMPI_TIMEOUT. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../core/comm.h"
@@ -75,17 +76,32 @@ gmpi_status_t gmpi_irecv(void *buf, size_t count, gmpi_dtype_t dtype, int source
   return post(__func__, comm, p2p_args(GMPI_P2P_RECV, buf, count, dtype, source, tag), request);
 }
 
-/* A request may be waited only while its comm lives; a failed comm ends it with STATE. */
+/* "argument 'request'" of a one-request call (index < 0), "argument 'requests[3]'" of an array. */
+static const char *request_name(int index, char *buf, size_t len) {
+  if (index < 0) return "argument 'request'";
+  snprintf(buf, len, "argument 'requests[%d]'", index);
+  return buf;
+}
+
+/* A request may be waited only while it and its comm live; a failed comm ends it with STATE.
+ * A stale copy of a completed request's handle meets a dead request (request.c keeps freed
+ * ones aside before reusing them) and is refused. */
 static gmpi_status_t check_request(gmpi_request_t req, int index) {
-  if (!gmpi_comm_is_live(req->comm))
+  char name[48];
+  if (!gmpi_request_is_live(req))
     return gmpi_error(GMPI_ERR_INVALID_ARG,
-                      "request %d belongs to a communicator that was finalized", index);
+                      "%s = %p is not a live request: it completed or was cancelled already "
+                      "(a copy of a handle that gmpi_wait/gmpi_test set to NULL?)",
+                      request_name(index, name, sizeof(name)), (void *)req);
+  if (!gmpi_comm_is_live(req->comm))
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "%s belongs to a communicator that was finalized",
+                      request_name(index, name, sizeof(name)));
   gmpi_call_ctx()->rank = req->comm->rank;
   gmpi_status_t failure = req->comm->failure;
   if (failure != GMPI_SUCCESS && !gmpi_plan_request_is_recorded(req)) {
     gmpi_request_abandon(req);
-    return gmpi_error(GMPI_ERR_STATE, "request %d: its communicator failed earlier (%s)", index,
-                      gmpi_strerror(failure));
+    return gmpi_error(GMPI_ERR_STATE, "%s: its communicator failed earlier (%s)",
+                      request_name(index, name, sizeof(name)), gmpi_strerror(failure));
   }
   return GMPI_SUCCESS;
 }
@@ -99,7 +115,7 @@ static gmpi_status_t enter_request(gmpi_request_t *request, gmpi_msg_status_t *s
     if (status) *status = empty_status;
     return GMPI_SUCCESS;
   }
-  gmpi_status_t st = check_request(*request, 0);
+  gmpi_status_t st = check_request(*request, -1);
   if (st == GMPI_ERR_STATE) *request = NULL;
   *live = st == GMPI_SUCCESS;
   return st;

@@ -93,7 +93,7 @@ static gmpi_status_t enter_plan(const char *func, gmpi_plan_t plan) {
   if (!plan) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'plan' is NULL");
   GMPI_CHECK(check_live(plan));
   if (!plan->comm)
-    return gmpi_error(GMPI_ERR_STATE, "the plan's communicator was finalized; only "
+    return gmpi_error(GMPI_ERR_STATE, "the plan's communicator was finalized or freed; only "
                                       "gmpi_plan_free is allowed");
   return gmpi_comm_enter(func, plan->comm);
 }
@@ -141,7 +141,7 @@ gmpi_status_t gmpi_plan_dump(gmpi_plan_t plan, FILE *out) {
   if (!out) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'out' is NULL");
   GMPI_CHECK(check_live(plan));
   fprintf(out, "gmpi plan: %d steps in %d groups, lowered for the %s backend%s\n", plan->n_steps,
-          plan->n_groups, plan->backend, plan->comm ? "" : " (orphaned: comm finalized)");
+          plan->n_groups, plan->backend, plan->comm ? "" : " (orphaned: comm finalized or freed)");
   if (plan->comm) fprintf(out, "  rank %d of %d\n", plan->comm->rank, plan->comm->size);
   for (int i = 0; i < plan->n_steps; i++)
     dump_step(out, &plan->steps[i], i);

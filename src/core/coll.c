@@ -77,12 +77,12 @@ static gmpi_status_t layout_span(const gmpi_coll_args_t *a, int nranks, const si
     size_t start = displs ? displs[r] : sum;
     if (displs && counts[r] > SIZE_MAX - start) /* the displacement is what is out of bounds */
       return gmpi_error(GMPI_ERR_INVALID_ARG,
-                        "argument '%s' of %s: displacement %zu + count %zu of rank %d overflows "
-                        "size_t",
+                        "argument '%s[%d]' = %zu is out of bounds: that displacement + %s[%d] = "
+                        "%zu overflows size_t",
                         a->kind != GMPI_COLL_ALLTOALLV ? "displs"
                         : displs == a->rdispls         ? "rdispls"
                                                        : "sdispls",
-                        arg, start, counts[r], r);
+                        r, start, arg, r, counts[r]);
     if (counts[r] > SIZE_MAX - start)
       return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s[%d]' = %zu overflows size_t", arg, r,
                         counts[r]);

@@ -65,11 +65,11 @@ gmpi_status_t gmpi_plan_record_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a)
 
 gmpi_status_t gmpi_plan_record_coll_request(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                             gmpi_request_t *out) {
-  gmpi_request_t req = calloc(1, sizeof(*req));
+  gmpi_request_t req = gmpi_request_new();
   if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
   gmpi_status_t st = gmpi_plan_record_coll(comm, a);
   if (st != GMPI_SUCCESS) {
-    free(req);
+    gmpi_request_free(req);
     return st;
   }
   /* The plan runs its collectives in order and each replay completes them all: waiting this
@@ -127,13 +127,13 @@ gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req) {
    * a new one may sit at its address. Such a request is the caller's alone: released here. */
   struct gmpi_plan_rec *rec = req->comm->rec;
   if (!rec || rec->gen != req->rec_gen) {
-    free(req);
+    gmpi_request_free(req);
     return gmpi_error(GMPI_ERR_STATE,
                       "the request was recorded in a plan whose recording has ended (it can "
                       "only be waited inside that recording); it is released now");
   }
   if (req->rec_index < 0) { /* a recorded nonblocking collective, or GMPI_PROC_NULL p2p */
-    free(req);
+    gmpi_request_free(req);
     return GMPI_SUCCESS;
   }
   gmpi_plan_step_t step;
@@ -142,7 +142,7 @@ gmpi_status_t gmpi_plan_record_wait(gmpi_request_t req) {
   step.request = req->rec_index;
   GMPI_CHECK(push_step(rec, step));
   rec->reqs[req->rec_index] = NULL;
-  free(req);
+  gmpi_request_free(req);
   return GMPI_SUCCESS;
 }
 

@@ -42,36 +42,52 @@ static gmpi_status_t engine_test(gmpi_request_t req, int *done) {
   return req->engine->ops->p2p_test(req->engine->state, req, done);
 }
 
-/* Idempotent: once done, the engine has let go of req, so it is not asked again (testall tests
- * requests that stay unfinished while others are pending). */
-/* Requests are made and freed once per message: a few freed ones are kept per thread for the
- * next (a zeroed block either way). Any thread may free a request another made. */
-#define SPARE_REQUESTS 32
+/* Requests are made and freed once per message: freed ones are kept per thread for the next
+ * (a zeroed block either way). Any thread may free a request another made. A freed request is
+ * marked dead and waits its turn in a queue, oldest reused first, and only once QUARANTINE
+ * newer ones wait behind it: so a stale copy of a handle (one gmpi_wait/gmpi_test ended) finds
+ * a dead request for at least the next QUARANTINE requests the thread frees, and is refused
+ * (gmpi_request_is_live) rather than read as a newer request that took its place. */
+#define SPARE_REQUESTS 64
+#define QUARANTINE     16
+#define REQUEST_LIVE   0x67726571u /* "greq" */
+#define REQUEST_DEAD   0x64656164u /* "dead" */
 static _Thread_local gmpi_request_t spare[SPARE_REQUESTS];
-static _Thread_local int n_spare;
+static _Thread_local int n_spare, first_spare; /* a ring: first_spare is the oldest */
 /* A thread's spares are freed when it exits (a key whose value is set while it holds any). */
 static pthread_key_t spare_key;
 static pthread_once_t spare_key_once = PTHREAD_ONCE_INIT;
 static int spare_key_made; /* else spares are not kept: freed at once */
 
+static gmpi_request_t oldest_spare(void) {
+  gmpi_request_t req = spare[first_spare];
+  first_spare = (first_spare + 1) % SPARE_REQUESTS;
+  n_spare--;
+  return req;
+}
+
 static void free_spares(void *unused) {
   (void)unused;
   while (n_spare)
-    free(spare[--n_spare]);
+    free(oldest_spare());
 }
 
 static void make_spare_key(void) {
   spare_key_made = pthread_key_create(&spare_key, free_spares) == 0;
 }
 
-static gmpi_request_t request_new(void) {
-  if (!n_spare) return calloc(1, sizeof(struct gmpi_request));
-  gmpi_request_t req = spare[--n_spare];
+gmpi_request_t gmpi_request_new(void) {
+  gmpi_request_t req = n_spare > QUARANTINE ? oldest_spare() : malloc(sizeof(*req));
+  if (!req) return NULL;
   memset(req, 0, sizeof(*req));
+  req->magic = REQUEST_LIVE;
   return req;
 }
 
-static void request_free(gmpi_request_t req) {
+int gmpi_request_is_live(gmpi_request_t req) { return req->magic == REQUEST_LIVE; }
+
+void gmpi_request_free(gmpi_request_t req) {
+  req->magic = REQUEST_DEAD;
   if (n_spare == 0) { /* the first spare of this thread (again): free them all at its exit */
     pthread_once(&spare_key_once, make_spare_key);
     if (!spare_key_made || pthread_setspecific(spare_key, spare) != 0) {
@@ -79,12 +95,12 @@ static void request_free(gmpi_request_t req) {
       return;
     }
   }
-  if (n_spare < SPARE_REQUESTS)
-    spare[n_spare++] = req;
-  else
-    free(req);
+  if (n_spare == SPARE_REQUESTS) free(oldest_spare());
+  spare[(first_spare + n_spare++) % SPARE_REQUESTS] = req;
 }
 
+/* Idempotent: once done, the engine has let go of req, so it is not asked again (testall tests
+ * requests that stay unfinished while others are pending). */
 gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done) {
   if (req->completed) {
     *done = 1;
@@ -119,7 +135,7 @@ static const char *coll_request_name(const gmpi_coll_args_t *a, char *buf, size_
 
 gmpi_status_t gmpi_request_new_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                     gmpi_request_t *out) {
-  gmpi_request_t req = request_new();
+  gmpi_request_t req = gmpi_request_new();
   if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
   req->comm = comm;
   req->is_coll = 1;
@@ -134,7 +150,7 @@ gmpi_status_t gmpi_request_new_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
 
 void gmpi_request_discard(gmpi_request_t req, gmpi_status_t why) {
   gmpi_flight_end(&req->comm->flight, req->flight_seq, why);
-  request_free(req);
+  gmpi_request_free(req);
 }
 
 /* A send to or receive from GMPI_PROC_NULL: done at once, no engine, an empty status (MPI's
@@ -155,7 +171,7 @@ static gmpi_status_t proc_null_request(gmpi_comm_t comm, gmpi_request_t req, gmp
 gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
                                  gmpi_request_t *out) {
   GMPI_CHECK(gmpi_p2p_validate(comm, args));
-  gmpi_request_t req = request_new();
+  gmpi_request_t req = gmpi_request_new();
   if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
   req->comm = comm;
   req->args = *args;
@@ -163,7 +179,7 @@ gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
   if (comm->rec) {
     gmpi_status_t st = gmpi_plan_record_p2p(comm, req);
     if (st != GMPI_SUCCESS)
-      request_free(req);
+      gmpi_request_free(req);
     else
       *out = req;
     return st;
@@ -175,7 +191,7 @@ gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
   if (st == GMPI_SUCCESS) st = req->engine->ops->p2p_post(req->engine->state, req);
   if (st != GMPI_SUCCESS) {
     gmpi_flight_end(&comm->flight, req->flight_seq, st);
-    request_free(req);
+    gmpi_request_free(req);
     return st;
   }
   *out = req;
@@ -188,14 +204,14 @@ gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status)
    * in native and envelope mode; gmpi_last_error names source, tag and sizes instead). */
   if (status && st == GMPI_SUCCESS) *status = req->status;
   gmpi_flight_end(&req->comm->flight, req->flight_seq, st);
-  request_free(req);
+  gmpi_request_free(req);
   return st;
 }
 
 void gmpi_request_give_up(gmpi_request_t req, gmpi_status_t why) {
   gmpi_flight_end(&req->comm->flight, req->flight_seq, why);
   engine_let_go(req);
-  request_free(req);
+  gmpi_request_free(req);
 }
 
 void gmpi_request_abandon(gmpi_request_t req) {

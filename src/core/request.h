@@ -9,6 +9,7 @@
 #include "gmpi.h"
 
 struct gmpi_request {
+  unsigned magic; /* live while handed out; dead once freed (gmpi_request_is_live) */
   gmpi_comm_t comm;
   int is_coll; /* a nonblocking collective (coll), else point to point (args) */
   gmpi_p2p_args_t args;
@@ -26,6 +27,12 @@ struct gmpi_request {
   int rec_index;         /* its number in that recording */
 };
 
+/* A zeroed, live request (NULL when out of memory), and its release. Freed requests are reused
+ * only after QUARANTINE newer ones (request.c): a stale copy of a handle meets a dead one. */
+gmpi_request_t gmpi_request_new(void);
+void gmpi_request_free(gmpi_request_t req);
+/* 0 for a request already freed (a stale copy of its handle) that was not reused since. */
+int gmpi_request_is_live(gmpi_request_t req);
 /* Allocate and post a request (the p2p entry points use this). */
 gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
                                  gmpi_request_t *out);

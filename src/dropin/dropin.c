@@ -180,6 +180,11 @@ int dropin_is_device(const void *ptr) {
   return st != GMPI_SUCCESS || dev;
 }
 
+gmpi_comm_t dropin_copier(MPI_Comm comm) {
+  gmpi_comm_t g = dropin.active ? dropin_twin(comm) : NULL;
+  return g ? g : dropin.world;
+}
+
 dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
                         gmpi_comm_t *twin) {
   if (!dropin.active) return VIA_MPI;

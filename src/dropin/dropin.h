@@ -53,6 +53,10 @@ gmpi_comm_t dropin_twin(MPI_Comm comm);
  * done when the layer is inactive, comm has one rank or no twin. */
 int dropin_arrive(MPI_Comm comm, const char *func, int *arrived);
 int dropin_is_device(const void *ptr);
+/* The gmpi comm that copies and allocates for a call on comm: its own twin, so that a failed
+ * MPI_COMM_WORLD leaves other comms' staging alone; MPI_COMM_WORLD's twin for a comm without
+ * one (an intercommunicator). */
+gmpi_comm_t dropin_copier(MPI_Comm comm);
 
 /* A gmpi failure as MPI reports one: the detail on stderr, the comm's error handler called,
  * its MPI error code returned. */
@@ -68,17 +72,23 @@ int dropin_op(MPI_Op op, gmpi_op_t *gop);
 /* A type whose count elements are count*size contiguous bytes from buf (lb 0, no holes):
  * gmpi moves it as bytes. *size gets the type's size. */
 int dropin_contiguous(MPI_Datatype type, size_t *size);
+/* 0 for a type the program made and has not committed: MPI forbids moving one and Open MPI
+ * refuses it (MPI_ERR_TYPE), so the layer does too wherever it lays out a type itself (it
+ * would otherwise move it, or crash in MPI_Pack_size). */
+int dropin_type_committed(MPI_Datatype type);
 
 /* ---- staging through host memory (dropin_stage.c) ---- */
 typedef struct {
-  void *user;   /* the program's pointer (device memory) */
-  char *host;   /* host copy of the span */
-  ptrdiff_t lb; /* span starts at user + lb */
-  size_t bytes; /* span length */
+  MPI_Comm comm; /* the call's: its twin copies, its error handler hears a failed copy */
+  void *user;    /* the program's pointer (device memory) */
+  char *host;    /* host copy of the span */
+  ptrdiff_t lb;  /* span starts at user + lb */
+  size_t bytes;  /* span length */
 } dropin_stage_t;
 /* Stage count elements of type at *buf when it is device memory: *buf then points into a host
  * copy (filled from the device). Nothing happens for host memory, NULL or MPI_IN_PLACE. */
-int dropin_stage_in(dropin_stage_t *s, void **buf, MPI_Aint count, MPI_Datatype type);
+int dropin_stage_in(dropin_stage_t *s, MPI_Comm comm, void **buf, MPI_Aint count,
+                    MPI_Datatype type);
 /* Copy a staged receive buffer back to the device (when copy_back), then free the copy. */
 int dropin_stage_out(dropin_stage_t *s, int copy_back);
 

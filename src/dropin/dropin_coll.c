@@ -4,6 +4,7 @@
  * copies of device buffers (derived types in reductions, user-defined ops, MINLOC/MAXLOC, comms
  * without a twin, calls gmpi lacks), or MPI as it is. MPI_IN_PLACE becomes gmpi's in-place form
  * (sendbuf == recvbuf). The barriers are here too: they have no buffers to describe. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "dropin_coll.h"
@@ -37,8 +38,9 @@ typedef struct {
 static int stage(staged_t *s, const coll_call_t *c, const char *why) {
   s->sb = (void *)c->send_used;
   s->rb = c->recv_used;
-  int rc = dropin_stage_in(&s->send, &s->sb, c->send_span, c->send.type);
-  if (rc == MPI_SUCCESS) rc = dropin_stage_in(&s->recv, &s->rb, c->recv_span, c->recv.type);
+  int rc = dropin_stage_in(&s->send, c->comm, &s->sb, c->send_span, c->send.type);
+  if (rc == MPI_SUCCESS)
+    rc = dropin_stage_in(&s->recv, c->comm, &s->rb, c->recv_span, c->recv.type);
   if (rc != MPI_SUCCESS) dropin_stage_out(&s->send, 0);
   if (rc == MPI_SUCCESS) dropin_note_staged(c->func, why);
   return rc;
@@ -109,6 +111,14 @@ static int sides_hand_over(const coll_call_t *c, gmpi_request_t g, coll_sides_t 
   return MPI_SUCCESS;
 }
 
+/* A side the layer could not lay out: MPI's class, named on stderr like gmpi's errors. */
+static void refuse(MPI_Comm comm, const char *func, int rc) {
+  if (rc == MPI_ERR_TYPE)
+    fprintf(stderr, "[gmpi_mpi] %s: a datatype is MPI_DATATYPE_NULL or was never committed\n",
+            func);
+  PMPI_Comm_call_errhandler(comm, rc);
+}
+
 /* Finish a data-moving collective: rc is the preparation's outcome (MPI), st gmpi's. A blocking
  * call unpacks now; a nonblocking call's request unpacks when it completes. */
 static int sides_finish(const coll_call_t *c, int rc, gmpi_status_t st, gmpi_request_t g,
@@ -116,7 +126,7 @@ static int sides_finish(const coll_call_t *c, int rc, gmpi_status_t st, gmpi_req
   if (rc == MPI_SUCCESS && st != GMPI_SUCCESS)
     rc = dropin_fail(c->comm, c->func, st);
   else if (rc != MPI_SUCCESS)
-    PMPI_Comm_call_errhandler(c->comm, rc);
+    refuse(c->comm, c->func, rc);
   if (rc == MPI_SUCCESS && c->request) {
     rc = sides_hand_over(c, g, s);
     if (rc == MPI_SUCCESS) return MPI_SUCCESS;

@@ -30,28 +30,38 @@ static void fill_status(MPI_Status *status, const gmpi_msg_status_t *gs) {
 
 /* ---- what goes on the wire ------------------------------------------------------------------ */
 
+/* MPI_SUCCESS, or MPI_ERR_TYPE on comm's error handler for a type never committed. */
+static int usable_type(MPI_Comm comm, const char *func, MPI_Datatype type) {
+  if (dropin_type_committed(type)) return MPI_SUCCESS;
+  fprintf(stderr, "[gmpi_mpi] %s: the datatype was never committed (MPI_Type_commit)\n", func);
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_TYPE);
+  return MPI_ERR_TYPE;
+}
+
 /* The bytes a send moves: the program's buffer for a contiguous type (copied to the host when
  * keep_copy: buffered sends), else packed into r->owned. */
 static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype type, int keep_copy,
                       const char *func, const void **data, size_t *bytes) {
   size_t size = 0;
   if (count < 0) return MPI_ERR_COUNT;
+  int rc = usable_type(r->comm, func, type);
+  if (rc != MPI_SUCCESS) return rc;
   if (dropin_contiguous(type, &size)) {
     *data = buf;
     *bytes = (size_t)count * size;
     if (!keep_copy || !*bytes) return MPI_SUCCESS;
     if (!(r->owned = malloc(*bytes))) return MPI_ERR_NO_MEM;
-    gmpi_status_t st = gmpi_mem_copy(dropin.world, r->owned, buf, *bytes);
+    gmpi_status_t st = gmpi_mem_copy(dropin_copier(r->comm), r->owned, buf, *bytes);
     *data = r->owned;
     return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(r->comm, func, st);
   }
   int packed = 0, pos = 0;
-  int rc = PMPI_Pack_size(count, type, r->comm, &packed);
+  rc = PMPI_Pack_size(count, type, r->comm, &packed);
   if (rc != MPI_SUCCESS) return rc;
   if (!(r->owned = malloc(packed ? (size_t)packed : 1))) return MPI_ERR_NO_MEM;
   dropin_stage_t s;
   void *src = (void *)buf;
-  if ((rc = dropin_stage_in(&s, &src, count, type)) != MPI_SUCCESS) return rc;
+  if ((rc = dropin_stage_in(&s, r->comm, &src, count, type)) != MPI_SUCCESS) return rc;
   rc = PMPI_Pack(src, count, type, r->owned, packed, &pos, r->comm);
   dropin_stage_out(&s, 0);
   if (dropin_is_device(buf)) dropin_note_staged(func, "a derived datatype (packed in host memory)");
@@ -80,7 +90,7 @@ static int unpack_bytes(const void *packed, size_t bytes, void *dst, MPI_Aint co
 static int unpack_received(dropin_req_t *r) {
   dropin_stage_t s;
   void *dst = r->user;
-  int rc = dropin_stage_in(&s, &dst, r->user_count, r->user_type); /* keeps the holes */
+  int rc = dropin_stage_in(&s, r->comm, &dst, r->user_count, r->user_type); /* the holes */
   if (rc == MPI_SUCCESS)
     rc = unpack_bytes(r->owned, r->bytes, dst, r->user_count, r->user_type, r->comm);
   int out = dropin_stage_out(&s, rc == MPI_SUCCESS);
@@ -93,13 +103,15 @@ static int recv_bytes(dropin_req_t *r, void *buf, int count, MPI_Datatype type, 
                       void **data, size_t *bytes) {
   size_t size = 0;
   if (count < 0) return MPI_ERR_COUNT;
+  int rc = usable_type(r->comm, func, type);
+  if (rc != MPI_SUCCESS) return rc;
   if (dropin_contiguous(type, &size)) {
     *data = buf;
     *bytes = (size_t)count * size;
     return MPI_SUCCESS;
   }
   int packed = 0;
-  int rc = PMPI_Pack_size(count, type, r->comm, &packed);
+  rc = PMPI_Pack_size(count, type, r->comm, &packed);
   if (rc != MPI_SUCCESS) return rc;
   if (!(r->owned = malloc(packed ? (size_t)packed : 1))) return MPI_ERR_NO_MEM;
   if (dropin_is_device(buf))
@@ -236,7 +248,7 @@ static int staged_send(const void *buf, int count, MPI_Datatype type, int dest, 
                        MPI_Comm comm, const char *func) {
   dropin_stage_t s;
   void *src = (void *)buf;
-  int rc = dropin_stage_in(&s, &src, count, type);
+  int rc = dropin_stage_in(&s, comm, &src, count, type);
   if (rc != MPI_SUCCESS) return rc;
   dropin_note_staged(func, "a communicator gmpi has no twin of (an intercommunicator)");
   rc = PMPI_Send(src, count, type, dest, tag, comm);
@@ -248,7 +260,7 @@ static int staged_recv(void *buf, int count, MPI_Datatype type, int source, int 
                        MPI_Status *status, const char *func) {
   dropin_stage_t s;
   void *dst = buf;
-  int rc = dropin_stage_in(&s, &dst, count, type);
+  int rc = dropin_stage_in(&s, comm, &dst, count, type);
   if (rc != MPI_SUCCESS) return rc;
   dropin_note_staged(func, "a communicator gmpi has no twin of (an intercommunicator)");
   rc = PMPI_Recv(dst, count, type, source, tag, comm, status);
@@ -261,8 +273,8 @@ static int staged_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype send
                            int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
   dropin_stage_t in, out;
   void *src = (void *)sendbuf, *dst = recvbuf;
-  int rc = dropin_stage_in(&in, &src, sendcount, sendtype);
-  if (rc == MPI_SUCCESS) rc = dropin_stage_in(&out, &dst, recvcount, recvtype);
+  int rc = dropin_stage_in(&in, comm, &src, sendcount, sendtype);
+  if (rc == MPI_SUCCESS) rc = dropin_stage_in(&out, comm, &dst, recvcount, recvtype);
   if (rc != MPI_SUCCESS) {
     dropin_stage_out(&in, 0);
     return rc;
@@ -414,10 +426,12 @@ static int deliver_held(held_msg_t *m, void *buf, int count, MPI_Datatype type,
   size_t room = 0;
   if (count < 0) {
     rc = MPI_ERR_COUNT;
+  } else if ((rc = usable_type(m->comm, "MPI_Mrecv", type)) != MPI_SUCCESS) {
+    /* refused, nothing written */
   } else if (dropin_contiguous(type, &size)) {
     room = (size_t)count * size;
     if (m->bytes <= room && m->bytes) {
-      gmpi_status_t st = gmpi_mem_copy(dropin.world, buf, m->data, m->bytes);
+      gmpi_status_t st = gmpi_mem_copy(dropin_copier(m->comm), buf, m->data, m->bytes);
       if (st != GMPI_SUCCESS) rc = dropin_fail(m->comm, "MPI_Mrecv", st);
     }
   } else {
@@ -557,7 +571,11 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
   if (rc != MPI_SUCCESS) return rc;
   rc = MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &req[1]);
   if (rc != MPI_SUCCESS) {
-    MPI_Request_free(&req[0]); /* its message may never come: completes on its own if it does */
+    /* The call fails: its receive must not stay posted, or it would take a later message into
+     * a buffer the program owns again. Taken back when no message matched it yet (what Open
+     * MPI's argument checks give: nothing received); one that did match completes here. */
+    MPI_Cancel(&req[0]);
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
     return rc;
   }
   MPI_Status st[2];
@@ -587,19 +605,19 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int 
    * (the holes of a derived type come back as they were). */
   int device = dropin_is_device(buf);
   char *copy = NULL;
-  gmpi_status_t s = device ? gmpi_mem_alloc(dropin.world, span ? span : 1, (void **)&copy)
+  gmpi_status_t s = device ? gmpi_mem_alloc(g, span ? span : 1, (void **)&copy)
                            : ((copy = malloc(span ? span : 1)) ? GMPI_SUCCESS : GMPI_ERR_NO_MEMORY);
-  if (s == GMPI_SUCCESS && span) s = gmpi_mem_copy(dropin.world, copy, (char *)buf + tlb, span);
+  if (s == GMPI_SUCCESS && span) s = gmpi_mem_copy(g, copy, (char *)buf + tlb, span);
   MPI_Status st;
   int rc = s == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Sendrecv_replace", s);
   if (rc == MPI_SUCCESS)
     rc = MPI_Sendrecv(buf, count, type, dest, sendtag, copy - tlb, count, type, source, recvtag,
                       comm, &st);
   if (rc == MPI_SUCCESS && span) {
-    s = gmpi_mem_copy(dropin.world, (char *)buf + tlb, copy, span);
+    s = gmpi_mem_copy(g, (char *)buf + tlb, copy, span);
     if (s != GMPI_SUCCESS) rc = dropin_fail(comm, "MPI_Sendrecv_replace", s);
   }
-  if (device && copy) gmpi_mem_free(dropin.world, copy);
+  if (device && copy) gmpi_mem_free(g, copy);
   if (!device) free(copy);
   if (rc == MPI_SUCCESS && status != MPI_STATUS_IGNORE) *status = st;
   return rc;

@@ -28,7 +28,7 @@ void dropin_side_clear(dropin_side_t *s) {
 int dropin_side_init(dropin_side_t *s, void *buf, MPI_Datatype type, int n, const int *counts,
                      const int *displs, int count) {
   dropin_side_clear(s);
-  if (type == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+  if (type == MPI_DATATYPE_NULL || !dropin_type_committed(type)) return MPI_ERR_TYPE;
   size_t bytes = 0;
   MPI_Count size = 0;
   MPI_Aint lb = 0;

@@ -307,12 +307,19 @@ int dropin_req_live_on(MPI_Comm comm) {
   return live;
 }
 
+/* r's comm is being freed: r (and its staged copies) report to MPI_COMM_WORLD from now on. */
+static void rehome(dropin_req_t *r, MPI_Comm comm) {
+  if (r->comm != comm) return;
+  r->comm = MPI_COMM_WORLD;
+  r->stage[0].comm = r->stage[1].comm = MPI_COMM_WORLD;
+}
+
 void dropin_req_rehome(MPI_Comm comm) {
   for (dropin_req_t *r = detached; r; r = r->next)
-    if (r->comm == comm) r->comm = MPI_COMM_WORLD;
+    rehome(r, comm);
   for (int b = 0; b < BUCKETS; b++)
     for (dropin_req_t *r = bucket[b]; r; r = r->next)
-      if (r->comm == comm) r->comm = MPI_COMM_WORLD;
+      rehome(r, comm);
 }
 
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {

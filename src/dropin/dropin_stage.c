@@ -8,8 +8,10 @@
 
 #include "dropin.h"
 
-int dropin_stage_in(dropin_stage_t *s, void **buf, MPI_Aint count, MPI_Datatype type) {
+int dropin_stage_in(dropin_stage_t *s, MPI_Comm comm, void **buf, MPI_Aint count,
+                    MPI_Datatype type) {
   memset(s, 0, sizeof(*s));
+  s->comm = comm;
   if (count <= 0 || !dropin_is_device(*buf)) return MPI_SUCCESS;
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
   PMPI_Type_get_extent(type, &lb, &extent);
@@ -19,11 +21,11 @@ int dropin_stage_in(dropin_stage_t *s, void **buf, MPI_Aint count, MPI_Datatype 
   s->lb = tlb;
   s->bytes = (size_t)((count - 1) * extent + textent);
   if (!(s->host = malloc(s->bytes ? s->bytes : 1))) return MPI_ERR_NO_MEM;
-  gmpi_status_t st = gmpi_mem_copy(dropin.world, s->host, (char *)s->user + s->lb, s->bytes);
+  gmpi_status_t st = gmpi_mem_copy(dropin_copier(comm), s->host, (char *)s->user + s->lb, s->bytes);
   if (st != GMPI_SUCCESS) {
     free(s->host);
     s->host = NULL;
-    return dropin_fail(MPI_COMM_WORLD, "staging a device buffer", st);
+    return dropin_fail(comm, "staging a device buffer", st);
   }
   *buf = s->host - s->lb;
   return MPI_SUCCESS;
@@ -33,10 +35,10 @@ int dropin_stage_out(dropin_stage_t *s, int copy_back) {
   if (!s->host) return MPI_SUCCESS;
   gmpi_status_t st = GMPI_SUCCESS;
   if (copy_back) {
-    st = gmpi_mem_copy(dropin.world, (char *)s->user + s->lb, s->host, s->bytes);
+    st = gmpi_mem_copy(dropin_copier(s->comm), (char *)s->user + s->lb, s->host, s->bytes);
   }
   free(s->host);
   s->host = NULL;
   return st == GMPI_SUCCESS ? MPI_SUCCESS
-                            : dropin_fail(MPI_COMM_WORLD, "copying a staged buffer back", st);
+                            : dropin_fail(s->comm, "copying a staged buffer back", st);
 }

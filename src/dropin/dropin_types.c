@@ -4,6 +4,7 @@
  * common types first. */
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "dropin.h"
 
@@ -97,4 +98,137 @@ int dropin_contiguous(MPI_Datatype type, size_t *size) {
     return 0;
   *size = (size_t)bytes;
   return bytes > 0 && lb == 0 && tlb == 0 && extent == bytes && textent == bytes;
+}
+
+/* ---- types made but not committed ---------------------------------------------------------- */
+
+/* MPI offers no query for "committed", so the layer keeps the types the program made through
+ * its constructors and has not committed or freed yet. A type it did not see made (predefined,
+ * from Fortran, returned by MPI_Type_get_contents) is taken as committed: the check can miss a
+ * mistake but never refuses a usable type. The set is small (types wait here only between
+ * their constructor and MPI_Type_commit), and calls are at most MPI_THREAD_SERIALIZED. */
+static MPI_Datatype *uncommitted;
+static size_t n_uncommitted, cap_uncommitted;
+
+static int find_uncommitted(MPI_Datatype type, size_t *at) {
+  for (size_t i = 0; i < n_uncommitted; i++)
+    if (uncommitted[i] == type) {
+      *at = i;
+      return 1;
+    }
+  return 0;
+}
+
+static void forget_uncommitted(MPI_Datatype type) {
+  size_t at = 0;
+  if (!find_uncommitted(type, &at)) return;
+  uncommitted[at] = uncommitted[--n_uncommitted];
+  if (n_uncommitted == 0) { /* leave nothing for leak checkers */
+    free(uncommitted);
+    uncommitted = NULL;
+    cap_uncommitted = 0;
+  }
+}
+
+/* After a constructor: rc is its result; a new type is uncommitted (no memory to note it: the
+ * type goes unchecked, as one made elsewhere). */
+static int made(int rc, const MPI_Datatype *newtype) {
+  if (rc != MPI_SUCCESS) return rc;
+  forget_uncommitted(*newtype); /* a handle MPI reuses after a free this layer missed */
+  if (n_uncommitted == cap_uncommitted) {
+    size_t cap = cap_uncommitted ? 2 * cap_uncommitted : 16;
+    MPI_Datatype *grown = realloc(uncommitted, cap * sizeof(*grown));
+    if (!grown) return rc;
+    uncommitted = grown;
+    cap_uncommitted = cap;
+  }
+  uncommitted[n_uncommitted++] = *newtype;
+  return rc;
+}
+
+int dropin_type_committed(MPI_Datatype type) {
+  size_t at = 0;
+  return !find_uncommitted(type, &at);
+}
+
+int MPI_Type_commit(MPI_Datatype *type) {
+  int rc = PMPI_Type_commit(type);
+  if (rc == MPI_SUCCESS) forget_uncommitted(*type);
+  return rc;
+}
+
+int MPI_Type_free(MPI_Datatype *type) {
+  MPI_Datatype t = type ? *type : MPI_DATATYPE_NULL;
+  int rc = PMPI_Type_free(type);
+  if (rc == MPI_SUCCESS) forget_uncommitted(t);
+  return rc;
+}
+
+/* A duplicate is committed when its original is (MPI_Type_dup keeps the committed state). */
+int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  size_t at = 0;
+  int rc = PMPI_Type_dup(oldtype, newtype);
+  if (rc == MPI_SUCCESS && !find_uncommitted(oldtype, &at)) return rc;
+  return made(rc, newtype);
+}
+
+int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  return made(PMPI_Type_contiguous(count, oldtype, newtype), newtype);
+}
+
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                    MPI_Datatype *newtype) {
+  return made(PMPI_Type_vector(count, blocklength, stride, oldtype, newtype), newtype);
+}
+
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                            MPI_Datatype *newtype) {
+  return made(PMPI_Type_create_hvector(count, blocklength, stride, oldtype, newtype), newtype);
+}
+
+int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
+                     MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  return made(PMPI_Type_indexed(count, blocklengths, displacements, oldtype, newtype), newtype);
+}
+
+int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
+                             MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  return made(PMPI_Type_create_hindexed(count, blocklengths, displacements, oldtype, newtype),
+              newtype);
+}
+
+int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
+                                  MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  return made(PMPI_Type_create_indexed_block(count, blocklength, displacements, oldtype, newtype),
+              newtype);
+}
+
+int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displacements[],
+                                   MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  return made(PMPI_Type_create_hindexed_block(count, blocklength, displacements, oldtype, newtype),
+              newtype);
+}
+
+int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
+                           const MPI_Datatype types[], MPI_Datatype *newtype) {
+  return made(PMPI_Type_create_struct(count, blocklengths, displacements, types, newtype), newtype);
+}
+
+int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[], const int starts[],
+                             int order, MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  return made(PMPI_Type_create_subarray(ndims, sizes, subsizes, starts, order, oldtype, newtype),
+              newtype);
+}
+
+int MPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[], const int distribs[],
+                           const int dargs[], const int psizes[], int order, MPI_Datatype oldtype,
+                           MPI_Datatype *newtype) {
+  return made(PMPI_Type_create_darray(size, rank, ndims, gsizes, distribs, dargs, psizes, order,
+                                      oldtype, newtype),
+              newtype);
+}
+
+int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                            MPI_Datatype *newtype) {
+  return made(PMPI_Type_create_resized(oldtype, lb, extent, newtype), newtype);
 }

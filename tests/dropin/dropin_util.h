@@ -414,10 +414,11 @@ static inline int d_skip(const char *why) {
   return D_SKIP_CODE;
 }
 
-/* Every rank's failures reduced to one verdict printed by rank 0; main returns what this does. */
-static inline int d_finish(void) {
+/* Every rank's failures reduced (over comm: every rank of MPI_COMM_WORLD, which a test may have
+ * made unusable on purpose) to one verdict printed by rank 0; main returns what this does. */
+static inline int d_finish_on(MPI_Comm comm) {
   int total = 0;
-  int rc = MPI_Allreduce(&d_.failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  int rc = MPI_Allreduce(&d_.failures, &total, 1, MPI_INT, MPI_SUM, comm);
   if (rc != MPI_SUCCESS) total = d_.failures + 1; /* cannot agree: fail on this rank at least */
   if (d_.rank == 0) {
     if (total)
@@ -431,5 +432,7 @@ static inline int d_finish(void) {
   MPI_Finalize();
   return total ? 1 : 0;
 }
+
+static inline int d_finish(void) { return d_finish_on(MPI_COMM_WORLD); }
 
 #endif
