@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The cuda backend's life cycle: probe, bind one device per local rank, build each comm's NCCL
- * communicators over MPI (unique id on rank 0, bcast; a nonblocking control communicator whose
- * init is bounded by GMPI_TIMEOUT, and the blocking data communicator split from it),
- * teardown; and its ops table. Completion and waiting are cuda_wait.c's. */
+/* The cuda backend's life cycle: probe, bind one device per local rank, build each comm's
+ * blocking NCCL communicator (gmpi_init's from a unique id the out-of-band channel carries, a
+ * split's split from its parent's; each after a polled arrival, watched), teardown; and its
+ * ops table. Completion and waiting are cuda_wait.c's. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <sched.h>
 #include <stdatomic.h>
