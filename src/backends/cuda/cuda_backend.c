@@ -137,18 +137,14 @@ static void log_memory(gmpi_comm_t comm, cuda_comm_t *cc, size_t free_before) {
 
 /* gmpi_init's communicator, from a unique id that rank 0 makes and the out-of-band channel
  * carries. NCCL's blocking init waits inside NCCL for every rank: a polled, bounded arrival
- * first (an allgather completes only when every rank has come), so that it waits only on ranks
+ * first (a vote completes only when every rank has come), so that it waits only on ranks
  * already here; the call itself is watched, as every blocking NCCL call (cuda_wait.c). */
 static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
   if (comm->rank == 0) GMPI_NCCL_CHECK(ncclGetUniqueId(&id), NULL);
   GMPI_CHECK(comm->oob.ops->bcast(comm, &id, sizeof(id), 0));
-  int here = 1, *all = malloc(sizeof(int) * (size_t)comm->size);
-  if (!all) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the ranks' arrival");
-  gmpi_status_t st = comm->oob.ops->allgather(comm, &here, all, sizeof(int));
-  free(all);
-  GMPI_CHECK(st);
+  GMPI_CHECK(gmpi_vote(comm, GMPI_SUCCESS, 0, NULL, "arrive at gmpi_init's NCCL init"));
   ncclConfig_t config = comm_config();
   size_t free_before = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
