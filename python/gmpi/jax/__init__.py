@@ -146,7 +146,7 @@ def _reduction(op, dtype):
     effects then carry it into every later call of the program."""
     op_value, name = _op(op)
     if not _lib.lib.gmpi_op_valid(_dtype(dtype), op_value):
-        raise _lib.GmpiError(1, "op %s is not defined on dtype %s (MPI's rules)"
+        raise _lib.GmpiError(1, "argument 'op' = %s is not defined on dtype %s (MPI's rules)"
                              % (name, np.dtype(dtype).name))
     return op_value
 
