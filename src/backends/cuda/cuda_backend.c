@@ -88,6 +88,7 @@ static gmpi_status_t cuda_probe(gmpi_comm_t comm, char *why, size_t why_len) {
 
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
   if (cc->user_stream || cc->capturing || !cc->default_stream_order) return GMPI_SUCCESS;
+  if (cc->default_stream_order == 2 && s == cc->stream) return GMPI_SUCCESS; /* CUDA orders it */
   if (!cc->default_mark)
     GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&cc->default_mark, cudaEventDisableTiming));
   GMPI_CUDA_CHECK(cudaEventRecord(cc->default_mark, cudaStreamLegacy));
@@ -209,8 +210,8 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CUDA_CHECK_GOTO(cudaSetDevice(dev), st, free_cc);
   GMPI_CHECK_GOTO(cuda_mem_setup(&comm->cfg, dev), st, free_cc);
-  GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, cudaStreamNonBlocking), st,
-                       teardown_mem);
+  unsigned flags = cc->default_stream_order == 2 ? cudaStreamDefault : cudaStreamNonBlocking;
+  GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, flags), st, teardown_mem);
   GMPI_CHECK_GOTO(parent ? nccl_split(comm, cc, parent, color, key) : nccl_init(comm, cc), st,
                   abort_nccl);
   comm->be = cc;

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# What ordering after CUDA's legacy default stream costs per device call (issue 23, item 3):
+# gmpi-bench against raw NCCL in the same run, for each GMPI_DEFAULT_STREAM_ORDER value, the
+# values alternated pass by pass (the machine is noisy). One rank per GPU.
+#   scripts/experiments/stream_order.sh BUILD_DIR OUT_DIR [PASSES]
+set -uo pipefail
+build=$1 out=$2 passes=${3:-3}
+mkdir -p "$out"
+for pass in $(seq "$passes"); do
+  for order in 0 1 implicit; do
+    for mode in eager nonblocking; do
+      flags=()
+      [ $mode = nonblocking ] && flags=(--nonblocking)
+      echo "=== GMPI_DEFAULT_STREAM_ORDER=$order $mode pass $pass"
+      GMPI_DEFAULT_STREAM_ORDER=$order scripts/mpirun -n 1 "$build/tools/gmpi-bench" -b 8 -e 64M \
+        -f 8 -n 40 --rounds 3 --coll all "${flags[@]}" --baseline nccl \
+        -J "$out/order_${order}_${mode}_$pass.json"
+    done
+  done
+done
