@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "../../core/backend.h"
@@ -15,6 +16,10 @@
 struct gmpi_envelope_engine;
 struct cuda_p2p;
 struct gmpi_plan;
+
+/* Events a comm keeps for its next nonblocking calls: creating and destroying one per call
+ * costs more than the call's own bookkeeping. */
+#define CUDA_SPARE_EVENTS 16
 
 /* Each comm has one blocking NCCL communicator (cuda_wait.c says why); those of split and
  * dup'ed comms are split from their parent's and share its resources (NCCL's splitShare). */
@@ -31,6 +36,9 @@ typedef struct {
   int capturing;        /* a plan is being captured from stream: touch nothing else */
   void *scratch;        /* fallback reductions' gather space, per comm (per stream) */
   size_t scratch_bytes;
+  pthread_mutex_t events_lock;                 /* guards the spare events (threads share a comm) */
+  cudaEvent_t spare_events[CUDA_SPARE_EVENTS]; /* completed requests' events, kept for reuse */
+  int n_spare_events;
 } cuda_comm_t;
 
 extern const gmpi_backend_ops_t gmpi_backend_cuda;
@@ -68,6 +76,11 @@ void cuda_comm_release_scratch(cuda_comm_t *cc);
 gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char *what);
 /* NCCL's asynchronous error, if any (then the NCCL comm is aborted and the comm failed). */
 gmpi_status_t cuda_poll_errors(gmpi_comm_t comm, cuda_comm_t *cc);
+/* An event for one request's completion (a spare one if the comm has it), and back. */
+gmpi_status_t cuda_event_take(cuda_comm_t *cc, cudaEvent_t *ev);
+void cuda_event_give(cuda_comm_t *cc, cudaEvent_t ev);
+/* Destroy the spare events (the comm's free). */
+void cuda_events_release(cuda_comm_t *cc);
 /* Abort the comm's NCCL communicators (work that can never complete), failing comm with why. */
 void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
 

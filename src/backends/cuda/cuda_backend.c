@@ -206,6 +206,7 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
   cuda_comm_t *cc = calloc(1, sizeof(*cc));
   if (!cc) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the cuda backend state");
   cc->device = dev;
+  pthread_mutex_init(&cc->events_lock, NULL);
   cc->default_stream_order = comm->cfg.default_stream_order;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CUDA_CHECK_GOTO(cudaSetDevice(dev), st, free_cc);
@@ -226,6 +227,7 @@ abort_nccl:
 teardown_mem:
   cuda_mem_teardown();
 free_cc:
+  pthread_mutex_destroy(&cc->events_lock);
   free(cc);
   return st;
 }
@@ -244,6 +246,8 @@ static void cuda_comm_fini(gmpi_comm_t comm) {
   nccl_destroy(comm, cc);
   cuda_comm_release_scratch(cc);
   cudaStreamDestroy(cc->stream);
+  cuda_events_release(cc);
+  pthread_mutex_destroy(&cc->events_lock);
   if (cc->default_mark) cudaEventDestroy(cc->default_mark);
   cuda_mem_teardown();
   free(cc);

@@ -454,14 +454,14 @@ gmpi_status_t cuda_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_arg
   cuda_comm_t *cc = state;
   cudaEvent_t done;
   GMPI_CHECK(cuda_after_default_stream(cc, cuda_stream(cc)));
-  GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  GMPI_CHECK(cuda_event_take(cc, &done));
   gmpi_status_t st = enqueue(comm, a, cuda_stream(cc), 1);
   if (st == GMPI_SUCCESS) {
     cudaError_t e = cudaEventRecord(done, cuda_stream(cc));
     if (e != cudaSuccess) st = gmpi_cuda_error(e, "cudaEventRecord");
   }
   if (st != GMPI_SUCCESS) {
-    cudaEventDestroy(done);
+    cuda_event_give(cc, done);
     return st;
   }
   req->be = done;
@@ -473,7 +473,10 @@ gmpi_status_t cuda_coll_test(void *state, gmpi_request_t req, int *done) {
   cudaError_t e = cudaEventQuery((cudaEvent_t)req->be);
   *done = e == cudaSuccess;
   if (e == cudaErrorNotReady) return cuda_poll_errors(req->comm, cc);
-  cudaEventDestroy((cudaEvent_t)req->be);
+  if (e == cudaSuccess)
+    cuda_event_give(cc, (cudaEvent_t)req->be);
+  else
+    cudaEventDestroy((cudaEvent_t)req->be);
   req->be = NULL;
   return e == cudaSuccess ? GMPI_SUCCESS : gmpi_cuda_error(e, "cudaEventQuery");
 }

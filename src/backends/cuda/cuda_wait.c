@@ -88,6 +88,30 @@ gmpi_status_t cuda_nccl_failed(gmpi_comm_t comm, ncclComm_t nc, ncclResult_t r, 
   return gmpi_nccl_error(r, nc, call);
 }
 
+/* ---- completion events ------------------------------------------------------------------- */
+
+gmpi_status_t cuda_event_take(cuda_comm_t *cc, cudaEvent_t *ev) {
+  pthread_mutex_lock(&cc->events_lock);
+  int have = cc->n_spare_events > 0;
+  if (have) *ev = cc->spare_events[--cc->n_spare_events];
+  pthread_mutex_unlock(&cc->events_lock);
+  if (!have) GMPI_CUDA_CHECK(cudaEventCreateWithFlags(ev, cudaEventDisableTiming));
+  return GMPI_SUCCESS;
+}
+
+void cuda_event_give(cuda_comm_t *cc, cudaEvent_t ev) {
+  pthread_mutex_lock(&cc->events_lock);
+  int kept = cc->n_spare_events < CUDA_SPARE_EVENTS;
+  if (kept) cc->spare_events[cc->n_spare_events++] = ev;
+  pthread_mutex_unlock(&cc->events_lock);
+  if (!kept) cudaEventDestroy(ev);
+}
+
+void cuda_events_release(cuda_comm_t *cc) {
+  while (cc->n_spare_events > 0)
+    cudaEventDestroy(cc->spare_events[--cc->n_spare_events]);
+}
+
 /* ---- waiting ----------------------------------------------------------------------------------
  */
 
