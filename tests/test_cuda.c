@@ -188,6 +188,56 @@ static void after_default_stream(void) {
   t_free(r);
 }
 
+/* Nonblocking collectives and the default stream. (1) One posted right after a cudaMemcpy from
+ * pageable memory reads what was copied. (2) A blocking collective while it is pending. (3)
+ * While it is pending, rank 0 makes a host call that waits for stream 0 (a synchronous
+ * cudaMemcpy), then sends the message the other ranks wait for before they post theirs: the
+ * pending collective must not hold stream 0 back (it would wait for ranks that wait for rank
+ * 0), so it cannot run on a blocking stream. */
+static void nonblocking_default_stream(void) {
+  enum { N = 1 << 20 };
+  size_t bytes = N * sizeof(int);
+  int *h = malloc(bytes), *d = t_alloc(bytes), *r = t_alloc(bytes);
+  int *d2 = t_alloc(bytes), *r2 = t_alloc(bytes);
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++)
+      h[i] = round * 1000 + rank + i % 13;
+    cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    gmpi_request_t rq = NULL;
+    int token = -1;
+    if (rank == 0) {
+      T_OK(gmpi_iallreduce(d, r, N, GMPI_INT32, GMPI_SUM, comm, &rq));
+      int first = 0;
+      cudaMemcpy(&first, d2, sizeof(int), cudaMemcpyDeviceToHost); /* waits for stream 0 */
+      token = round;
+      for (int peer = 1; peer < size; peer++)
+        T_OK(gmpi_send(&token, 1, GMPI_INT32, peer, 9, comm));
+    } else {
+      T_OK(gmpi_recv(&token, 1, GMPI_INT32, 0, 9, comm, NULL));
+      T_OK(gmpi_iallreduce(d, r, N, GMPI_INT32, GMPI_SUM, comm, &rq));
+    }
+    T_EQ_INT(token, round);
+    cudaMemset(d2, round + 1, bytes);
+    T_OK(gmpi_allreduce(d2, r2, N, GMPI_INT32, GMPI_SUM, comm));
+    T_OK(gmpi_wait(&rq, NULL));
+    t_get(h, r, bytes);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += h[i] != size * (round * 1000 + i % 13) + size * (size - 1) / 2;
+    T_EQ_INT(bad, 0);
+    t_get(h, r2, bytes);
+    bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += h[i] != size * (round + 1) * 0x01010101;
+    T_EQ_INT(bad, 0);
+  }
+  free(h);
+  t_free(d);
+  t_free(r);
+  t_free(d2);
+  t_free(r2);
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   gmpi_comm_rank(comm, &rank);
@@ -211,5 +261,6 @@ int main(int argc, char **argv) {
   other_device();
   stream_ordered();
   after_default_stream();
+  nonblocking_default_stream();
   return t_finish("cuda");
 }

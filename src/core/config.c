@@ -30,8 +30,6 @@ static const config_word_t p2p_words[] = {{"auto", GMPI_P2P_AUTO},
 static const config_word_t device_p2p_words[] = {
     {"auto", GMPI_DEVICE_P2P_AUTO}, {"nccl", GMPI_DEVICE_P2P_NCCL}, {NULL, 0}};
 static const config_word_t bool_words[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
-/* 2 (implicit) is an experiment under measurement: a blocking-flag stream, no event */
-static const config_word_t order_words[] = {{"0", 0}, {"1", 1}, {"implicit", 2}, {NULL, 0}};
 static const config_word_t timeout_action_words[] = {
     {"end", GMPI_TIMEOUT_END_JOB}, {"status", GMPI_TIMEOUT_STATUS}, {NULL, 0}};
 
@@ -111,8 +109,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   GMPI_CHECK(read_word("GMPI_DEVICE_P2P", device_p2p_words, "one of auto, nccl", &device_p2p));
   GMPI_CHECK(read_word("GMPI_CHECK", bool_words, "0 or 1", &c.check));
   GMPI_CHECK(read_word("GMPI_PLAN_FUSE", bool_words, "0 or 1", &c.plan_fuse));
-  GMPI_CHECK(read_word("GMPI_DEFAULT_STREAM_ORDER", order_words, "0, 1 or implicit",
-                       &c.default_stream_order));
+  GMPI_CHECK(read_word("GMPI_DEFAULT_STREAM_ORDER", bool_words, "0 or 1", &c.default_stream_order));
   GMPI_CHECK(read_word("GMPI_TIMEOUT_ACTION", timeout_action_words, "one of end, status",
                        &timeout_action));
   GMPI_CHECK(read_word("GMPI_GPU_PREALLOCATE", bool_words, "0 or 1", &c.gpu_preallocate));

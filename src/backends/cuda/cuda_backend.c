@@ -88,14 +88,22 @@ static gmpi_status_t cuda_probe(gmpi_comm_t comm, char *why, size_t why_len) {
 
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
   if (cc->user_stream || cc->capturing || !cc->default_stream_order) return GMPI_SUCCESS;
-  if (cc->default_stream_order == 2 && s == cc->stream) return GMPI_SUCCESS; /* CUDA orders it */
+  if (s == cc->stream) return GMPI_SUCCESS; /* a blocking stream: CUDA orders it */
   if (!cc->default_mark)
     GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&cc->default_mark, cudaEventDisableTiming));
   GMPI_CUDA_CHECK(cudaEventRecord(cc->default_mark, cudaStreamLegacy));
   /* An event query first, to skip the wait when stream 0 is idle, measured worse on the H200
-   * (1.17-1.25x raw NCCL per small allreduce against 1.04-1.14x for record + wait): the
-   * ordering costs about 1 us per call either way; GMPI_DEFAULT_STREAM_ORDER=0 drops it. */
+   * (1.17-1.25x raw NCCL per small allreduce against 1.04-1.14x for record + wait). */
   GMPI_CUDA_CHECK(cudaStreamWaitEvent(s, cc->default_mark, 0));
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t cuda_order_blocking(cuda_comm_t *cc) {
+  if (cc->user_stream || !atomic_load(&cc->async_pending)) return GMPI_SUCCESS;
+  if (!cc->async_mark)
+    GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&cc->async_mark, cudaEventDisableTiming));
+  GMPI_CUDA_CHECK(cudaEventRecord(cc->async_mark, cc->async_stream));
+  GMPI_CUDA_CHECK(cudaStreamWaitEvent(cc->stream, cc->async_mark, 0));
   return GMPI_SUCCESS;
 }
 
@@ -140,6 +148,21 @@ static void log_memory(gmpi_comm_t comm, cuda_comm_t *cc, size_t free_before) {
  * carries. NCCL's blocking init waits inside NCCL for every rank: a polled, bounded arrival
  * first (a vote completes only when every rank has come), so that it waits only on ranks
  * already here; the call itself is watched, as every blocking NCCL call (cuda_wait.c). */
+/* NCCL connects a communicator's peers at the first call of each algorithm (lazily), inside
+ * that call: with a peer absent, the host blocks inside NCCL, where nothing can interrupt it to
+ * return a status. Under GMPI_TIMEOUT_ACTION=end that call is watched and ends the job, as any
+ * stuck collective does, and lazy connection keeps one communicator at 580 MiB on an H200.
+ * Under status a stuck collective must come back as GMPI_ERR_TIMEOUT, so every peer is
+ * connected at init instead (1092 MiB there; found by test_timeout at 2 ranks). NCCL reads the
+ * variable once, at its first communicator: a program that made one before gmpi_init, or that
+ * sets the variable itself, keeps its own choice. */
+static void choose_connection(const gmpi_comm_t comm) {
+  if (comm->cfg.timeout_action != GMPI_TIMEOUT_STATUS || getenv("NCCL_RUNTIME_CONNECT")) return;
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+  gmpi_log(GMPI_LOG_INFO, "cuda: GMPI_TIMEOUT_ACTION=status: NCCL connects every peer at init "
+                          "(NCCL_RUNTIME_CONNECT=0), so that no collective blocks inside NCCL");
+}
+
 static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
@@ -149,6 +172,7 @@ static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   ncclConfig_t config = comm_config();
   size_t free_before = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
+  choose_connection(comm);
   gmpi_watchdog_add(comm); /* the comm is watched from here on: gmpi_init adds it for good */
   gmpi_watch_enter(comm, "gmpi_init's ncclCommInitRankConfig", 0);
   ncclResult_t r = ncclCommInitRankConfig(&cc->nccl, comm->size, id, comm->rank, &config);
@@ -211,8 +235,10 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CUDA_CHECK_GOTO(cudaSetDevice(dev), st, free_cc);
   GMPI_CHECK_GOTO(cuda_mem_setup(&comm->cfg, dev), st, free_cc);
-  unsigned flags = cc->default_stream_order == 2 ? cudaStreamDefault : cudaStreamNonBlocking;
+  unsigned flags = cc->default_stream_order ? cudaStreamDefault : cudaStreamNonBlocking;
   GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, flags), st, teardown_mem);
+  GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->async_stream, cudaStreamNonBlocking), st,
+                       destroy_stream);
   GMPI_CHECK_GOTO(parent ? nccl_split(comm, cc, parent, color, key) : nccl_init(comm, cc), st,
                   abort_nccl);
   comm->be = cc;
@@ -223,6 +249,8 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
 abort_nccl:
   comm->be = NULL;
   cuda_abort(comm, cc, st);
+  cudaStreamDestroy(cc->async_stream);
+destroy_stream:
   cudaStreamDestroy(cc->stream);
 teardown_mem:
   cuda_mem_teardown();
@@ -236,6 +264,8 @@ static void cuda_comm_fini(gmpi_comm_t comm) {
   cuda_comm_t *cc = comm->be;
   if (!cc) return;
   if (comm->failure == GMPI_SUCCESS) (void)cuda_wait_stream(comm, cc->stream, "the comm's free");
+  if (comm->failure == GMPI_SUCCESS)
+    (void)cuda_wait_stream(comm, cc->async_stream, "the comm's free");
   /* Point-to-point links are aborted at close (cuda_links.c), and NCCL's proxy may still be
    * sending data whose send completed: no rank closes before every rank has arrived here, so
    * every receive the program waited for has landed (found on the H200: a peer's receive cut
@@ -246,9 +276,11 @@ static void cuda_comm_fini(gmpi_comm_t comm) {
   nccl_destroy(comm, cc);
   cuda_comm_release_scratch(cc);
   cudaStreamDestroy(cc->stream);
+  cudaStreamDestroy(cc->async_stream);
   cuda_events_release(cc);
   pthread_mutex_destroy(&cc->events_lock);
   if (cc->default_mark) cudaEventDestroy(cc->default_mark);
+  if (cc->async_mark) cudaEventDestroy(cc->async_mark);
   cuda_mem_teardown();
   free(cc);
   comm->be = NULL;
@@ -269,6 +301,7 @@ static gmpi_status_t cuda_free(gmpi_comm_t comm, void *ptr) {
 static gmpi_status_t cuda_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes) {
   cuda_comm_t *cc = comm->be;
   if (!bytes) return GMPI_SUCCESS;
+  GMPI_CHECK(cuda_order_blocking(cc));
   GMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cc->stream));
   return cuda_wait_stream(comm, cc->stream, "gmpi_mem_copy");
 }
@@ -288,6 +321,7 @@ static gmpi_status_t cuda_set_stream(gmpi_comm_t comm, void *stream) {
   if (stream == cc->user_stream) return GMPI_SUCCESS;
   /* Work gmpi already enqueued on its own stream must not overtake later user work. */
   GMPI_CHECK(cuda_wait_stream(comm, cc->stream, "gmpi_comm_set_stream"));
+  GMPI_CHECK(cuda_wait_stream(comm, cc->async_stream, "gmpi_comm_set_stream"));
   cc->user_stream = stream;
   return GMPI_SUCCESS;
 }

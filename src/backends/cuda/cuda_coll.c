@@ -437,7 +437,7 @@ static gmpi_status_t enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaSt
 
 gmpi_status_t cuda_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a) {
   cuda_comm_t *cc = state;
-  GMPI_CHECK(cuda_after_default_stream(cc, cuda_stream(cc)));
+  GMPI_CHECK(cuda_order_blocking(cc));
   GMPI_CHECK(enqueue(comm, a, cuda_stream(cc), 0));
   if (cc->user_stream) return GMPI_SUCCESS; /* stream-ordered: enqueued is done */
   return cuda_wait_stream(comm, cuda_stream(cc), gmpi_coll_name(a->kind));
@@ -452,12 +452,13 @@ gmpi_status_t cuda_coll_enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cud
 gmpi_status_t cuda_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a,
                               gmpi_request_t req) {
   cuda_comm_t *cc = state;
+  cudaStream_t s = cuda_async_stream(cc);
   cudaEvent_t done;
-  GMPI_CHECK(cuda_after_default_stream(cc, cuda_stream(cc)));
+  GMPI_CHECK(cuda_after_default_stream(cc, s));
   GMPI_CHECK(cuda_event_take(cc, &done));
-  gmpi_status_t st = enqueue(comm, a, cuda_stream(cc), 1);
+  gmpi_status_t st = enqueue(comm, a, s, 1);
   if (st == GMPI_SUCCESS) {
-    cudaError_t e = cudaEventRecord(done, cuda_stream(cc));
+    cudaError_t e = cudaEventRecord(done, s);
     if (e != cudaSuccess) st = gmpi_cuda_error(e, "cudaEventRecord");
   }
   if (st != GMPI_SUCCESS) {
@@ -465,7 +466,14 @@ gmpi_status_t cuda_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_arg
     return st;
   }
   req->be = done;
+  atomic_fetch_add(&cc->async_pending, 1);
   return GMPI_SUCCESS;
+}
+
+/* The request's event is gone: one pending nonblocking collective fewer. */
+static void async_finished(cuda_comm_t *cc, gmpi_request_t req) {
+  req->be = NULL;
+  atomic_fetch_sub(&cc->async_pending, 1);
 }
 
 gmpi_status_t cuda_coll_test(void *state, gmpi_request_t req, int *done) {
@@ -477,7 +485,7 @@ gmpi_status_t cuda_coll_test(void *state, gmpi_request_t req, int *done) {
     cuda_event_give(cc, (cudaEvent_t)req->be);
   else
     cudaEventDestroy((cudaEvent_t)req->be);
-  req->be = NULL;
+  async_finished(cc, req);
   return e == cudaSuccess ? GMPI_SUCCESS : gmpi_cuda_error(e, "cudaEventQuery");
 }
 
@@ -485,8 +493,9 @@ void cuda_coll_abandon(void *state, gmpi_request_t req) {
   /* Given up (the comm failed): a collective some rank never joins would hold the stream
    * forever, so the NCCL communicator is aborted; then the event can go. */
   if (req->comm->failure != GMPI_SUCCESS) cuda_abort(req->comm, state, req->comm->failure);
-  if (req->be) cudaEventDestroy((cudaEvent_t)req->be);
-  req->be = NULL;
+  if (!req->be) return;
+  cudaEventDestroy((cudaEvent_t)req->be);
+  async_finished(state, req);
 }
 
 int cuda_coll_single_call(const gmpi_coll_args_t *a) {
