@@ -10,7 +10,7 @@
 /* Best first: GMPI_BACKEND=auto takes the first that probes usable. */
 extern const gmpi_backend_list_t gmpi_backends_built;
 
-/* The host engine every comm has: MPI (src/backends/cpu/cpu_engine.c). */
+/* The host engine every comm has: MPI (src/host/host_engine.c). */
 extern const gmpi_engine_ops_t gmpi_engine_mpi;
 
 #endif

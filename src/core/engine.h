@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Engines: what moves the bytes of one memory kind. Every comm has a host engine (MPI, in
- * src/backends/cpu) and, when its backend drives a GPU, a device engine (NCCL, in
+ * src/host) and, when its backend drives a GPU, a device engine (NCCL, in
  * src/backends/cuda). Core classifies an operation's buffers once (src/core/route.c) and hands
  * the operation to the one engine for that memory; an engine never hands work to another. */
 #ifndef GMPI_CORE_ENGINE_H

@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/comm.h"
-#include "../../core/envelope.h"
-#include "../../core/error.h"
-#include "../../mpi/mpi_check.h"
-#include "../../mpi/types.h"
-#include "cpu.h"
+#include "../core/comm.h"
+#include "../core/envelope.h"
+#include "../core/error.h"
+#include "../mpi/mpi_check.h"
+#include "../mpi/types.h"
+#include "host.h"
 
 #define HELLO_TAG 32767 /* positions use tags 0 .. 32766 (MPI guarantees 32767) */
 
