@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* This folder: the host engine, which moves host memory through MPI on every comm, whatever
- * its backend (gmpi_engine_mpi, host_engine.c; state gmpi_host_t). It is no backend: src/api
+ * its backend (host_engine.c, host_engine.h; state gmpi_host_t). It is no backend: src/api
  * gives it to every comm, beside the backend's device engine. */
 #ifndef GMPI_HOST_H
 #define GMPI_HOST_H
@@ -9,17 +9,14 @@
 
 #include "../core/backend.h"
 
-struct gmpi_envelope_engine;
-
 typedef struct {
-  MPI_Comm data;                    /* gmpi's duplicate carrying host data */
-  struct gmpi_envelope_engine *env; /* envelope matching when GMPI_P2P=envelope */
-  int checked;                      /* GMPI_CHECK=1 on native p2p: framed messages */
-  MPI_Comm plans;                   /* plans' persistent requests live here (made on demand) */
-  struct gmpi_host_native *native;  /* native p2p: eager sends, self messages (host_native.h) */
+  MPI_Comm data;                   /* gmpi's duplicate carrying host data */
+  int checked;                     /* GMPI_CHECK=1 on native p2p: framed messages */
+  MPI_Comm plans;                  /* plans' persistent requests live here (made on demand) */
+  struct gmpi_host_native *native; /* native p2p: eager sends, self messages (host_native.h) */
 } gmpi_host_t;
 
-/* The MPI engine's parts (gmpi_engine_mpi wires them up). */
+/* The host engine's parts (host_engine.c wires them into its two halves). */
 gmpi_status_t gmpi_host_open(gmpi_comm_t comm, gmpi_host_t *host);
 void gmpi_host_close(gmpi_comm_t comm, gmpi_host_t *host);
 gmpi_status_t gmpi_host_coll(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a);
@@ -53,13 +50,13 @@ gmpi_status_t gmpi_host_p2p_probe(gmpi_host_t *host, gmpi_comm_t comm, int sourc
                                   int *flag, gmpi_msg_status_t *status);
 void gmpi_host_p2p_close(gmpi_comm_t comm, gmpi_host_t *host); /* before MPI_Comm_free(data) */
 /* sendrecv with two other ranks, straight to MPI (host_exchange.c): native mode only. */
-int gmpi_host_p2p_can_exchange(const gmpi_host_t *host);
 gmpi_status_t gmpi_host_p2p_exchange(gmpi_host_t *host, gmpi_comm_t comm,
                                      const gmpi_p2p_args_t *send, const gmpi_p2p_args_t *recv,
                                      gmpi_msg_status_t *status);
-/* An envelope engine (core/envelope.h) on host memory whose links are the MPI model of NCCL's
- * semantics on data_comm (mover_model.c): GMPI_P2P=envelope, CI's deadlock finder. */
-gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm,
-                                    struct gmpi_envelope_engine **out);
+/* A data mover (core/mover.h) on host memory whose links are the MPI model of NCCL's
+ * semantics on data_comm (mover_model.c), for the envelope engine core builds on it under
+ * GMPI_P2P=envelope (CI's deadlock finder). */
+gmpi_status_t gmpi_host_model_mover(gmpi_comm_t comm, MPI_Comm data_comm,
+                                    const gmpi_mover_t **mover, void **ctx);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "../core/comm.h"
 #include "../core/dtype.h"
+#include "../core/envelope.h"
 #include "../core/error.h"
 #include "../core/ops.h"
 #include "../core/park.h"
@@ -503,7 +504,8 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
  * Not covered: GMPI_TIMEOUT=0 on a native-MPI comm of a process whose other comms (another
  * backend) have engines. */
 static int gated(gmpi_comm_t comm, const gmpi_host_t *host) {
-  return host->env || comm->device_engine.ops;
+  (void)host;
+  return comm->host_engine.p2p == &gmpi_p2p_envelope || comm->device_engine.p2p;
 }
 
 static int polled(gmpi_comm_t comm) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The MPI engine: host memory on every comm, whatever the backend. Its state (gmpi_host_t) is
- * a private duplicate of the comm's MPI communicator, plus the envelope engine when
- * point-to-point is matched by gmpi (GMPI_P2P=envelope). */
+/* The host engine: host memory on every comm, whatever the backend. Its state (gmpi_host_t)
+ * is a private duplicate of the comm's MPI communicator. Collectives are MPI's; point to point
+ * is MPI's matching, or under GMPI_P2P=envelope core's envelope engine over the MPI model of
+ * NCCL's links (mover_model.c), the same engine core builds on a device's mover. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "../mpi/oob.h"
 #include "../mpi/types.h"
 #include "host.h"
+#include "host_engine.h"
 
 gmpi_status_t gmpi_host_open(gmpi_comm_t comm, gmpi_host_t *host) {
   memset(host, 0, sizeof(*host));
@@ -22,12 +24,9 @@ gmpi_status_t gmpi_host_open(gmpi_comm_t comm, gmpi_host_t *host) {
                                "the MPI engine's communicator (MPI_Comm_idup)", &host->data),
                   st, release_ops);
   GMPI_MPI_CHECK_GOTO(PMPI_Comm_set_errhandler(host->data, MPI_ERRORS_RETURN), st, free_data);
-  /* GMPI_P2P=envelope asks for the NCCL model (the deadlock finder). GMPI_CHECK=1 otherwise
-   * only needs each message's dtype: native messages with a header (host_frame.c). */
-  if (comm->cfg.p2p == GMPI_P2P_ENVELOPE)
-    GMPI_CHECK_GOTO(gmpi_env_create_model(comm, host->data, &host->env), st, free_data);
-  else
-    host->checked = comm->cfg.check;
+  /* GMPI_CHECK=1 on native messages only needs each message's dtype: a header (host_frame.c).
+   * (Under GMPI_P2P=envelope the envelope carries it.) */
+  host->checked = comm->cfg.p2p != GMPI_P2P_ENVELOPE && comm->cfg.check;
   return GMPI_SUCCESS;
 free_data:
   PMPI_Comm_free(&host->data);
@@ -37,7 +36,6 @@ release_ops:
 }
 
 void gmpi_host_close(gmpi_comm_t comm, gmpi_host_t *host) {
-  if (host->env) gmpi_env_destroy(host->env);
   gmpi_host_p2p_close(comm, host);
   if (comm->failure == GMPI_SUCCESS) {
     PMPI_Comm_free(&host->data);
@@ -46,25 +44,7 @@ void gmpi_host_close(gmpi_comm_t comm, gmpi_host_t *host) {
   gmpi_mpi_ops_release();
 }
 
-static gmpi_status_t engine_open(gmpi_comm_t comm, void **state) {
-  gmpi_host_t *host = calloc(1, sizeof(*host));
-  if (!host) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the MPI engine's state");
-  gmpi_status_t st = gmpi_host_open(comm, host);
-  if (st != GMPI_SUCCESS) {
-    free(host);
-    return st;
-  }
-  *state = host;
-  return GMPI_SUCCESS;
-}
-
-static void engine_close(gmpi_comm_t comm, void *state) {
-  if (!state) return;
-  gmpi_host_close(comm, state);
-  free(state);
-}
-
-static gmpi_status_t engine_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a) {
+static gmpi_status_t engine_coll_run(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a) {
   return gmpi_host_coll(comm, state, a);
 }
 static gmpi_status_t engine_p2p_post(void *state, gmpi_request_t req) {
@@ -83,7 +63,6 @@ static gmpi_status_t engine_p2p_probe(void *state, gmpi_comm_t comm, int source,
                                       gmpi_msg_status_t *status) {
   return gmpi_host_p2p_probe(state, comm, source, tag, flag, status);
 }
-static int engine_p2p_can_exchange(void *state) { return gmpi_host_p2p_can_exchange(state); }
 static gmpi_status_t engine_p2p_exchange(void *state, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                          const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status) {
   return gmpi_host_p2p_exchange(state, comm, send, recv, status);
@@ -107,22 +86,65 @@ static gmpi_status_t engine_plan_replay(gmpi_comm_t comm, void *state, struct gm
   return gmpi_host_plan_replay(comm, state, plan, lowered);
 }
 
-const gmpi_engine_ops_t gmpi_engine_mpi = {
+static const gmpi_coll_engine_ops_t host_coll = {
     .name = "mpi",
-    .open = engine_open,
-    .close = engine_close,
-    .coll = engine_coll,
-    .p2p_post = engine_p2p_post,
-    .p2p_test = engine_p2p_test,
-    .p2p_abandon = engine_p2p_abandon,
-    .p2p_cancel = engine_p2p_cancel,
-    .p2p_probe = engine_p2p_probe,
-    .p2p_can_exchange = engine_p2p_can_exchange,
-    .p2p_exchange = engine_p2p_exchange,
-    .coll_start = engine_coll_start,
-    .coll_test = engine_coll_test,
-    .coll_abandon = engine_coll_abandon,
+    .run = engine_coll_run,
+    .start = engine_coll_start,
+    .test = engine_coll_test,
+    .abandon = engine_coll_abandon,
     .plan_lower = engine_plan_lower,
     .plan_replay = engine_plan_replay,
     .plan_free = gmpi_host_plan_free,
 };
+
+/* MPI's matching (the default, GMPI_P2P=native). */
+static const gmpi_p2p_engine_ops_t host_p2p = {
+    .name = "mpi",
+    .post = engine_p2p_post,
+    .test = engine_p2p_test,
+    .abandon = engine_p2p_abandon,
+    .cancel = engine_p2p_cancel,
+    .probe = engine_p2p_probe,
+    .exchange = engine_p2p_exchange,
+};
+
+/* GMPI_P2P=envelope asks for the NCCL model (the deadlock finder): core's envelope engine on
+ * the model mover, which moves data on the host engine's own communicator. */
+static gmpi_status_t open_p2p(gmpi_comm_t comm, gmpi_host_t *host, gmpi_engine_t *engine) {
+  if (comm->cfg.p2p != GMPI_P2P_ENVELOPE) {
+    engine->p2p = &host_p2p;
+    engine->p2p_state = host;
+    return GMPI_SUCCESS;
+  }
+  const gmpi_mover_t *mover = NULL;
+  void *ctx = NULL;
+  GMPI_CHECK(gmpi_host_model_mover(comm, host->data, &mover, &ctx));
+  return gmpi_env_engine_open(comm, mover, ctx, engine);
+}
+
+gmpi_status_t gmpi_host_engine_open(gmpi_comm_t comm, gmpi_engine_t *engine) {
+  *engine = (gmpi_engine_t){0};
+  gmpi_host_t *host = calloc(1, sizeof(*host));
+  if (!host) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for the host engine's state");
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CHECK_GOTO(gmpi_host_open(comm, host), st, free_host);
+  GMPI_CHECK_GOTO(open_p2p(comm, host, engine), st, close_host);
+  engine->coll = &host_coll;
+  engine->coll_state = host;
+  return GMPI_SUCCESS;
+close_host:
+  gmpi_host_close(comm, host);
+free_host:
+  free(host);
+  *engine = (gmpi_engine_t){0};
+  return st;
+}
+
+void gmpi_host_engine_close(gmpi_comm_t comm, gmpi_engine_t *engine) {
+  gmpi_host_t *host = engine->coll_state;
+  if (!host) return;
+  gmpi_env_engine_close(engine); /* GMPI_P2P=envelope: before the communicator it moves on */
+  gmpi_host_close(comm, host);
+  free(host);
+  *engine = (gmpi_engine_t){0};
+}

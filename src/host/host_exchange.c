@@ -33,8 +33,6 @@ typedef struct {
   host_frame_t *frames; /* GMPI_CHECK: the engine's exchange frames; else NULL */
 } exchange_t;
 
-int gmpi_host_p2p_can_exchange(const gmpi_host_t *host) { return host->env == NULL; }
-
 /* The MPI buffer, count and type of one half: its bytes, or framed. */
 static gmpi_status_t wire_of(const exchange_t *x, int half, const gmpi_p2p_args_t *a, size_t limit,
                              void **buf, int *n, MPI_Datatype *type) {

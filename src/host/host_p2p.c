@@ -4,8 +4,8 @@
  * (host_native.h): sends of at most GMPI_ENV_EAGER_BYTES complete at once (host_detached.c),
  * messages to one's own rank are matched by gmpi, never by MPI (host_self.c), and under
  * GMPI_CHECK=1 each message carries its sender's dtype in a header (host_frame.c). With
- * GMPI_P2P=envelope the envelope engine matches instead (src/core/envelope.c), as it does on
- * cuda. */
+ * GMPI_P2P=envelope none of this runs: the host engine's point to point is then core's
+ * envelope engine over the model mover (host_engine.c), as on cuda over the device's. */
 #include <stdlib.h>
 
 #include "../core/comm.h"
@@ -121,7 +121,6 @@ static gmpi_status_t post_recv(gmpi_host_t *host, gmpi_request_t req) {
 }
 
 gmpi_status_t gmpi_host_p2p_post(gmpi_host_t *host, gmpi_request_t req) {
-  if (host->env) return gmpi_env_post(host->env, req);
   host_native_t *nat = NULL;
   GMPI_CHECK(gmpi_host_native(host, &nat));
   gmpi_host_detached_reap(nat);
@@ -324,7 +323,6 @@ static gmpi_status_t test_mpi(gmpi_host_t *host, gmpi_request_t req, int *finish
 }
 
 gmpi_status_t gmpi_host_p2p_test(gmpi_host_t *host, gmpi_request_t req, int *done) {
-  if (host->env) return gmpi_env_test(host->env, req, done);
   gmpi_host_detached_reap(host->native);
   host_req_t *cr = req->be;
   *done = 0;
@@ -349,7 +347,6 @@ gmpi_status_t gmpi_host_p2p_test(gmpi_host_t *host, gmpi_request_t req, int *don
  * queue (a receive from this rank), or both (ANY_SOURCE). */
 gmpi_status_t gmpi_host_p2p_cancel(gmpi_host_t *host, gmpi_request_t req, int *cancelled) {
   *cancelled = 0;
-  if (host->env) return gmpi_env_cancel(host->env, req, cancelled);
   host_req_t *cr = req->be;
   if (!cr || cr->complete || req->args.dir != GMPI_P2P_RECV) return GMPI_SUCCESS;
   if (cr->mpi != MPI_REQUEST_NULL) {
@@ -369,10 +366,6 @@ gmpi_status_t gmpi_host_p2p_cancel(gmpi_host_t *host, gmpi_request_t req, int *c
 }
 
 void gmpi_host_p2p_abandon(gmpi_host_t *host, gmpi_request_t req) {
-  if (host->env) {
-    gmpi_env_abandon(host->env, req);
-    return;
-  }
   host_req_t *cr = req->be;
   if (!cr) return;
   gmpi_host_self_pending_remove(host->native, req);
@@ -424,7 +417,6 @@ gmpi_status_t gmpi_host_p2p_probe(gmpi_host_t *host, gmpi_comm_t comm, int sourc
                                   int *flag, gmpi_msg_status_t *status) {
   int me = comm->rank, full = comm->tags_full;
   *flag = 0;
-  if (host->env) return gmpi_env_probe(host->env, source, tag, flag, status);
   host_native_t *nat = NULL;
   GMPI_CHECK(gmpi_host_native(host, &nat));
   if (source == me || source == GMPI_ANY_SOURCE) {
