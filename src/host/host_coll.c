@@ -503,8 +503,7 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
  *    signature exchange is a polled allgather and gates the same way.
  * Not covered: GMPI_TIMEOUT=0 on a native-MPI comm of a process whose other comms (another
  * backend) have engines. */
-static int gated(gmpi_comm_t comm, const gmpi_host_t *host) {
-  (void)host;
+static int gated(gmpi_comm_t comm) {
   return comm->host_engine.p2p == &gmpi_p2p_envelope || comm->device_engine.p2p;
 }
 
@@ -521,7 +520,7 @@ static gmpi_status_t barrier_wait(gmpi_comm_t comm, gmpi_host_t *host, const cha
 /* Every rank has reached this plan replay, or GMPI_ERR_TIMEOUT. A replay's collectives are
  * blocking calls: gated where engines need it, and where the caller wants a status. */
 gmpi_status_t gmpi_host_gate(gmpi_comm_t comm, gmpi_host_t *host) {
-  if (!gated(comm, host) && !polled(comm)) return GMPI_SUCCESS;
+  if (!gated(comm) && !polled(comm)) return GMPI_SUCCESS;
   return barrier_wait(comm, host, "the arrival gate");
 }
 
@@ -529,7 +528,7 @@ gmpi_status_t gmpi_host_gate(gmpi_comm_t comm, gmpi_host_t *host) {
 static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
                                   int *passed) {
   *passed = 0;
-  if (!gated(comm, host)) return GMPI_SUCCESS;
+  if (!gated(comm)) return GMPI_SUCCESS;
   if (comm->cfg.check && a->kind != GMPI_COLL_BARRIER) return GMPI_SUCCESS;
   *passed = a->kind == GMPI_COLL_BARRIER;
   return barrier_wait(comm, host, gmpi_coll_name(a->kind));
