@@ -8,11 +8,13 @@
 
 #include "../backends/registry.h"
 #include "../core/comm.h"
+#include "../core/envelope.h"
 #include "../core/error.h"
 #include "../core/log.h"
 #include "../core/plan.h"
 #include "../core/select.h"
 #include "../core/vote.h"
+#include "../host/host_engine.h"
 #include "../mpi/bootstrap.h"
 #include "../mpi/mpi_check.h"
 #include "../mpi/oob.h"
@@ -37,30 +39,50 @@ static gmpi_status_t agree_backend(gmpi_comm_t comm) {
   return GMPI_SUCCESS;
 }
 
-/* The comm's engines: MPI for host memory on every comm, then the backend (whose state is the
- * device engine's). comm is NULL on a rank that joins no child of parent's split: it still
- * takes part in the backend's split. */
-static gmpi_status_t open_engines(const gmpi_backend_ops_t *ops, gmpi_comm_t comm,
-                                  gmpi_comm_t parent, int color, int key) {
-  if (comm) {
-    comm->host_engine.ops = &gmpi_engine_mpi;
-    GMPI_CHECK(gmpi_engine_mpi.open(comm, &comm->host_engine.state));
-  }
-  gmpi_status_t st = ops->comm_init(comm, parent, color, key);
-  if (st != GMPI_SUCCESS) {
-    if (comm) gmpi_engine_mpi.close(comm, comm->host_engine.state);
-    return st;
-  }
-  if (comm && ops->device) comm->device_engine = (gmpi_engine_t){ops->device, comm->be};
-  return GMPI_SUCCESS;
+/* The device engine: the backend's collectives on comm->be, and the point to point core
+ * builds on the backend's data mover (core/envelope.h). */
+static gmpi_status_t open_device_engine(const gmpi_backend_ops_t *ops, gmpi_comm_t comm) {
+  comm->device_engine = (gmpi_engine_t){.coll = ops->device_coll, .coll_state = comm->be};
+  if (!ops->device_mover) return GMPI_SUCCESS;
+  const gmpi_mover_t *mover = NULL;
+  void *ctx = NULL;
+  GMPI_CHECK(ops->device_mover(comm, &mover, &ctx));
+  return gmpi_env_engine_open(comm, mover, ctx, &comm->device_engine);
 }
 
-/* Device engine (backend) first: its teardown may still drive host-side channels. */
+/* The comm's engines: the host engine (MPI) on every comm, then the backend and its device
+ * engine. comm is NULL on a rank that joins no child of parent's split: it still takes part
+ * in the backend's split. */
+static gmpi_status_t open_engines(const gmpi_backend_ops_t *ops, gmpi_comm_t comm,
+                                  gmpi_comm_t parent, int color, int key) {
+  if (comm) GMPI_CHECK(gmpi_host_engine_open(comm, &comm->host_engine));
+  gmpi_status_t st = ops->comm_init(comm, parent, color, key);
+  if (!comm) return st;
+  if (st == GMPI_SUCCESS) {
+    st = open_device_engine(ops, comm);
+    if (st == GMPI_SUCCESS) return GMPI_SUCCESS;
+    gmpi_comm_fail(comm, st); /* only this rank failed: the backend lets go alone */
+    comm->device_engine = (gmpi_engine_t){0};
+    ops->comm_fini(comm);
+  }
+  gmpi_host_engine_close(comm, &comm->host_engine);
+  return st;
+}
+
+/* Device engine first (its point to point, then the backend), then the host engine: the
+ * device's teardown may still drive host-side channels. No rank lets go of its device
+ * transfers before every rank has arrived: a send that completed may still be on its way
+ * (NCCL's proxy) to a receive its rank waited for (found on the H200: the receive cut by
+ * "Connection closed by remote peer" after a buffered send and MPI_Comm_free). */
 static void close_engines(gmpi_comm_t comm) {
+  if (comm->device_engine.p2p) {
+    if (comm->failure == GMPI_SUCCESS && comm->size > 1)
+      (void)gmpi_vote(comm, GMPI_SUCCESS, 0, NULL, "arrive at the communicator's free");
+    gmpi_env_engine_close(&comm->device_engine);
+  }
   comm->ops->comm_fini(comm);
   comm->device_engine = (gmpi_engine_t){0};
-  gmpi_engine_mpi.close(comm, comm->host_engine.state);
-  comm->host_engine = (gmpi_engine_t){0};
+  gmpi_host_engine_close(comm, &comm->host_engine);
 }
 
 /* Start the engines on comm (or on this rank's part of parent's split when comm is NULL) and

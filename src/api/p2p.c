@@ -168,10 +168,10 @@ gmpi_status_t gmpi_cancel(gmpi_request_t *request, int *cancelled) {
   if (!live) return st;
   gmpi_request_t req = *request;
   const gmpi_engine_t *e = req->engine;
-  if (req->is_coll || req->args.dir != GMPI_P2P_RECV || !e || !e->ops->p2p_cancel || req->done ||
+  if (req->is_coll || req->args.dir != GMPI_P2P_RECV || !e || !e->p2p->cancel || req->done ||
       req->completed || gmpi_plan_request_is_recorded(req))
     return GMPI_SUCCESS;
-  GMPI_CHECK(e->ops->p2p_cancel(e->state, req, cancelled));
+  GMPI_CHECK(e->p2p->cancel(e->p2p_state, req, cancelled));
   if (!*cancelled) return GMPI_SUCCESS;
   *request = NULL;
   gmpi_request_discard(req, GMPI_SUCCESS);

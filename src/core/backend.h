@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The backend interface. src/core decides *what* runs (validated arguments, plans, checks);
- * a backend decides *how*: cpu moves host memory with MPI, cuda moves device memory with
- * NCCL. Each backend is one folder that fills one gmpi_backend_ops_t. */
+/* The backend interface. src/core decides *what* runs (validated arguments, plans, checks,
+ * point-to-point matching); a backend binds a device and decides *how* its memory moves: NCCL
+ * collectives and a data mover on cuda, nothing on cpu (host memory is the host engine's, in
+ * src/host). Each backend is one folder that fills one gmpi_backend_ops_t. */
 #ifndef GMPI_CORE_BACKEND_H
 #define GMPI_CORE_BACKEND_H
 
@@ -10,6 +11,7 @@
 #include "config.h"
 #include "engine.h"
 #include "gmpi.h"
+#include "mover.h"
 
 /* What gmpi_comm_nccl / _stream / _device ask a backend for. */
 typedef enum { GMPI_QUERY_NCCL_COMM, GMPI_QUERY_STREAM, GMPI_QUERY_DEVICE } gmpi_query_t;
@@ -41,8 +43,14 @@ typedef struct gmpi_backend_ops {
   int (*stream_ordered)(gmpi_comm_t comm);
   /* Wait for the device work the user enqueued, before host memory is read or written. */
   gmpi_status_t (*host_fence)(gmpi_comm_t comm);
-  /* The engine for this backend's device memory, with comm->be as its state; NULL on cpu. */
-  const gmpi_engine_ops_t *device;
+  /* The collective half of the engine for this backend's device memory, with comm->be as its
+   * state; NULL on cpu. */
+  const gmpi_coll_engine_ops_t *device_coll;
+  /* The data mover for this backend's device memory, on which core builds the device engine's
+   * point to point (core/envelope.h). Collective, after comm_init (comm->be is set): *mover and
+   * *ctx are handed to core, which on success owns ctx from then on, also when building on it
+   * fails (mover->destroy releases it, before comm_fini). NULL on cpu. */
+  gmpi_status_t (*device_mover)(gmpi_comm_t comm, const gmpi_mover_t **mover, void **ctx);
   /* Raw handles for interop; GMPI_ERR_UNSUPPORTED when the backend has none. */
   gmpi_status_t (*query)(gmpi_comm_t comm, gmpi_query_t what, void **out);
   /* Stream-ordered mode (cuda); NULL when unsupported. */

@@ -249,7 +249,7 @@ gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   gmpi_status_t st = gmpi_route_coll(comm, a, &ext, &engine);
   if (st == GMPI_SUCCESS && comm->cfg.check) st = gmpi_check_coll(comm, a);
   if (st == GMPI_SUCCESS) st = gmpi_route_fence(comm, engine);
-  if (st == GMPI_SUCCESS) st = engine->ops->coll(comm, engine->state, a);
+  if (st == GMPI_SUCCESS) st = engine->coll->run(comm, engine->coll_state, a);
   gmpi_flight_end(&comm->flight, seq, st);
   if (st == GMPI_ERR_TIMEOUT || st == GMPI_ERR_MISMATCH)
     gmpi_flight_dump(&comm->flight, gmpi_strerror(st));
@@ -268,7 +268,7 @@ gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_
    * deadlock programs MPI allows (docs/reliability.md). */
   if (st == GMPI_SUCCESS && comm->cfg.check) st = gmpi_check_coll_start(comm, a, &req->check);
   if (st == GMPI_SUCCESS) st = gmpi_route_fence(comm, req->engine);
-  if (st == GMPI_SUCCESS) st = req->engine->ops->coll_start(comm, req->engine->state, a, req);
+  if (st == GMPI_SUCCESS) st = req->engine->coll->start(comm, req->engine->coll_state, a, req);
   if (st != GMPI_SUCCESS) {
     gmpi_check_coll_abandon(req->check);
     gmpi_request_discard(req, st);

@@ -25,7 +25,8 @@ struct gmpi_comm {
   char backend_why[320];         /* why gmpi_init chose it ("" on split comms: the parent's) */
   void *be;                      /* backend state (the device engine's state) */
   gmpi_engine_t host_engine;     /* moves host buffers: MPI, on every backend */
-  gmpi_engine_t device_engine;   /* moves device buffers: the backend's (ops NULL on cpu) */
+  gmpi_engine_t device_engine;   /* moves device buffers: collectives the backend's, point to
+                                  * point core's over the backend's mover (empty on cpu) */
   gmpi_oob_t oob;                /* out-of-band channel: bootstrap, checks, envelopes */
   gmpi_config_t cfg;
   int tag_ub;                /* largest valid tag */

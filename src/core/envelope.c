@@ -793,3 +793,47 @@ void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
   pthread_mutex_destroy(&env->lock);
   free(env);
 }
+
+/* ---- as an engine's point-to-point half ------------------------------------------------- */
+
+static gmpi_status_t half_post(void *state, gmpi_request_t req) {
+  return gmpi_env_post(state, req);
+}
+static gmpi_status_t half_test(void *state, gmpi_request_t req, int *done) {
+  return gmpi_env_test(state, req, done);
+}
+static void half_abandon(void *state, gmpi_request_t req) { gmpi_env_abandon(state, req); }
+static gmpi_status_t half_cancel(void *state, gmpi_request_t req, int *cancelled) {
+  return gmpi_env_cancel(state, req, cancelled);
+}
+static gmpi_status_t half_probe(void *state, gmpi_comm_t comm, int source, int tag, int *flag,
+                                gmpi_msg_status_t *status) {
+  (void)comm;
+  return gmpi_env_probe(state, source, tag, flag, status);
+}
+
+const gmpi_p2p_engine_ops_t gmpi_p2p_envelope = {
+    .name = "envelope",
+    .post = half_post,
+    .test = half_test,
+    .abandon = half_abandon,
+    .cancel = half_cancel,
+    .probe = half_probe,
+    .exchange = NULL, /* every sendrecv is two requests: a message starts with its envelope */
+};
+
+gmpi_status_t gmpi_env_engine_open(gmpi_comm_t comm, const gmpi_mover_t *mover, void *mover_ctx,
+                                   gmpi_engine_t *engine) {
+  struct gmpi_envelope_engine *env = NULL;
+  GMPI_CHECK(gmpi_env_create(comm, mover, mover_ctx, &env));
+  engine->p2p = &gmpi_p2p_envelope;
+  engine->p2p_state = env;
+  return GMPI_SUCCESS;
+}
+
+void gmpi_env_engine_close(gmpi_engine_t *engine) {
+  if (engine->p2p != &gmpi_p2p_envelope) return;
+  gmpi_env_destroy(engine->p2p_state);
+  engine->p2p = NULL;
+  engine->p2p_state = NULL;
+}

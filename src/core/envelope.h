@@ -23,45 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h"
 #include "gmpi.h"
+#include "mover.h"
 
 /* Largest message whose data rides in its envelope (documented in docs/api.md). */
 #define GMPI_ENV_EAGER_BYTES ((size_t)16 * 1024)
-/* Largest mover introduction or buffer description an envelope carries. */
-#define GMPI_MOVER_BLOB_BYTES 128
-
-/* How data moves. Handles are the mover's own; every call returns at once unless it says. */
-typedef struct gmpi_mover {
-  const char *name; /* "mpi-model", "cuda": logs */
-  /* Copies between user buffers and host memory (eager data, staging); complete on return. */
-  gmpi_status_t (*to_host)(void *ctx, void *host, const void *buf, size_t bytes);
-  gmpi_status_t (*from_host)(void *ctx, void *buf, const void *host, size_t bytes);
-  /* A self message, from the sender's buffer to the receiver's; complete on return. */
-  gmpi_status_t (*self_copy)(void *ctx, void *dst, const void *src, size_t bytes);
-  /* Pull (NULL when the mover has none). expose: describe buf so that peer can read it; 0 when
-   * peer cannot (another host, memory that cannot be shared): the engine then uses the link.
-   * pull: start copying bytes described by blob into dst. */
-  size_t (*expose)(void *ctx, int peer, const void *buf, size_t bytes, void *blob);
-  gmpi_status_t (*pull)(void *ctx, int peer, const void *blob, size_t len, void *dst, size_t bytes,
-                        void **handle);
-  /* Links. The leader opens the link to peer and writes the introduction the follower needs
-   * (at most GMPI_MOVER_BLOB_BYTES; returns its length, 0 with an error described on failure);
-   * the follower joins with it. Transfers are issued in the link's order, position k. */
-  gmpi_status_t (*link_open)(void *ctx, int peer, void *blob, size_t *len);
-  gmpi_status_t (*link_join)(void *ctx, int peer, const void *blob, size_t len);
-  gmpi_status_t (*link_send)(void *ctx, int peer, uint64_t k, const void *buf, size_t bytes,
-                             void **handle);
-  gmpi_status_t (*link_recv)(void *ctx, int peer, uint64_t k, void *buf, size_t bytes,
-                             void **handle);
-  /* Has a pull or link transfer finished? Releases the handle when it has. */
-  gmpi_status_t (*test)(void *ctx, void *handle, int *done);
-  /* Forget a transfer that will not be waited (timeout, finalize). */
-  void (*cancel)(void *ctx, void *handle);
-  /* Push work waiting inside the mover (links being connected). NULL when none. */
-  gmpi_status_t (*progress)(void *ctx);
-  /* Release the mover's context when the engine is destroyed (links closed). */
-  void (*destroy)(void *ctx);
-} gmpi_mover_t;
 
 struct gmpi_envelope_engine;
 
@@ -70,7 +37,20 @@ struct gmpi_envelope_engine;
  * failure). */
 gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void *mover_ctx,
                               struct gmpi_envelope_engine **out);
+/* Local: what is still moving is cancelled (a caller that needs its peers' receives landed
+ * first has every rank arrive before this). Releases the mover's context. */
 void gmpi_env_destroy(struct gmpi_envelope_engine *env);
+
+/* The envelope engine as an engine's point-to-point half (state: the engine). Core builds the
+ * device engine's point to point this way from the backend's mover, and the host engine its
+ * own under GMPI_P2P=envelope from the MPI model of NCCL's links. */
+extern const gmpi_p2p_engine_ops_t gmpi_p2p_envelope;
+/* Make engine's point-to-point half an envelope engine over mover (collective, as
+ * gmpi_env_create; owns mover_ctx from here on, also on failure); close it (local, as
+ * gmpi_env_destroy), leaving the half empty. */
+gmpi_status_t gmpi_env_engine_open(gmpi_comm_t comm, const gmpi_mover_t *mover, void *mover_ctx,
+                                   gmpi_engine_t *engine);
+void gmpi_env_engine_close(gmpi_engine_t *engine);
 
 gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req);
 /* Progress everything, then report whether req is done (its status and result final). */

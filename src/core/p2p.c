@@ -60,8 +60,8 @@ static gmpi_status_t probe_engines(gmpi_comm_t comm, int source, int tag, int *f
   const gmpi_engine_t *engines[2] = {&comm->host_engine, &comm->device_engine};
   *flag = 0;
   for (int i = 0; i < 2 && !*flag; i++)
-    if (engines[i]->ops && engines[i]->ops->p2p_probe)
-      GMPI_CHECK(engines[i]->ops->p2p_probe(engines[i]->state, comm, source, tag, flag, status));
+    if (engines[i]->p2p && engines[i]->p2p->probe)
+      GMPI_CHECK(engines[i]->p2p->probe(engines[i]->p2p_state, comm, source, tag, flag, status));
   return GMPI_SUCCESS;
 }
 
@@ -120,12 +120,11 @@ gmpi_status_t gmpi_p2p_exchange(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
     return GMPI_SUCCESS;
   const gmpi_engine_t *engine = NULL;
   GMPI_CHECK(gmpi_route_p2p_pair(comm, send, recv, &engine));
-  if (!engine || !engine->ops->p2p_can_exchange || !engine->ops->p2p_can_exchange(engine->state))
-    return GMPI_SUCCESS;
+  if (!engine || !engine->p2p->exchange) return GMPI_SUCCESS;
   *ran = 1;
   comm->p2p_started = 1;
   uint64_t seq = gmpi_flight_start(&comm->flight, "sendrecv", recv->count, recv->peer, recv->tag);
-  gmpi_status_t st = engine->ops->p2p_exchange(engine->state, comm, send, recv, status);
+  gmpi_status_t st = engine->p2p->exchange(engine->p2p_state, comm, send, recv, status);
   if (st == GMPI_ERR_TIMEOUT) return exchange_expired(comm, seq, send, recv);
   gmpi_flight_end(&comm->flight, seq, st);
   return st;
@@ -150,16 +149,15 @@ gmpi_status_t gmpi_p2p_single(gmpi_comm_t comm, const gmpi_p2p_args_t *a, gmpi_m
   if (comm->rec || !other_rank(comm, a->peer)) return GMPI_SUCCESS;
   const gmpi_engine_t *engine = NULL;
   GMPI_CHECK(gmpi_route_p2p_buf(comm, a->buf, &engine));
-  if (!engine->ops->p2p_can_exchange || !engine->ops->p2p_can_exchange(engine->state))
-    return GMPI_SUCCESS;
+  if (!engine->p2p->exchange) return GMPI_SUCCESS;
   *ran = 1;
   comm->p2p_started = 1;
   int is_send = a->dir == GMPI_P2P_SEND;
   /* named as the request path names them: traces and timeouts read the same either way */
   uint64_t seq =
       gmpi_flight_start(&comm->flight, is_send ? "isend" : "irecv", a->count, a->peer, a->tag);
-  gmpi_status_t st = engine->ops->p2p_exchange(engine->state, comm, is_send ? a : NULL,
-                                               is_send ? NULL : a, status);
+  gmpi_status_t st = engine->p2p->exchange(engine->p2p_state, comm, is_send ? a : NULL,
+                                           is_send ? NULL : a, status);
   if (st == GMPI_ERR_TIMEOUT) return single_expired(comm, seq, a);
   gmpi_flight_end(&comm->flight, seq, st);
   return st;

@@ -184,7 +184,7 @@ gmpi_status_t gmpi_plan_lower(struct gmpi_plan *plan) {
   gmpi_comm_t comm = plan->comm;
   const gmpi_engine_t *engine;
   GMPI_CHECK(gmpi_route_plan(comm, plan, &engine));
-  GMPI_CHECK(engine->ops->plan_lower(comm, engine->state, plan, &plan->lowered));
+  GMPI_CHECK(engine->coll->plan_lower(comm, engine->coll_state, plan, &plan->lowered));
   plan->engine = engine;
   return GMPI_SUCCESS;
 }
@@ -192,11 +192,11 @@ gmpi_status_t gmpi_plan_lower(struct gmpi_plan *plan) {
 gmpi_status_t gmpi_plan_replay(struct gmpi_plan *plan) {
   const gmpi_engine_t *engine = plan->engine;
   GMPI_CHECK(gmpi_route_fence(plan->comm, engine));
-  return engine->ops->plan_replay(plan->comm, engine->state, plan, plan->lowered);
+  return engine->coll->plan_replay(plan->comm, engine->coll_state, plan, plan->lowered);
 }
 
 void gmpi_plan_release(struct gmpi_plan *plan) {
-  if (plan->engine) plan->engine->ops->plan_free(plan->lowered);
+  if (plan->engine) plan->engine->coll->plan_free(plan->lowered);
   plan->engine = NULL;
   plan->lowered = NULL;
 }

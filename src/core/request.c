@@ -28,7 +28,7 @@ static gmpi_status_t coll_request_test(gmpi_request_t req, int *done) {
     }
   }
   if (!req->engine_done)
-    GMPI_CHECK(req->engine->ops->coll_test(req->engine->state, req, &req->engine_done));
+    GMPI_CHECK(req->engine->coll->test(req->engine->coll_state, req, &req->engine_done));
   *done = req->engine_done && !req->check;
   return GMPI_SUCCESS;
 }
@@ -39,7 +39,7 @@ static gmpi_status_t engine_test(gmpi_request_t req, int *done) {
     return GMPI_SUCCESS;
   }
   if (req->is_coll) return coll_request_test(req, done);
-  return req->engine->ops->p2p_test(req->engine->state, req, done);
+  return req->engine->p2p->test(req->engine->p2p_state, req, done);
 }
 
 /* Requests are made and freed once per message: freed ones are kept per thread for the next
@@ -116,11 +116,11 @@ static void engine_let_go(gmpi_request_t req) {
   req->check = NULL;
   /* GMPI_PROC_NULL, or done: no engine holds anything */
   if (!req->engine || req->completed) return;
-  const gmpi_engine_ops_t *ops = req->engine->ops;
+  const gmpi_engine_t *e = req->engine;
   if (req->is_coll)
-    ops->coll_abandon(req->engine->state, req);
+    e->coll->abandon(e->coll_state, req);
   else
-    ops->p2p_abandon(req->engine->state, req);
+    e->p2p->abandon(e->p2p_state, req);
 }
 
 static const char *p2p_name(const gmpi_p2p_args_t *a) {
@@ -188,7 +188,7 @@ gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
   req->flight_seq =
       gmpi_flight_start(&comm->flight, p2p_name(args), args->count, args->peer, args->tag);
   gmpi_status_t st = gmpi_route_p2p(req);
-  if (st == GMPI_SUCCESS) st = req->engine->ops->p2p_post(req->engine->state, req);
+  if (st == GMPI_SUCCESS) st = req->engine->p2p->post(req->engine->p2p_state, req);
   if (st != GMPI_SUCCESS) {
     gmpi_flight_end(&comm->flight, req->flight_seq, st);
     gmpi_request_free(req);

@@ -23,7 +23,7 @@ static int stream_ordered(gmpi_comm_t comm) {
 }
 
 static const gmpi_engine_t *engine_for(gmpi_comm_t comm, gmpi_mem_kind_t kind) {
-  if (kind == GMPI_MEM_NONE && comm->device_engine.ops && stream_ordered(comm))
+  if (kind == GMPI_MEM_NONE && comm->device_engine.coll && stream_ordered(comm))
     kind = GMPI_MEM_DEVICE;
   return kind == GMPI_MEM_DEVICE ? &comm->device_engine : &comm->host_engine;
 }
@@ -51,7 +51,7 @@ static gmpi_status_t coll_kind(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                       "this rank's device memory or both host memory",
                       gmpi_coll_name(a->kind), a->sendbuf, kind_name(s), a->recvbuf, kind_name(r));
   *kind = s != GMPI_MEM_NONE ? s : r;
-  if (*kind == GMPI_MEM_NONE && varies && comm->device_engine.ops) *kind = GMPI_MEM_DEVICE;
+  if (*kind == GMPI_MEM_NONE && varies && comm->device_engine.coll) *kind = GMPI_MEM_DEVICE;
   return GMPI_SUCCESS;
 }
 
@@ -66,7 +66,7 @@ gmpi_status_t gmpi_route_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
 /* The engine for one point-to-point buffer. Matching across kinds: the device engine matches
  * every message (its mover stages host ends); on cpu the host engine is the only one anyway. */
 static gmpi_status_t p2p_engine(gmpi_comm_t comm, const void *buf, const gmpi_engine_t **engine) {
-  if (comm->match_across_kinds && comm->device_engine.ops) {
+  if (comm->match_across_kinds && comm->device_engine.p2p) {
     *engine = &comm->device_engine;
     return GMPI_SUCCESS;
   }

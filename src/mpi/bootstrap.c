@@ -88,7 +88,7 @@ int gmpi_mpi_tag_ub_full(void) {
   return flag && ub ? *ub : 32767;
 }
 
-/* Native messages keep 3 bits of the MPI tag for the element size (cpu_native.h). */
+/* Native messages keep 3 bits of the MPI tag for the element size (src/host/host_native.h). */
 int gmpi_mpi_tag_ub(void) { return gmpi_mpi_tag_ub_full() >> 3; }
 
 const char *gmpi_mpi_version(void) {

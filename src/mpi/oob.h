@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The out-of-band channel over MPI: fills in core's struct (core/oob.h) and installs it on each
  * comm. The layer that makes comms (src/api) creates and frees channels here, and the MPI
- * engine (src/backends/cpu) reaches the MPI communicator and the polled waits; core calls only
+ * engine (src/host) reaches the MPI communicator and the polled waits; core calls only
  * through the struct and never includes this header. */
 #ifndef GMPI_MPI_OOB_H
 #define GMPI_MPI_OOB_H

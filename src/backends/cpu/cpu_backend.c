@@ -5,13 +5,7 @@
 #include <string.h>
 
 #include "../../core/comm.h"
-#include "../../core/envelope.h"
 #include "../../core/error.h"
-#include "../../core/request.h"
-#include "../../mpi/mpi_check.h"
-#include "../../mpi/oob.h"
-#include "../../mpi/types.h"
-#include "cpu.h"
 
 static gmpi_status_t cpu_probe(gmpi_comm_t comm, char *why, size_t why_len) {
   (void)comm;
@@ -143,7 +137,8 @@ const gmpi_backend_ops_t gmpi_backend_cpu = {
     .classify = NULL, /* everything is host memory */
     .stream_ordered = NULL,
     .host_fence = NULL,
-    .device = NULL,
+    .device_coll = NULL,
+    .device_mover = NULL,
     .query = cpu_query,
     .set_stream = NULL,
     .mem_usage = cpu_mem_usage,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The cuda backend: one GPU per rank and its device engine (gmpi_engine_nccl): NCCL for
- * collectives and plans on device buffers, the envelope engine for point to point on them
- * (cuda_p2p.h). Host buffers never come here: core routes them to the MPI engine. */
+/* The cuda backend: one GPU per rank, NCCL for collectives and plans on device buffers (the
+ * device engine's collective half, nccl_coll), and the data mover core builds device point to
+ * point on (cuda_p2p.h: eager copies, CUDA IPC pulls, NCCL links). Host buffers never come
+ * here: core routes them to the host engine. */
 #ifndef GMPI_CUDA_H
 #define GMPI_CUDA_H
 
@@ -13,7 +14,6 @@
 #include "../../core/backend.h"
 #include "../../core/wait.h"
 
-struct gmpi_envelope_engine;
 struct cuda_p2p;
 struct gmpi_plan;
 
@@ -34,10 +34,9 @@ typedef struct {
   cudaEvent_t default_mark;  /* where the legacy default stream was (see below) */
   cudaEvent_t async_mark;    /* where async_stream was, for a blocking call after it */
   int default_stream_order;  /* GMPI_DEFAULT_STREAM_ORDER: 0 = the program synchronizes first */
-  struct gmpi_envelope_engine *env;
-  struct cuda_p2p *p2p; /* the engine's mover (owned by the engine) */
-  int capturing;        /* a plan is being captured from stream: touch nothing else */
-  void *scratch;        /* fallback reductions' gather space, per comm (per stream) */
+  struct cuda_p2p *p2p;      /* the comm's data mover (owned by core's envelope engine), or NULL */
+  int capturing;             /* a plan is being captured from stream: touch nothing else */
+  void *scratch;             /* fallback reductions' gather space, per comm (per stream) */
   size_t scratch_bytes;
   pthread_mutex_t events_lock;                 /* guards the spare events (threads share a comm) */
   cudaEvent_t spare_events[CUDA_SPARE_EVENTS]; /* completed requests' events, kept for reuse */
@@ -135,15 +134,10 @@ cudaError_t gmpi_cuda_reduce_ranks(int dtype, int op, const void *in, void *out,
  * floats divide in float32 and round once; float, double and complex as themselves). */
 cudaError_t gmpi_cuda_divide(int dtype, void *buf, size_t count, int divisor, cudaStream_t stream);
 
-/* ---- point to point (cuda_p2p.c) ---- */
-gmpi_status_t cuda_p2p_open(gmpi_comm_t comm, cuda_comm_t *cc);
-void cuda_p2p_close(gmpi_comm_t comm, cuda_comm_t *cc);
-gmpi_status_t cuda_p2p_post(void *state, gmpi_request_t req);
-gmpi_status_t cuda_p2p_test(void *state, gmpi_request_t req, int *done);
-void cuda_p2p_abandon(void *state, gmpi_request_t req);
-gmpi_status_t cuda_p2p_cancel(void *state, gmpi_request_t req, int *cancelled);
-gmpi_status_t cuda_p2p_probe(void *state, gmpi_comm_t comm, int source, int tag, int *flag,
-                             gmpi_msg_status_t *status);
+/* ---- the data mover (cuda_p2p.c) ---- */
+/* The backend's device_mover op: the comm's mover (collective; comm->be is set), handed to
+ * core, whose envelope engine owns *ctx from then on. */
+gmpi_status_t cuda_mover_open(gmpi_comm_t comm, const gmpi_mover_t **mover, void **ctx);
 /* Device memory NCCL took for the comm's links (measured at each link's set-up). */
 size_t cuda_p2p_device_bytes(const cuda_comm_t *cc);
 

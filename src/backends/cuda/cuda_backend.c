@@ -242,7 +242,6 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
   GMPI_CHECK_GOTO(parent ? nccl_split(comm, cc, parent, color, key) : nccl_init(comm, cc), st,
                   abort_nccl);
   comm->be = cc;
-  GMPI_CHECK_GOTO(cuda_p2p_open(comm, cc), st, abort_nccl);
   gmpi_log(GMPI_LOG_INFO, "cuda: rank %d on device %d, NCCL communicator of %d ranks", comm->rank,
            dev, comm->size);
   return GMPI_SUCCESS;
@@ -263,16 +262,11 @@ free_cc:
 static void cuda_comm_fini(gmpi_comm_t comm) {
   cuda_comm_t *cc = comm->be;
   if (!cc) return;
+  /* The mover (cc->p2p, its point-to-point links) was released before, by core, once every
+   * rank had arrived at the free (src/api/init.c close_engines says why). */
   if (comm->failure == GMPI_SUCCESS) (void)cuda_wait_stream(comm, cc->stream, "the comm's free");
   if (comm->failure == GMPI_SUCCESS)
     (void)cuda_wait_stream(comm, cc->async_stream, "the comm's free");
-  /* Point-to-point links are aborted at close (cuda_links.c), and NCCL's proxy may still be
-   * sending data whose send completed: no rank closes before every rank has arrived here, so
-   * every receive the program waited for has landed (found on the H200: a peer's receive cut
-   * by "Connection closed by remote peer" after a buffered send and MPI_Comm_free). */
-  if (comm->failure == GMPI_SUCCESS && comm->size > 1)
-    (void)gmpi_vote(comm, GMPI_SUCCESS, 0, NULL, "arrive at the communicator's free");
-  cuda_p2p_close(comm, cc);
   nccl_destroy(comm, cc);
   cuda_comm_release_scratch(cc);
   cudaStreamDestroy(cc->stream);
@@ -349,21 +343,15 @@ static gmpi_status_t cuda_host_fence(gmpi_comm_t comm) {
   return cuda_wait_stream(comm, cc->user_stream, "the user's stream");
 }
 
-/* The device engine: NCCL on this comm's GPU. Its state is the comm's cuda_comm_t, made by
- * cuda_comm_init. */
-static const gmpi_engine_ops_t gmpi_engine_nccl = {
+/* The device engine's collective half: NCCL on this comm's GPU. Its state is the comm's
+ * cuda_comm_t, made by cuda_comm_init. (Its point-to-point half is core's, on cuda_mover_open's
+ * mover.) */
+static const gmpi_coll_engine_ops_t nccl_coll = {
     .name = "nccl",
-    .open = NULL,
-    .close = NULL,
-    .coll = cuda_coll,
-    .p2p_post = cuda_p2p_post,
-    .p2p_test = cuda_p2p_test,
-    .p2p_abandon = cuda_p2p_abandon,
-    .p2p_cancel = cuda_p2p_cancel,
-    .p2p_probe = cuda_p2p_probe,
-    .coll_start = cuda_coll_start,
-    .coll_test = cuda_coll_test,
-    .coll_abandon = cuda_coll_abandon,
+    .run = cuda_coll,
+    .start = cuda_coll_start,
+    .test = cuda_coll_test,
+    .abandon = cuda_coll_abandon,
     .plan_lower = cuda_plan_lower,
     .plan_replay = cuda_plan_replay,
     .plan_free = cuda_plan_free,
@@ -382,7 +370,8 @@ const gmpi_backend_ops_t gmpi_backend_cuda = {
     .classify = cuda_classify,
     .stream_ordered = cuda_stream_ordered,
     .host_fence = cuda_host_fence,
-    .device = &gmpi_engine_nccl,
+    .device_coll = &nccl_coll,
+    .device_mover = cuda_mover_open,
     .query = cuda_query,
     .set_stream = cuda_set_stream,
     .mem_usage = cuda_usage,

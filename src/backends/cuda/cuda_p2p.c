@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The cuda backend's mover for the envelope engine: eager data through host memory, rendezvous
- * data by CUDA IPC within a host and by NCCL links between hosts. The engine decides the order
- * of everything; this file only moves bytes. */
+/* The cuda backend's data mover (core/mover.h), on which core builds device point to point
+ * (its envelope engine, core/envelope.h): eager data through host memory, rendezvous data by
+ * CUDA IPC within a host and by NCCL links between hosts. The engine decides the order of
+ * everything; this file only moves bytes and never calls the engine. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../core/comm.h"
-#include "../../core/envelope.h"
 #include "../../core/error.h"
 #include "../../core/log.h"
+#include "../../core/mover.h"
 #include "../../core/oob.h"
 #include "../../core/request.h"
 #include "cuda_check.h"
@@ -94,6 +95,7 @@ static gmpi_status_t progress(void *ctx) { return cuda_links_progress(ctx); }
 
 static void destroy(void *ctx) {
   cuda_p2p_t *p = ctx;
+  if (p->cc->p2p == p) p->cc->p2p = NULL; /* the comm's usage no longer counts its links */
   if (p->stream) cudaStreamSynchronize(p->stream);
   cuda_ipc_close(p);
   cuda_links_close(p);
@@ -132,7 +134,8 @@ static gmpi_status_t find_pullable(cuda_p2p_t *p) {
   return st;
 }
 
-gmpi_status_t cuda_p2p_open(gmpi_comm_t comm, cuda_comm_t *cc) {
+gmpi_status_t cuda_mover_open(gmpi_comm_t comm, const gmpi_mover_t **mover, void **ctx) {
+  cuda_comm_t *cc = comm->be;
   cuda_p2p_t *p = calloc(1, sizeof(*p));
   if (!p) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for device point to point");
   p->comm = comm;
@@ -146,44 +149,14 @@ gmpi_status_t cuda_p2p_open(gmpi_comm_t comm, cuda_comm_t *cc) {
   GMPI_CHECK_GOTO(find_pullable(p), st, destroy_p);
   GMPI_CHECK_GOTO(cuda_links_create(p), st, destroy_p);
   cc->p2p = p;
-  st = gmpi_env_create(comm, &cuda_mover, p, &cc->env); /* owns p from here */
-  if (st != GMPI_SUCCESS) cc->p2p = NULL;
-  return st;
+  *mover = &cuda_mover;
+  *ctx = p;
+  return GMPI_SUCCESS;
 destroy_p:
   destroy(p);
   return st;
 }
 
-void cuda_p2p_close(gmpi_comm_t comm, cuda_comm_t *cc) {
-  (void)comm;
-  gmpi_env_destroy(cc->env);
-  cc->env = NULL;
-  cc->p2p = NULL;
-}
-
 size_t cuda_p2p_device_bytes(const cuda_comm_t *cc) {
   return cc->p2p ? cuda_links_device_bytes(cc->p2p) : 0;
-}
-
-/* Device buffers, and host buffers on a comm matching across memory kinds. */
-gmpi_status_t cuda_p2p_post(void *state, gmpi_request_t req) {
-  return gmpi_env_post(((cuda_comm_t *)state)->env, req);
-}
-
-gmpi_status_t cuda_p2p_test(void *state, gmpi_request_t req, int *done) {
-  return gmpi_env_test(((cuda_comm_t *)state)->env, req, done);
-}
-
-gmpi_status_t cuda_p2p_probe(void *state, gmpi_comm_t comm, int source, int tag, int *flag,
-                             gmpi_msg_status_t *status) {
-  (void)comm;
-  return gmpi_env_probe(((cuda_comm_t *)state)->env, source, tag, flag, status);
-}
-
-gmpi_status_t cuda_p2p_cancel(void *state, gmpi_request_t req, int *cancelled) {
-  return gmpi_env_cancel(((cuda_comm_t *)state)->env, req, cancelled);
-}
-
-void cuda_p2p_abandon(void *state, gmpi_request_t req) {
-  gmpi_env_abandon(((cuda_comm_t *)state)->env, req);
 }

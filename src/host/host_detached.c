@@ -8,24 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/comm.h"
-#include "../../core/dtype.h"
-#include "../../core/envelope.h"
-#include "../../core/error.h"
-#include "../../core/log.h"
-#include "../../core/park.h"
-#include "../../core/request.h"
-#include "../../core/wait.h"
-#include "../../mpi/mpi_check.h"
-#include "../../mpi/types.h"
-#include "cpu_native.h"
+#include "../core/comm.h"
+#include "../core/dtype.h"
+#include "../core/envelope.h"
+#include "../core/error.h"
+#include "../core/log.h"
+#include "../core/park.h"
+#include "../core/request.h"
+#include "../core/wait.h"
+#include "../mpi/mpi_check.h"
+#include "../mpi/types.h"
+#include "host_native.h"
 
 /* How long close waits for detached sends when GMPI_TIMEOUT is 0 (wait forever): close must
  * not hang on a message that no rank will ever receive. */
 #define DRAIN_WAIT_WITHOUT_TIMEOUT_S 10.0
 
 /* Room for one more detached send, so that nothing can fail once MPI_Isend has started. */
-static gmpi_status_t reserve_one(cpu_native_t *nat) {
+static gmpi_status_t reserve_one(host_native_t *nat) {
   if (nat->n_detached < nat->cap_detached) return GMPI_SUCCESS;
   size_t cap = nat->cap_detached ? 2 * nat->cap_detached : 16;
   MPI_Request *reqs = realloc(nat->detached, cap * sizeof(*reqs));
@@ -39,41 +39,42 @@ static gmpi_status_t reserve_one(cpu_native_t *nat) {
   return GMPI_SUCCESS;
 }
 
-/* The copy MPI sends: the payload, or under GMPI_CHECK the framed message (cpu_frame.c). A
+/* The copy MPI sends: the payload, or under GMPI_CHECK the framed message (host_frame.c). A
  * small payload goes into the spare buffer when there is one, else a new one of
- * CPU_SPARE_COPY_BYTES (*spare_sized: it may become the spare). */
-static gmpi_status_t copy_of(cpu_native_t *nat, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
+ * HOST_SPARE_COPY_BYTES (*spare_sized: it may become the spare). */
+static gmpi_status_t copy_of(host_native_t *nat, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
                              void **copy, size_t *copy_bytes, int *spare_sized) {
   size_t bytes = a->count * gmpi_dtype_size(a->dtype);
   *copy = NULL;
   *copy_bytes = bytes;
   *spare_sized = 0;
   if (nat->checked) {
-    cpu_frame_t f = {0};
+    host_frame_t f = {0};
     void *buf;
     int n;
     MPI_Datatype type;
-    GMPI_CHECK(gmpi_cpu_frame(&f, a, comm->cfg.max_chunk, GMPI_ENV_EAGER_BYTES, &buf, &n, &type));
+    GMPI_CHECK(gmpi_host_frame(&f, a, comm->cfg.max_chunk, GMPI_ENV_EAGER_BYTES, &buf, &n, &type));
     *copy = f.staging; /* eager sizes are always copied: the frame is one buffer */
     *copy_bytes = (size_t)n;
     return GMPI_SUCCESS;
   }
   if (!bytes) return GMPI_SUCCESS;
-  *spare_sized = bytes <= CPU_SPARE_COPY_BYTES;
+  *spare_sized = bytes <= HOST_SPARE_COPY_BYTES;
   if (*spare_sized && nat->spare_copy) {
     *copy = nat->spare_copy;
     nat->spare_copy = NULL;
   } else {
-    *copy = malloc(*spare_sized ? CPU_SPARE_COPY_BYTES : bytes);
+    *copy = malloc(*spare_sized ? HOST_SPARE_COPY_BYTES : bytes);
   }
   if (!*copy) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an eager send's copy");
   memcpy(*copy, a->buf, bytes);
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_cpu_detached_post(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
-  cpu_native_t *nat = NULL;
-  GMPI_CHECK(gmpi_cpu_native(cpu, &nat));
+gmpi_status_t gmpi_host_detached_post(gmpi_host_t *host, gmpi_comm_t comm,
+                                      const gmpi_p2p_args_t *a) {
+  host_native_t *nat = NULL;
+  GMPI_CHECK(gmpi_host_native(host, &nat));
   GMPI_CHECK(reserve_one(nat));
   void *copy;
   size_t bytes;
@@ -84,8 +85,8 @@ gmpi_status_t gmpi_cpu_detached_post(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gm
   int n;
   MPI_Request mpi;
   GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes, comm->cfg.max_chunk, &type, &n), st, free_copy);
-  int rc = PMPI_Isend(copy, n, type, a->peer, gmpi_cpu_mpi_tag(comm->tags_full, a->tag, a->dtype),
-                      cpu->data, &mpi);
+  int rc = PMPI_Isend(copy, n, type, a->peer, gmpi_host_mpi_tag(comm->tags_full, a->tag, a->dtype),
+                      host->data, &mpi);
   gmpi_mpi_type_release(&type); /* MPI keeps a type alive for the sends using it */
   if (rc != MPI_SUCCESS) {
     st = gmpi_mpi_error(rc, "MPI_Isend");
@@ -111,14 +112,14 @@ free_copy:
   return st;
 }
 
-gmpi_status_t gmpi_cpu_detached_send(gmpi_cpu_t *cpu, gmpi_request_t req) {
-  GMPI_CHECK(gmpi_cpu_detached_post(cpu, req->comm, &req->args));
-  cpu_req_t *cr = req->be;
+gmpi_status_t gmpi_host_detached_send(gmpi_host_t *host, gmpi_request_t req) {
+  GMPI_CHECK(gmpi_host_detached_post(host, req->comm, &req->args));
+  host_req_t *cr = req->be;
   cr->complete = 1;
   return GMPI_SUCCESS;
 }
 
-void gmpi_cpu_detached_reap(cpu_native_t *nat) {
+void gmpi_host_detached_reap(host_native_t *nat) {
   if (!nat || !nat->n_detached) return;
   int reaped = 0;
   int rc = PMPI_Testsome((int)nat->n_detached, nat->detached, &reaped, nat->reaped_index,
@@ -140,13 +141,13 @@ void gmpi_cpu_detached_reap(cpu_native_t *nat) {
   nat->n_detached = kept;
 }
 
-void gmpi_cpu_detached_drain(gmpi_comm_t comm, cpu_native_t *nat) {
+void gmpi_host_detached_drain(gmpi_comm_t comm, host_native_t *nat) {
   gmpi_deadline_t d;
   double wait_s = comm->cfg.timeout_s > 0 ? comm->cfg.timeout_s : DRAIN_WAIT_WITHOUT_TIMEOUT_S;
   gmpi_deadline_start(&d, wait_s);
   /* A failed comm's peers may be gone: do not wait for them. */
   while (nat->n_detached && comm->failure == GMPI_SUCCESS) {
-    gmpi_cpu_detached_reap(nat);
+    gmpi_host_detached_reap(nat);
     if (nat->n_detached && gmpi_deadline_poll(&d)) break;
   }
   if (nat->n_detached && comm->failure == GMPI_SUCCESS)

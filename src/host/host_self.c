@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/comm.h"
-#include "../../core/dtype.h"
-#include "../../core/envelope.h"
-#include "../../core/error.h"
-#include "../../core/request.h"
-#include "../../mpi/mpi_check.h"
-#include "cpu_native.h"
+#include "../core/comm.h"
+#include "../core/dtype.h"
+#include "../core/envelope.h"
+#include "../core/error.h"
+#include "../core/request.h"
+#include "../mpi/mpi_check.h"
+#include "host_native.h"
 
 static int tag_matches(int wanted, int tag) { return wanted == GMPI_ANY_TAG || wanted == tag; }
 
@@ -32,31 +32,31 @@ typedef struct {
 } self_msg_view_t;
 
 /* Give a self message to a receive: all of it, or nothing when it does not fit. */
-static void deliver(const cpu_native_t *nat, gmpi_request_t recv, const self_msg_view_t *m) {
-  cpu_req_t *cr = recv->be;
+static void deliver(const host_native_t *nat, gmpi_request_t recv, const self_msg_view_t *m) {
+  host_req_t *cr = recv->be;
   int fits = m->bytes <= bytes_of(&recv->args);
   int wanted = !nat->checked || m->dtype == (int)recv->args.dtype; /* else a mismatch */
   if (fits && wanted && m->bytes) memcpy(recv->args.buf, m->data, m->bytes);
-  cr->end = (cpu_recv_end_t){.source = recv->comm->rank,
-                             .tag = m->tag,
-                             .bytes = m->bytes,
-                             .truncated = !fits,
-                             .mpi_rc = MPI_SUCCESS,
-                             .checked = nat->checked,
-                             .sender_dtype = m->dtype};
+  cr->end = (host_recv_end_t){.source = recv->comm->rank,
+                              .tag = m->tag,
+                              .bytes = m->bytes,
+                              .truncated = !fits,
+                              .mpi_rc = MPI_SUCCESS,
+                              .checked = nat->checked,
+                              .sender_dtype = m->dtype};
   cr->complete = 1;
 }
 
 static void complete_send(gmpi_request_t send) {
-  cpu_req_t *cr = send->be;
+  host_req_t *cr = send->be;
   cr->queued = NULL;
   cr->complete = 1;
 }
 
 /* ---- receives waiting for a self message ------------------------------------------------- */
 
-void gmpi_cpu_self_pending_add(cpu_native_t *nat, gmpi_request_t req) {
-  cpu_req_t *cr = req->be;
+void gmpi_host_self_pending_add(host_native_t *nat, gmpi_request_t req) {
+  host_req_t *cr = req->be;
   cr->pending = 1;
   cr->next_pending = NULL;
   *nat->pending_tail = req;
@@ -64,48 +64,48 @@ void gmpi_cpu_self_pending_add(cpu_native_t *nat, gmpi_request_t req) {
 }
 
 /* Remove the receive that *link points at from the list. */
-static void unlink_pending(cpu_native_t *nat, gmpi_request_t *link) {
-  cpu_req_t *cr = (*link)->be;
+static void unlink_pending(host_native_t *nat, gmpi_request_t *link) {
+  host_req_t *cr = (*link)->be;
   *link = cr->next_pending;
   if (nat->pending_tail == &cr->next_pending) nat->pending_tail = link;
   cr->pending = 0;
   cr->next_pending = NULL;
 }
 
-void gmpi_cpu_self_pending_remove(cpu_native_t *nat, gmpi_request_t req) {
-  cpu_req_t *cr = req->be;
+void gmpi_host_self_pending_remove(host_native_t *nat, gmpi_request_t req) {
+  host_req_t *cr = req->be;
   if (!cr || !cr->pending) return;
   for (gmpi_request_t *link = &nat->pending_head; *link;
-       link = &((cpu_req_t *)(*link)->be)->next_pending)
+       link = &((host_req_t *)(*link)->be)->next_pending)
     if (*link == req) {
       unlink_pending(nat, link);
       return;
     }
 }
 
-/* A pending ANY_SOURCE receive also waits in MPI. Take it back (gmpi_cpu_take_back): taken
+/* A pending ANY_SOURCE receive also waits in MPI. Take it back (gmpi_host_take_back): taken
  * means no remote message reached it, so a self message may have it (*claimed = 1); otherwise
  * MPI matched a remote message first, and the receive ends with that one (*claimed = 0). */
 static gmpi_status_t claim_from_mpi(gmpi_request_t recv, int *claimed) {
-  cpu_req_t *cr = recv->be;
+  host_req_t *cr = recv->be;
   *claimed = 1;
   if (cr->mpi == MPI_REQUEST_NULL) return GMPI_SUCCESS; /* a receive from own rank only */
-  GMPI_CHECK(gmpi_cpu_take_back(recv->comm, &cr->mpi, cr->type, claimed, &cr->end));
+  GMPI_CHECK(gmpi_host_take_back(recv->comm, &cr->mpi, cr->type, claimed, &cr->end));
   if (*claimed) return GMPI_SUCCESS;
-  if (cr->framed) gmpi_cpu_unframe(&cr->frame, &recv->args, &cr->end);
+  if (cr->framed) gmpi_host_unframe(&cr->frame, &recv->args, &cr->end);
   cr->complete = 1;
   return GMPI_SUCCESS;
 }
 
 /* The first pending receive (post order) that takes a message with tag, out of the list; NULL
  * when none does. Receives that MPI matched meanwhile leave the list on the way. */
-static gmpi_status_t take_pending_receive(cpu_native_t *nat, int tag, gmpi_request_t *found) {
+static gmpi_status_t take_pending_receive(host_native_t *nat, int tag, gmpi_request_t *found) {
   *found = NULL;
   gmpi_request_t *link = &nat->pending_head;
   while (*link) {
     gmpi_request_t recv = *link;
     if (!tag_matches(recv->args.tag, tag)) {
-      link = &((cpu_req_t *)recv->be)->next_pending;
+      link = &((host_req_t *)recv->be)->next_pending;
       continue;
     }
     int claimed;
@@ -121,9 +121,9 @@ static gmpi_status_t take_pending_receive(cpu_native_t *nat, int tag, gmpi_reque
 
 /* ---- the queue of unmatched self messages ------------------------------------------------ */
 
-static gmpi_status_t enqueue(cpu_native_t *nat, gmpi_request_t send) {
+static gmpi_status_t enqueue(host_native_t *nat, gmpi_request_t send) {
   size_t bytes = bytes_of(&send->args);
-  cpu_self_msg_t *m = calloc(1, sizeof(*m));
+  host_self_msg_t *m = calloc(1, sizeof(*m));
   if (!m) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a message to self");
   m->tag = send->args.tag;
   m->bytes = bytes;
@@ -131,7 +131,7 @@ static gmpi_status_t enqueue(cpu_native_t *nat, gmpi_request_t send) {
   m->dtype = (int)send->args.dtype;
   if (bytes > GMPI_ENV_EAGER_BYTES || send->args.sync) {
     m->send = send; /* the data stays in the sender's buffer until a receive takes it */
-    ((cpu_req_t *)send->be)->queued = m;
+    ((host_req_t *)send->be)->queued = m;
   } else if (bytes) {
     m->copy = malloc(bytes);
     if (!m->copy) {
@@ -147,15 +147,15 @@ static gmpi_status_t enqueue(cpu_native_t *nat, gmpi_request_t send) {
 }
 
 /* Remove the message that *link points at from the queue and free it. */
-static void drop_msg(cpu_native_t *nat, cpu_self_msg_t **link) {
-  cpu_self_msg_t *m = *link;
+static void drop_msg(host_native_t *nat, host_self_msg_t **link) {
+  host_self_msg_t *m = *link;
   *link = m->next;
   if (nat->self_tail == &m->next) nat->self_tail = link;
   free(m->copy);
   free(m);
 }
 
-gmpi_status_t gmpi_cpu_self_send(cpu_native_t *nat, gmpi_request_t req) {
+gmpi_status_t gmpi_host_self_send(host_native_t *nat, gmpi_request_t req) {
   gmpi_request_t recv;
   GMPI_CHECK(take_pending_receive(nat, req->args.tag, &recv));
   if (!recv) return enqueue(nat, req);
@@ -165,10 +165,10 @@ gmpi_status_t gmpi_cpu_self_send(cpu_native_t *nat, gmpi_request_t req) {
   return GMPI_SUCCESS;
 }
 
-void gmpi_cpu_self_take(cpu_native_t *nat, gmpi_request_t req, int *matched) {
+void gmpi_host_self_take(host_native_t *nat, gmpi_request_t req, int *matched) {
   *matched = 0;
-  for (cpu_self_msg_t **link = &nat->self_head; *link; link = &(*link)->next) {
-    cpu_self_msg_t *m = *link;
+  for (host_self_msg_t **link = &nat->self_head; *link; link = &(*link)->next) {
+    host_self_msg_t *m = *link;
     if (!tag_matches(req->args.tag, m->tag)) continue;
     deliver(nat, req,
             &(self_msg_view_t){m->tag, m->dtype, m->send ? m->send->args.buf : m->copy, m->bytes});
@@ -179,10 +179,10 @@ void gmpi_cpu_self_take(cpu_native_t *nat, gmpi_request_t req, int *matched) {
   }
 }
 
-void gmpi_cpu_self_forget_send(cpu_native_t *nat, gmpi_request_t req) {
-  cpu_req_t *cr = req->be;
+void gmpi_host_self_forget_send(host_native_t *nat, gmpi_request_t req) {
+  host_req_t *cr = req->be;
   if (!cr || !cr->queued) return;
-  for (cpu_self_msg_t **link = &nat->self_head; *link; link = &(*link)->next)
+  for (host_self_msg_t **link = &nat->self_head; *link; link = &(*link)->next)
     if (*link == cr->queued) {
       drop_msg(nat, link);
       break;
@@ -190,18 +190,19 @@ void gmpi_cpu_self_forget_send(cpu_native_t *nat, gmpi_request_t req) {
   cr->queued = NULL;
 }
 
-void gmpi_cpu_self_free_all(cpu_native_t *nat) {
+void gmpi_host_self_free_all(host_native_t *nat) {
   while (nat->self_head) {
-    if (nat->self_head->send) ((cpu_req_t *)nat->self_head->send->be)->queued = NULL;
+    if (nat->self_head->send) ((host_req_t *)nat->self_head->send->be)->queued = NULL;
     drop_msg(nat, &nat->self_head);
   }
   while (nat->pending_head)
     unlink_pending(nat, &nat->pending_head);
 }
 
-void gmpi_cpu_self_probe(cpu_native_t *nat, int me, int tag, int *flag, gmpi_msg_status_t *status) {
+void gmpi_host_self_probe(host_native_t *nat, int me, int tag, int *flag,
+                          gmpi_msg_status_t *status) {
   *flag = 0;
-  for (cpu_self_msg_t *m = nat->self_head; m; m = m->next) {
+  for (host_self_msg_t *m = nat->self_head; m; m = m->next) {
     if (!tag_matches(tag, m->tag)) continue;
     *status = (gmpi_msg_status_t){me, m->tag, m->bytes / m->elem_size};
     *flag = 1;

@@ -17,18 +17,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/comm.h"
-#include "../../core/dtype.h"
-#include "../../core/error.h"
-#include "../../core/ops.h"
-#include "../../core/park.h"
-#include "../../core/reduce.h"
-#include "../../core/request.h"
-#include "../../core/watchdog.h"
-#include "../../mpi/mpi_check.h"
-#include "../../mpi/oob.h"
-#include "../../mpi/types.h"
-#include "cpu.h"
+#include "../core/comm.h"
+#include "../core/dtype.h"
+#include "../core/envelope.h"
+#include "../core/error.h"
+#include "../core/ops.h"
+#include "../core/park.h"
+#include "../core/reduce.h"
+#include "../core/request.h"
+#include "../core/watchdog.h"
+#include "../mpi/mpi_check.h"
+#include "../mpi/oob.h"
+#include "../mpi/types.h"
+#include "host.h"
 
 /* What is left once the MPI calls complete. Only the three fields after_clear sets are read
  * before being written (owned[] up to n_owned, the others once their buffer or size is set):
@@ -502,64 +503,64 @@ static const coll_fn_t coll_table[GMPI_COLL_KIND_COUNT] = {
  *    signature exchange is a polled allgather and gates the same way.
  * Not covered: GMPI_TIMEOUT=0 on a native-MPI comm of a process whose other comms (another
  * backend) have engines. */
-static int gated(gmpi_comm_t comm, const gmpi_cpu_t *cpu) {
-  return cpu->env || comm->device_engine.ops;
+static int gated(gmpi_comm_t comm) {
+  return comm->host_engine.p2p == &gmpi_p2p_envelope || comm->device_engine.p2p;
 }
 
 static int polled(gmpi_comm_t comm) {
   return comm->cfg.timeout_s > 0 && comm->cfg.timeout_action == GMPI_TIMEOUT_STATUS;
 }
 
-static gmpi_status_t barrier_wait(gmpi_comm_t comm, gmpi_cpu_t *cpu, const char *what) {
+static gmpi_status_t barrier_wait(gmpi_comm_t comm, gmpi_host_t *host, const char *what) {
   MPI_Request r;
-  GMPI_MPI_CHECK(PMPI_Ibarrier(cpu->data, &r));
+  GMPI_MPI_CHECK(PMPI_Ibarrier(host->data, &r));
   return gmpi_mpi_wait(comm, 1, &r, MPI_STATUSES_IGNORE, what);
 }
 
 /* Every rank has reached this plan replay, or GMPI_ERR_TIMEOUT. A replay's collectives are
  * blocking calls: gated where engines need it, and where the caller wants a status. */
-gmpi_status_t gmpi_cpu_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu) {
-  if (!gated(comm, cpu) && !polled(comm)) return GMPI_SUCCESS;
-  return barrier_wait(comm, cpu, "the arrival gate");
+gmpi_status_t gmpi_host_gate(gmpi_comm_t comm, gmpi_host_t *host) {
+  if (!gated(comm) && !polled(comm)) return GMPI_SUCCESS;
+  return barrier_wait(comm, host, "the arrival gate");
 }
 
 /* The blocking call, watched: *passed says the gate already was the collective (a barrier). */
-static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
+static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
                                   int *passed) {
   *passed = 0;
-  if (!gated(comm, cpu)) return GMPI_SUCCESS;
+  if (!gated(comm)) return GMPI_SUCCESS;
   if (comm->cfg.check && a->kind != GMPI_COLL_BARRIER) return GMPI_SUCCESS;
   *passed = a->kind == GMPI_COLL_BARRIER;
-  return barrier_wait(comm, cpu, gmpi_coll_name(a->kind));
+  return barrier_wait(comm, host, gmpi_coll_name(a->kind));
 }
 
 /* GMPI_TIMEOUT_ACTION=status: the nonblocking form, waited (bounded, driving every engine). */
-static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a);
+static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a);
 
-gmpi_status_t gmpi_cpu_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
-  if (polled(comm)) return run_polled(comm, cpu, a);
+gmpi_status_t gmpi_host_coll(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
+  if (polled(comm)) return run_polled(comm, host, a);
   int passed = 0;
-  GMPI_CHECK(arrival_gate(comm, cpu, a, &passed));
+  GMPI_CHECK(arrival_gate(comm, host, a, &passed));
   if (passed) return GMPI_SUCCESS;
-  return gmpi_cpu_coll_past_gate(comm, cpu, a);
+  return gmpi_host_coll_past_gate(comm, host, a);
 }
 
-gmpi_status_t gmpi_cpu_coll_past_gate(gmpi_comm_t comm, gmpi_cpu_t *cpu,
-                                      const gmpi_coll_args_t *a) {
-  if (polled(comm)) return run_polled(comm, cpu, a);
+gmpi_status_t gmpi_host_coll_past_gate(gmpi_comm_t comm, gmpi_host_t *host,
+                                       const gmpi_coll_args_t *a) {
+  if (polled(comm)) return run_polled(comm, host, a);
   gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count);
   gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
-                         ? gmpi_mpi_check(PMPI_Barrier(cpu->data), "MPI_Barrier")
-                         : gmpi_cpu_coll_run(comm, cpu, a);
+                         ? gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier")
+                         : gmpi_host_coll_run(comm, host, a);
   gmpi_watch_exit(comm);
   return st;
 }
 
 /* Run a's calls: blocking ones when nb is NULL, else their nonblocking forms kept in nb. */
-static gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
+static gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
                                coll_after_t *after, icoll_t *nb) {
   coll_ctx_t c = {.comm = comm,
-                  .mc = cpu->data,
+                  .mc = host->data,
                   .a = a,
                   .es = gmpi_dtype_size(a->dtype),
                   .chunk = comm->cfg.max_chunk,
@@ -568,10 +569,10 @@ static gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_col
   return coll_table[a->kind](&c);
 }
 
-gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
+gmpi_status_t gmpi_host_coll_run(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
   coll_after_t after;
   after_clear(&after);
-  gmpi_status_t st = run_calls(comm, cpu, a, &after, NULL);
+  gmpi_status_t st = run_calls(comm, host, a, &after, NULL);
   if (st != GMPI_SUCCESS)
     drop(&after);
   else
@@ -583,14 +584,14 @@ gmpi_status_t gmpi_cpu_coll_run(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_co
 
 /* Start a's MPI calls in their nonblocking form; *out holds them and the after-work. On an
  * error with calls already started, *out stays set (they still use its memory). */
-static gmpi_status_t start_calls(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
+static gmpi_status_t start_calls(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
                                  icoll_t **out) {
   icoll_t *nb = calloc(1, sizeof(*nb));
   *out = NULL;
   if (!nb) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a collective's requests");
   nb->dtype = a->dtype;
   nb->nranks = comm->size;
-  gmpi_status_t st = run_calls(comm, cpu, a, &nb->after, nb);
+  gmpi_status_t st = run_calls(comm, host, a, &nb->after, nb);
   if (st != GMPI_SUCCESS && nb->n == 0) { /* nothing started: nothing in flight reads it */
     drop(&nb->after);
     free(nb->reqs);
@@ -615,19 +616,19 @@ static void release_calls(icoll_t *nb) {
   free(nb);
 }
 
-gmpi_status_t gmpi_cpu_coll_start(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a,
-                                  gmpi_request_t req) {
+gmpi_status_t gmpi_host_coll_start(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
+                                   gmpi_request_t req) {
   icoll_t *nb = NULL;
-  gmpi_status_t st = start_calls(comm, cpu, a, &nb);
+  gmpi_status_t st = start_calls(comm, host, a, &nb);
   /* Started in part: the started calls still read their buffers, so nb stays with req (an
    * error from a later test or wait ends the comm). */
   if (nb) req->be = nb;
   return st;
 }
 
-static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_coll_args_t *a) {
+static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
   icoll_t *nb = NULL;
-  gmpi_status_t st = start_calls(comm, cpu, a, &nb);
+  gmpi_status_t st = start_calls(comm, host, a, &nb);
   if (st == GMPI_SUCCESS)
     st = gmpi_mpi_wait(comm, nb->n, nb->reqs, MPI_STATUSES_IGNORE, gmpi_coll_name(a->kind));
   if (st != GMPI_SUCCESS) { /* started calls may still use nb */
@@ -638,8 +639,8 @@ static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_cpu_t *cpu, const gmpi_co
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_cpu_coll_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done) {
-  (void)cpu;
+gmpi_status_t gmpi_host_coll_test(gmpi_host_t *host, gmpi_request_t req, int *done) {
+  (void)host;
   icoll_t *nb = req->be;
   int flag = 0;
   GMPI_MPI_CHECK(PMPI_Testall(nb->n, nb->reqs, &flag, MPI_STATUSES_IGNORE));
@@ -650,8 +651,8 @@ gmpi_status_t gmpi_cpu_coll_test(gmpi_cpu_t *cpu, gmpi_request_t req, int *done)
   return GMPI_SUCCESS;
 }
 
-void gmpi_cpu_coll_abandon(gmpi_cpu_t *cpu, gmpi_request_t req) {
-  (void)cpu;
+void gmpi_host_coll_abandon(gmpi_host_t *host, gmpi_request_t req) {
+  (void)host;
   if (req->be) park_calls(req->be);
   /* MPI forbids freeing or cancelling a nonblocking collective's requests, and the transfer
    * may still read or write its buffers and staging: what it holds is left behind (the comm

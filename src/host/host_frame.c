@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Framed native messages under GMPI_CHECK=1 (cpu_native.h): [header][payload] as one MPI
+/* Framed native messages under GMPI_CHECK=1 (host_native.h): [header][payload] as one MPI
  * message, so the receive learns the sender's dtype and count with the data and no round of
  * its own. The two ends choose how to build the message independently (a copy behind the
  * header, or a struct type over the header and the caller's buffer): on the wire both are the
@@ -7,18 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/dtype.h"
-#include "../../core/error.h"
-#include "../../core/park.h"
-#include "../../mpi/mpi_check.h"
-#include "../../mpi/types.h"
-#include "cpu_native.h"
+#include "../core/dtype.h"
+#include "../core/error.h"
+#include "../core/park.h"
+#include "../mpi/mpi_check.h"
+#include "../mpi/types.h"
+#include "host_native.h"
 
-#define CPU_FRAME_MAGIC 0x676d6368u /* "gmch" */
-#define HDR_BYTES       sizeof(cpu_frame_hdr_t)
+#define HOST_FRAME_MAGIC 0x676d6368u /* "gmch" */
+#define HDR_BYTES        sizeof(host_frame_hdr_t)
 
 /* Staging for hdr + payload bytes, the old buffer reused when it is large enough. */
-static gmpi_status_t reserve_staging(cpu_frame_t *f, size_t payload) {
+static gmpi_status_t reserve_staging(host_frame_t *f, size_t payload) {
   size_t need = HDR_BYTES + payload;
   if (f->staging_cap >= need) return GMPI_SUCCESS;
   void *grown = realloc(f->staging, need);
@@ -29,7 +29,7 @@ static gmpi_status_t reserve_staging(cpu_frame_t *f, size_t payload) {
 }
 
 /* One struct type at absolute addresses: the header's bytes, then the payload's. */
-static gmpi_status_t struct_type(cpu_frame_t *f, void *payload, size_t bytes, size_t limit,
+static gmpi_status_t struct_type(host_frame_t *f, void *payload, size_t bytes, size_t limit,
                                  MPI_Datatype *type) {
   MPI_Datatype body;
   int body_n;
@@ -50,11 +50,11 @@ static gmpi_status_t struct_type(cpu_frame_t *f, void *payload, size_t bytes, si
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_cpu_frame(cpu_frame_t *f, const gmpi_p2p_args_t *a, size_t limit,
-                             size_t copy_max, void **buf, int *n, MPI_Datatype *type) {
+gmpi_status_t gmpi_host_frame(host_frame_t *f, const gmpi_p2p_args_t *a, size_t limit,
+                              size_t copy_max, void **buf, int *n, MPI_Datatype *type) {
   size_t bytes = a->count * gmpi_dtype_size(a->dtype);
   int sending = a->dir == GMPI_P2P_SEND;
-  if (sending) f->hdr = (cpu_frame_hdr_t){CPU_FRAME_MAGIC, (int32_t)a->dtype, a->count};
+  if (sending) f->hdr = (host_frame_hdr_t){HOST_FRAME_MAGIC, (int32_t)a->dtype, a->count};
   f->copied = bytes <= copy_max;
   if (!f->copied) {
     GMPI_CHECK(struct_type(f, a->buf, bytes, limit, type));
@@ -73,7 +73,7 @@ gmpi_status_t gmpi_cpu_frame(cpu_frame_t *f, const gmpi_p2p_args_t *a, size_t li
   return GMPI_SUCCESS;
 }
 
-void gmpi_cpu_unframe(cpu_frame_t *f, const gmpi_p2p_args_t *a, cpu_recv_end_t *end) {
+void gmpi_host_unframe(host_frame_t *f, const gmpi_p2p_args_t *a, host_recv_end_t *end) {
   end->checked = 1;
   end->sender_dtype = -1;
   if (end->truncated || end->mpi_rc != MPI_SUCCESS) return;
@@ -84,7 +84,7 @@ void gmpi_cpu_unframe(cpu_frame_t *f, const gmpi_p2p_args_t *a, cpu_recv_end_t *
   size_t payload = end->bytes - HDR_BYTES;
   end->bytes = payload;
   if (f->copied) memcpy(&f->hdr, f->staging, HDR_BYTES);
-  if (f->hdr.magic != CPU_FRAME_MAGIC) return;
+  if (f->hdr.magic != HOST_FRAME_MAGIC) return;
   end->sender_dtype = f->hdr.dtype;
   /* Another dtype writes nothing into the receive buffer (a struct-typed receive has, by now).
    * The staging buffer holds at most a->count elements: MPI truncated anything longer. */
@@ -92,13 +92,13 @@ void gmpi_cpu_unframe(cpu_frame_t *f, const gmpi_p2p_args_t *a, cpu_recv_end_t *
     memcpy(a->buf, (char *)f->staging + HDR_BYTES, payload);
 }
 
-void gmpi_cpu_frame_free(cpu_frame_t *f) {
+void gmpi_host_frame_free(host_frame_t *f) {
   free(f->staging);
   f->staging = NULL;
   f->staging_cap = 0;
 }
 
-void gmpi_cpu_frame_park(cpu_frame_t *f) {
+void gmpi_host_frame_park(host_frame_t *f) {
   if (f->staging) gmpi_park(f->staging);
   f->staging = NULL;
   f->staging_cap = 0;

@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/comm.h"
-#include "../../core/envelope.h"
-#include "../../core/error.h"
-#include "../../mpi/mpi_check.h"
-#include "../../mpi/types.h"
-#include "cpu.h"
+#include "../core/comm.h"
+#include "../core/error.h"
+#include "../core/mover.h"
+#include "../mpi/mpi_check.h"
+#include "../mpi/types.h"
+#include "host.h"
 
 #define HELLO_TAG 32767 /* positions use tags 0 .. 32766 (MPI guarantees 32767) */
 
@@ -194,8 +194,8 @@ static const gmpi_mover_t model_mover = {
     .destroy = model_destroy,
 };
 
-gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm,
-                                    struct gmpi_envelope_engine **out) {
+gmpi_status_t gmpi_host_model_mover(gmpi_comm_t comm, MPI_Comm data_comm,
+                                    const gmpi_mover_t **mover, void **ctx) {
   model_t *m = calloc(1, sizeof(*m));
   if (!m || !(m->links = calloc((size_t)comm->size, sizeof(*m->links)))) {
     free(m);
@@ -204,5 +204,7 @@ gmpi_status_t gmpi_env_create_model(gmpi_comm_t comm, MPI_Comm data_comm,
   m->data = data_comm;
   m->chunk = comm->cfg.max_chunk;
   m->size = comm->size;
-  return gmpi_env_create(comm, &model_mover, m, out);
+  *mover = &model_mover;
+  *ctx = m;
+  return GMPI_SUCCESS;
 }

@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/comm.h"
-#include "../../core/dtype.h"
-#include "../../core/error.h"
-#include "../../core/ops.h"
-#include "../../core/plan.h"
-#include "../../core/plan_fuse.h"
-#include "../../mpi/mpi_check.h"
-#include "../../mpi/oob.h"
-#include "../../mpi/types.h"
-#include "cpu.h"
+#include "../core/comm.h"
+#include "../core/dtype.h"
+#include "../core/error.h"
+#include "../core/ops.h"
+#include "../core/plan.h"
+#include "../core/plan_fuse.h"
+#include "../mpi/mpi_check.h"
+#include "../mpi/oob.h"
+#include "../mpi/types.h"
+#include "host.h"
 
 typedef struct {
   int n;               /* persistent requests */
@@ -26,10 +26,10 @@ typedef struct {
   int *first, *count;  /* per group: first request and how many (0 for a collective) */
   int n_groups;
   void *packed; /* fused runs' packed buffer, as large as the largest run (plan_fuse.h) */
-} cpu_plan_t;
+} host_plan_t;
 
-void gmpi_cpu_plan_free(void *lowered) {
-  cpu_plan_t *cp = lowered;
+void gmpi_host_plan_free(void *lowered) {
+  host_plan_t *cp = lowered;
   if (!cp) return;
   for (int i = 0; i < cp->n; i++) {
     if (cp->reqs[i] != MPI_REQUEST_NULL) PMPI_Request_free(&cp->reqs[i]);
@@ -84,20 +84,20 @@ static void name_step(gmpi_plan_step_t *s) {
   if (s->kind == PLAN_WAIT) snprintf(s->lowered, sizeof(s->lowered), "(group end: MPI_Waitall)");
 }
 
-gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
-                                  void **lowered) {
+gmpi_status_t gmpi_host_plan_lower(gmpi_comm_t comm, gmpi_host_t *host, struct gmpi_plan *plan,
+                                   void **lowered) {
   /* Collective: every rank compiles the same plan, and all have arrived (the plan check's
    * polled allgather came first); still polled, so a rank that stops in between cannot hold
    * the others beyond GMPI_TIMEOUT. */
-  if (cpu->plans == MPI_COMM_NULL) {
+  if (host->plans == MPI_COMM_NULL) {
     gmpi_status_t dup =
-        gmpi_mpi_dup(cpu->data, comm->cfg.timeout_s,
-                     "the plan channel's communicator (MPI_Comm_idup)", &cpu->plans);
+        gmpi_mpi_dup(host->data, comm->cfg.timeout_s,
+                     "the plan channel's communicator (MPI_Comm_idup)", &host->plans);
     if (dup == GMPI_ERR_TIMEOUT) gmpi_comm_fail(comm, dup);
     GMPI_CHECK(dup);
-    GMPI_MPI_CHECK(PMPI_Comm_set_errhandler(cpu->plans, MPI_ERRORS_RETURN));
+    GMPI_MPI_CHECK(PMPI_Comm_set_errhandler(host->plans, MPI_ERRORS_RETURN));
   }
-  cpu_plan_t *cp = calloc(1, sizeof(*cp));
+  host_plan_t *cp = calloc(1, sizeof(*cp));
   int ns = plan->n_steps, ng = plan->n_groups;
   gmpi_status_t st = GMPI_SUCCESS;
   if (!cp || !(cp->reqs = calloc((size_t)ns + 1, sizeof(MPI_Request))) ||
@@ -126,13 +126,14 @@ gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi
     if (cp->count[s->group]++ == 0) cp->first[s->group] = cp->n;
     cp->types[cp->n] = MPI_DATATYPE_NULL;
     cp->reqs[cp->n] = MPI_REQUEST_NULL;
-    GMPI_CHECK_GOTO(persistent(comm, cpu->plans, s, &cp->reqs[cp->n], &cp->types[cp->n]), st, fail);
+    GMPI_CHECK_GOTO(persistent(comm, host->plans, s, &cp->reqs[cp->n], &cp->types[cp->n]), st,
+                    fail);
     cp->n++;
   }
   *lowered = cp;
   return GMPI_SUCCESS;
 fail:
-  gmpi_cpu_plan_free(cp);
+  gmpi_host_plan_free(cp);
   return st;
 }
 
@@ -158,8 +159,8 @@ static void move_run(const struct gmpi_plan *plan, int first, char *packed, int 
 
 /* A collective step: run alone, run its whole fused run packed, or nothing (a later member of
  * a run, already run). */
-static gmpi_status_t replay_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const struct gmpi_plan *plan,
-                                 const cpu_plan_t *cp, int i) {
+static gmpi_status_t replay_coll(gmpi_comm_t comm, gmpi_host_t *host, const struct gmpi_plan *plan,
+                                 const host_plan_t *cp, int i) {
   const gmpi_plan_step_t *s = &plan->steps[i];
   if (s->run_len == 0) return GMPI_SUCCESS;
   gmpi_coll_args_t fused;
@@ -170,22 +171,22 @@ static gmpi_status_t replay_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const struct
     a = &fused;
   }
   /* watched, or polled under GMPI_TIMEOUT_ACTION=status */
-  gmpi_status_t st = gmpi_cpu_coll_past_gate(comm, cpu, a);
+  gmpi_status_t st = gmpi_host_coll_past_gate(comm, host, a);
   if (st == GMPI_SUCCESS && s->run_len > 1) move_run(plan, i, cp->packed, 0, comm->rank);
   return st;
 }
 
-gmpi_status_t gmpi_cpu_plan_replay(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
-                                   void *lowered) {
-  cpu_plan_t *cp = lowered;
+gmpi_status_t gmpi_host_plan_replay(gmpi_comm_t comm, gmpi_host_t *host, struct gmpi_plan *plan,
+                                    void *lowered) {
+  host_plan_t *cp = lowered;
   /* One gate for the replay: past it every rank is in this replay, whose blocking collectives
-   * then wait on no engine (the argument at gated() in cpu_coll.c). */
-  GMPI_CHECK(gmpi_cpu_gate(comm, cpu));
+   * then wait on no engine (the argument at gated() in host_coll.c). */
+  GMPI_CHECK(gmpi_host_gate(comm, host));
   int group = -1;
   for (int i = 0; i < plan->n_steps; i++) {
     gmpi_plan_step_t *s = &plan->steps[i];
     if (s->kind == PLAN_COLL) {
-      GMPI_CHECK(replay_coll(comm, cpu, plan, cp, i));
+      GMPI_CHECK(replay_coll(comm, host, plan, cp, i));
       continue;
     }
     if (s->kind == PLAN_WAIT || s->group == group) continue;

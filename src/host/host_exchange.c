@@ -4,24 +4,24 @@
  * until both end or GMPI_TIMEOUT passes -- no gmpi request, no engine state, no eager copy.
  * A blocking gmpi_send, gmpi_ssend or gmpi_recv with another rank is the same exchange with
  * one half (gmpi_p2p_single), except that a standard send of eager size is detached
- * (cpu_detached.c), so that gmpi_send keeps its promise to complete with no receive posted.
+ * (host_detached.c), so that gmpi_send keeps its promise to complete with no receive posted.
  * The send half completes with its transfer, as MPI_Sendrecv's does: gmpi's 16 KiB eager
  * promise is for gmpi_send and gmpi_isend (docs/api.md; copying it cost 1.2-1.6x MPI_Sendrecv from
  * 512 B to 16 KiB, docs/performance.md). Message order is MPI's, as for every native send (one
- * communicator, post order). Under GMPI_CHECK both messages are framed (cpu_frame.c) in the
+ * communicator, post order). Under GMPI_CHECK both messages are framed (host_frame.c) in the
  * engine's two exchange frames, reused call after call. */
 #include <stdlib.h>
 
-#include "../../core/comm.h"
-#include "../../core/dtype.h"
-#include "../../core/envelope.h"
-#include "../../core/error.h"
-#include "../../core/park.h"
-#include "../../core/wait.h"
-#include "../../mpi/mpi_check.h"
-#include "../../mpi/types.h"
-#include "cpu.h"
-#include "cpu_native.h"
+#include "../core/comm.h"
+#include "../core/dtype.h"
+#include "../core/envelope.h"
+#include "../core/error.h"
+#include "../core/park.h"
+#include "../core/wait.h"
+#include "../mpi/mpi_check.h"
+#include "../mpi/types.h"
+#include "host.h"
+#include "host_native.h"
 
 enum { RECV = 0, SEND = 1 };
 
@@ -29,22 +29,20 @@ typedef struct {
   MPI_Request mpi[2];   /* MPI_REQUEST_NULL once ended (or never posted) */
   MPI_Datatype type[2]; /* released at the end of the call: MPI keeps them alive as needed */
   int ended[2];
-  cpu_recv_end_t end;  /* how the receive ended */
-  cpu_frame_t *frames; /* GMPI_CHECK: the engine's exchange frames; else NULL */
+  host_recv_end_t end;  /* how the receive ended */
+  host_frame_t *frames; /* GMPI_CHECK: the engine's exchange frames; else NULL */
 } exchange_t;
-
-int gmpi_cpu_p2p_can_exchange(const gmpi_cpu_t *cpu) { return cpu->env == NULL; }
 
 /* The MPI buffer, count and type of one half: its bytes, or framed. */
 static gmpi_status_t wire_of(const exchange_t *x, int half, const gmpi_p2p_args_t *a, size_t limit,
                              void **buf, int *n, MPI_Datatype *type) {
   if (x->frames)
-    return gmpi_cpu_frame(&x->frames[half], a, limit, CPU_FRAME_COPY_BYTES, buf, n, type);
+    return gmpi_host_frame(&x->frames[half], a, limit, HOST_FRAME_COPY_BYTES, buf, n, type);
   *buf = a->buf;
   return gmpi_mpi_bytes_type(a->count * gmpi_dtype_size(a->dtype), limit, type, n);
 }
 
-static gmpi_status_t post_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+static gmpi_status_t post_pair(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                const gmpi_p2p_args_t *recv, exchange_t *x) {
   size_t limit = comm->cfg.max_chunk;
   void *buf[2];
@@ -52,49 +50,49 @@ static gmpi_status_t post_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p
   if (recv) {
     GMPI_CHECK(wire_of(x, RECV, recv, limit, &buf[RECV], &n[RECV], &x->type[RECV]));
     GMPI_MPI_CHECK(PMPI_Irecv(buf[RECV], n[RECV], x->type[RECV], recv->peer,
-                              gmpi_cpu_mpi_tag(comm->tags_full, recv->tag, recv->dtype), cpu->data,
-                              &x->mpi[RECV]));
+                              gmpi_host_mpi_tag(comm->tags_full, recv->tag, recv->dtype),
+                              host->data, &x->mpi[RECV]));
   }
   if (!send) return GMPI_SUCCESS;
   GMPI_CHECK(wire_of(x, SEND, send, limit, &buf[SEND], &n[SEND], &x->type[SEND]));
   GMPI_MPI_CHECK((send->sync ? PMPI_Issend : PMPI_Isend)(
       buf[SEND], n[SEND], x->type[SEND], send->peer,
-      gmpi_cpu_mpi_tag(comm->tags_full, send->tag, send->dtype), cpu->data, &x->mpi[SEND]));
+      gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype), host->data, &x->mpi[SEND]));
   return GMPI_SUCCESS;
 }
 
 /* The engine's exchange frames (GMPI_CHECK), made at the first checked exchange. */
-static gmpi_status_t frames_of(gmpi_cpu_t *cpu, cpu_frame_t **frames) {
-  cpu_native_t *nat;
-  GMPI_CHECK(gmpi_cpu_native(cpu, &nat));
-  if (!nat->exchange_frames) nat->exchange_frames = calloc(2, sizeof(cpu_frame_t));
+static gmpi_status_t frames_of(gmpi_host_t *host, host_frame_t **frames) {
+  host_native_t *nat;
+  GMPI_CHECK(gmpi_host_native(host, &nat));
+  if (!nat->exchange_frames) nat->exchange_frames = calloc(2, sizeof(host_frame_t));
   if (!nat->exchange_frames) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an exchange");
   *frames = nat->exchange_frames;
   return GMPI_SUCCESS;
 }
 
 /* One test of the receive; under GMPI_CHECK, now and then a look for a message of another
- * element size waiting for it (gmpi_cpu_other_size). */
-static gmpi_status_t test_recv(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *recv,
+ * element size waiting for it (gmpi_host_other_size). */
+static gmpi_status_t test_recv(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *recv,
                                exchange_t *x, unsigned polls) {
   GMPI_CHECK(
-      gmpi_cpu_test_one(comm->tags_full, &x->mpi[RECV], x->type[RECV], &x->ended[RECV], &x->end));
-  if (x->ended[RECV] || !x->frames || polls % CPU_OTHER_SIZE_POLLS) return GMPI_SUCCESS;
-  return gmpi_cpu_other_size(cpu, comm, recv, &x->mpi[RECV], x->type[RECV], &x->ended[RECV],
-                             &x->end);
+      gmpi_host_test_one(comm->tags_full, &x->mpi[RECV], x->type[RECV], &x->ended[RECV], &x->end));
+  if (x->ended[RECV] || !x->frames || polls % HOST_OTHER_SIZE_POLLS) return GMPI_SUCCESS;
+  return gmpi_host_other_size(host, comm, recv, &x->mpi[RECV], x->type[RECV], &x->ended[RECV],
+                              &x->end);
 }
 
 /* Both ended: GMPI_SUCCESS; the deadline passed: GMPI_ERR_TIMEOUT (no message: the caller,
  * which knows the call, writes it). */
-static gmpi_status_t wait_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *recv,
+static gmpi_status_t wait_pair(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *recv,
                                exchange_t *x) {
   gmpi_deadline_t d;
   gmpi_deadline_start(&d, comm->cfg.timeout_s);
   for (unsigned polls = 1;; polls++) {
-    if (!x->ended[RECV]) GMPI_CHECK(test_recv(cpu, comm, recv, x, polls));
+    if (!x->ended[RECV]) GMPI_CHECK(test_recv(host, comm, recv, x, polls));
     if (!x->ended[SEND])
       GMPI_CHECK(
-          gmpi_cpu_test_one(comm->tags_full, &x->mpi[SEND], x->type[SEND], &x->ended[SEND], NULL));
+          gmpi_host_test_one(comm->tags_full, &x->mpi[SEND], x->type[SEND], &x->ended[SEND], NULL));
     if (x->ended[RECV] && x->ended[SEND]) return GMPI_SUCCESS;
     if (gmpi_deadline_poll(&d)) return GMPI_ERR_TIMEOUT;
   }
@@ -102,7 +100,7 @@ static gmpi_status_t wait_pair(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p
 
 /* What did not end is let go, as an abandoned request is: the receive cancelled, the send left
  * to MPI (docs/reliability.md: the caller's buffers stay in use after a timeout). */
-static void let_go(gmpi_cpu_t *cpu, exchange_t *x) {
+static void let_go(gmpi_host_t *host, exchange_t *x) {
   int live = 0;
   if (x->mpi[RECV] != MPI_REQUEST_NULL) PMPI_Cancel(&x->mpi[RECV]);
   for (int i = 0; i < 2; i++) {
@@ -115,9 +113,9 @@ static void let_go(gmpi_cpu_t *cpu, exchange_t *x) {
   if (!live || !x->frames) return;
   /* MPI may still use the frames: parked, and the next exchange makes new ones. */
   for (int i = 0; i < 2; i++)
-    gmpi_cpu_frame_park(&x->frames[i]);
+    gmpi_host_frame_park(&x->frames[i]);
   gmpi_park(x->frames);
-  cpu->native->exchange_frames = NULL;
+  host->native->exchange_frames = NULL;
 }
 
 /* A standard send that gmpi promises to complete with no receive posted. */
@@ -125,22 +123,23 @@ static int eager(const gmpi_p2p_args_t *send) {
   return !send->sync && send->count * gmpi_dtype_size(send->dtype) <= GMPI_ENV_EAGER_BYTES;
 }
 
-gmpi_status_t gmpi_cpu_p2p_exchange(gmpi_cpu_t *cpu, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
-                                    const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status) {
-  gmpi_cpu_detached_reap(cpu->native); /* as every native post does: the list stays short */
-  if (!recv && eager(send)) return gmpi_cpu_detached_post(cpu, comm, send);
+gmpi_status_t gmpi_host_p2p_exchange(gmpi_host_t *host, gmpi_comm_t comm,
+                                     const gmpi_p2p_args_t *send, const gmpi_p2p_args_t *recv,
+                                     gmpi_msg_status_t *status) {
+  gmpi_host_detached_reap(host->native); /* as every native post does: the list stays short */
+  if (!recv && eager(send)) return gmpi_host_detached_post(host, comm, send);
   exchange_t x = {.mpi = {MPI_REQUEST_NULL, MPI_REQUEST_NULL},
                   .type = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL},
                   .ended = {!recv, !send}}; /* a missing half has nothing to wait for */
-  if (cpu->checked) GMPI_CHECK(frames_of(cpu, &x.frames));
-  gmpi_status_t st = post_pair(cpu, comm, send, recv, &x);
-  if (st == GMPI_SUCCESS) st = wait_pair(cpu, comm, recv, &x);
+  if (host->checked) GMPI_CHECK(frames_of(host, &x.frames));
+  gmpi_status_t st = post_pair(host, comm, send, recv, &x);
+  if (st == GMPI_SUCCESS) st = wait_pair(host, comm, recv, &x);
   if (st == GMPI_SUCCESS && recv && x.frames && !x.end.other_elem_size)
-    gmpi_cpu_unframe(&x.frames[RECV], recv, &x.end);
-  let_go(cpu, &x);
+    gmpi_host_unframe(&x.frames[RECV], recv, &x.end);
+  let_go(host, &x);
   if (st != GMPI_SUCCESS || !recv) return st;
   gmpi_msg_status_t got;
-  st = gmpi_cpu_recv_result(recv, &x.end, &got);
+  st = gmpi_host_recv_result(recv, &x.end, &got);
   if (st == GMPI_SUCCESS && status) *status = got;
   return st;
 }
