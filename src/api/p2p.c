@@ -178,6 +178,31 @@ gmpi_status_t gmpi_cancel(gmpi_request_t *request, int *cancelled) {
   return GMPI_SUCCESS;
 }
 
+/* MPI_Request_free's rule: the operation goes on; gmpi frees the request once it ends. */
+gmpi_status_t gmpi_request_release(gmpi_request_t *request) {
+  gmpi_call_begin_nocomm(__func__);
+  int live;
+  gmpi_status_t st = enter_request(request, NULL, &live);
+  if (!live) return st;
+  gmpi_request_t req = *request;
+  if (gmpi_plan_request_is_recorded(req))
+    return gmpi_error(GMPI_ERR_STATE, "a request recorded in a plan cannot be released; wait it "
+                                      "inside the plan");
+  *request = NULL;
+  int done = 0;
+  st = gmpi_request_test(req, &done);
+  if (st != GMPI_SUCCESS) { /* ended already, in error: nobody will ask how */
+    gmpi_request_give_up(req, st);
+    return GMPI_SUCCESS;
+  }
+  if (done) {
+    gmpi_request_finish(req, NULL);
+    return GMPI_SUCCESS;
+  }
+  gmpi_request_keep_released(req);
+  return GMPI_SUCCESS;
+}
+
 /* Test *req once. When it has ended (done, or failed) it is finished or given up, freed and set
  * NULL, and *ended is 1; the result is the request's own. */
 static gmpi_status_t test_and_finish(gmpi_request_t *req, gmpi_msg_status_t *status, int *ended) {
