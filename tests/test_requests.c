@@ -331,6 +331,12 @@ static void released_requests(void) {
     T_OK(gmpi_request_release(&unmatched));
     T_EQ_PTR(unmatched, NULL);
   }
+  gmpi_request_t copy = NULL;
+  T_OK(gmpi_issend(s, 1, GMPI_INT32, right, 21, dup, &copy));
+  gmpi_request_t held = copy;
+  T_OK(gmpi_request_release(&copy));
+  T_EQ_INT(gmpi_wait(&held, NULL), GMPI_ERR_INVALID_ARG); /* a copy of a released handle */
+  T_TRUE(strstr(gmpi_last_error(), "gmpi_request_release") != NULL);
   T_OK(gmpi_comm_free(&dup)); /* does not wait for the sends nobody receives */
   T_EQ_PTR(dup, NULL);
   gmpi_request_t done = NULL;

@@ -93,6 +93,10 @@ static gmpi_status_t check_request(gmpi_request_t req, int index) {
                       "%s = %p is not a live request: it completed or was cancelled already "
                       "(a copy of a handle that gmpi_wait/gmpi_test set to NULL?)",
                       request_name(index, name, sizeof(name)), (void *)req);
+  if (req->released) /* gmpi's now: waiting it would free it twice */
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "%s = %p was given up by gmpi_request_release (a copy of that handle?)",
+                      request_name(index, name, sizeof(name)), (void *)req);
   if (!gmpi_comm_is_live(req->comm))
     return gmpi_error(GMPI_ERR_INVALID_ARG, "%s belongs to a communicator that was finalized",
                       request_name(index, name, sizeof(name)));

@@ -275,6 +275,7 @@ static void push_released(gmpi_request_t req) {
 }
 
 void gmpi_request_keep_released(gmpi_request_t req) {
+  req->released = 1;
   atomic_fetch_add(&n_released, 1);
   push_released(req);
 }

@@ -25,7 +25,8 @@ struct gmpi_request {
   void *be;                      /* the engine's state for this request */
   unsigned long rec_gen; /* generation of the recording it belongs to (never dereferenced), or 0 */
   int rec_index;         /* its number in that recording */
-  struct gmpi_request *released_next; /* in its comm's released list (gmpi_request_release) */
+  int released;          /* given up by gmpi_request_release: gmpi frees it */
+  struct gmpi_request *released_next; /* in its comm's released list */
 };
 
 /* A zeroed, live request (NULL when out of memory), and its release. Freed requests are reused
