@@ -345,6 +345,14 @@ GMPI_API gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_st
  * would have (wait for it as before): a receive a message matched first, a send (gmpi does not
  * take sends back; MPI allows a cancel to fail), a collective, a request recorded in a plan. */
 GMPI_API gmpi_status_t gmpi_cancel(gmpi_request_t *request, int *cancelled);
+/* Give up a request's handle without waiting, as MPI_Request_free does: *request is set to NULL
+ * and the operation goes on as it would have (a send is delivered when a receive matches it, a
+ * receive fills its buffer); its status and result are dropped. gmpi frees the request once it
+ * sees it complete (each later start of an operation on its comm looks) or, at the latest, when
+ * its comm is freed or finalized: one still running then is let go unfinished (MPI calls
+ * freeing a comm or finalizing with an operation pending erroneous), its buffers not touched
+ * again. A NULL request is accepted; a request recorded in a plan is refused. */
+GMPI_API gmpi_status_t gmpi_request_release(gmpi_request_t *request);
 /* Wait until one non-NULL request completes: *index is its position (freed, set to NULL).
  * *index is GMPI_UNDEFINED when every request is NULL (or count is 0). */
 GMPI_API gmpi_status_t gmpi_waitany(int count, gmpi_request_t *requests, int *index,

@@ -12,6 +12,7 @@
 #include "../core/error.h"
 #include "../core/log.h"
 #include "../core/plan.h"
+#include "../core/request.h"
 #include "../core/select.h"
 #include "../core/vote.h"
 #include "../host/host_engine.h"
@@ -220,6 +221,7 @@ static gmpi_status_t release_comm(gmpi_comm_t *pcomm) {
   gmpi_watchdog_remove(comm); /* first: the watchdog reads the comm's flight record */
   gmpi_plan_abort_recording(comm);
   gmpi_plan_orphan_all(comm);
+  gmpi_request_drop_released(comm); /* while its engines are still open to let go of them */
   close_engines(comm);
   /* Read after the engines closed: their last collective step (cuda: every rank arrives before
    * links close) may have failed the comm, and then peers may be gone. */

@@ -93,6 +93,10 @@ static gmpi_status_t check_request(gmpi_request_t req, int index) {
                       "%s = %p is not a live request: it completed or was cancelled already "
                       "(a copy of a handle that gmpi_wait/gmpi_test set to NULL?)",
                       request_name(index, name, sizeof(name)), (void *)req);
+  if (req->released) /* gmpi's now: waiting it would free it twice */
+    return gmpi_error(GMPI_ERR_INVALID_ARG,
+                      "%s = %p was given up by gmpi_request_release (a copy of that handle?)",
+                      request_name(index, name, sizeof(name)), (void *)req);
   if (!gmpi_comm_is_live(req->comm))
     return gmpi_error(GMPI_ERR_INVALID_ARG, "%s belongs to a communicator that was finalized",
                       request_name(index, name, sizeof(name)));
@@ -175,6 +179,31 @@ gmpi_status_t gmpi_cancel(gmpi_request_t *request, int *cancelled) {
   if (!*cancelled) return GMPI_SUCCESS;
   *request = NULL;
   gmpi_request_discard(req, GMPI_SUCCESS);
+  return GMPI_SUCCESS;
+}
+
+/* MPI_Request_free's rule: the operation goes on; gmpi frees the request once it ends. */
+gmpi_status_t gmpi_request_release(gmpi_request_t *request) {
+  gmpi_call_begin_nocomm(__func__);
+  int live;
+  gmpi_status_t st = enter_request(request, NULL, &live);
+  if (!live) return st;
+  gmpi_request_t req = *request;
+  if (gmpi_plan_request_is_recorded(req))
+    return gmpi_error(GMPI_ERR_STATE, "a request recorded in a plan cannot be released; wait it "
+                                      "inside the plan");
+  *request = NULL;
+  int done = 0;
+  st = gmpi_request_test(req, &done);
+  if (st != GMPI_SUCCESS) { /* ended already, in error: nobody will ask how */
+    gmpi_request_give_up(req, st);
+    return GMPI_SUCCESS;
+  }
+  if (done) {
+    gmpi_request_finish(req, NULL);
+    return GMPI_SUCCESS;
+  }
+  gmpi_request_keep_released(req);
   return GMPI_SUCCESS;
 }
 

@@ -41,6 +41,9 @@ struct gmpi_comm {
   struct gmpi_plan *plans;   /* live plans made on this comm (list through plan->next) */
   gmpi_flight_t flight;      /* last operations, printed on timeout and mismatch */
   gmpi_watch_t watch;        /* inside a blocking MPI collective? (core/watchdog.h) */
+  /* Requests the caller released unfinished (gmpi_request_release), until gmpi frees them
+   * (core/request.c; under its lock). */
+  struct gmpi_request *released;
 };
 
 /* Live comms are registered so that a finalized or foreign handle is reported, not used. */

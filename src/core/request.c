@@ -2,6 +2,7 @@
 #include "request.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,7 @@ static const char *coll_request_name(const gmpi_coll_args_t *a, char *buf, size_
 
 gmpi_status_t gmpi_request_new_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                     gmpi_request_t *out) {
+  gmpi_request_reap_released(comm);
   gmpi_request_t req = gmpi_request_new();
   if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
   req->comm = comm;
@@ -171,6 +173,7 @@ static gmpi_status_t proc_null_request(gmpi_comm_t comm, gmpi_request_t req, gmp
 gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
                                  gmpi_request_t *out) {
   GMPI_CHECK(gmpi_p2p_validate(comm, args));
+  gmpi_request_reap_released(comm);
   gmpi_request_t req = gmpi_request_new();
   if (!req) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
   req->comm = comm;
@@ -254,5 +257,66 @@ gmpi_status_t gmpi_request_wait(gmpi_request_t req, gmpi_msg_status_t *status) {
     }
     if (done) return gmpi_request_finish(req, status);
     if (gmpi_deadline_poll(&d)) return gmpi_request_wait_expired(req);
+  }
+}
+
+/* ---- released requests ------------------------------------------------------------------- */
+
+/* Every comm's released list is kept under one lock: it is touched only while some request is
+ * released (n_released > 0), so the per-call cost otherwise is one atomic load. */
+static pthread_mutex_t released_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int n_released;
+
+static void push_released(gmpi_request_t req) {
+  pthread_mutex_lock(&released_lock);
+  req->released_next = req->comm->released;
+  req->comm->released = req;
+  pthread_mutex_unlock(&released_lock);
+}
+
+void gmpi_request_keep_released(gmpi_request_t req) {
+  req->released = 1;
+  atomic_fetch_add(&n_released, 1);
+  push_released(req);
+}
+
+/* Take comm's whole list: its requests are then this thread's alone to test and free. */
+static gmpi_request_t take_released(gmpi_comm_t comm) {
+  pthread_mutex_lock(&released_lock);
+  gmpi_request_t list = comm->released;
+  comm->released = NULL;
+  pthread_mutex_unlock(&released_lock);
+  return list;
+}
+
+/* Nobody waits for a released request: its end is recorded, its status dropped. A failed one
+ * is given up (its engine lets go) like any request whose test failed. */
+static int reap_one(gmpi_request_t req) {
+  int done = 0;
+  gmpi_status_t st = gmpi_request_test(req, &done);
+  if (st != GMPI_SUCCESS)
+    gmpi_request_give_up(req, st);
+  else if (done)
+    gmpi_request_finish(req, NULL);
+  else
+    return 0;
+  atomic_fetch_sub(&n_released, 1);
+  return 1;
+}
+
+void gmpi_request_reap_released(gmpi_comm_t comm) {
+  if (!atomic_load_explicit(&n_released, memory_order_relaxed)) return;
+  for (gmpi_request_t req = take_released(comm), next; req; req = next) {
+    next = req->released_next;
+    if (!reap_one(req)) push_released(req);
+  }
+}
+
+void gmpi_request_drop_released(gmpi_comm_t comm) {
+  gmpi_request_reap_released(comm);
+  for (gmpi_request_t req = take_released(comm), next; req; req = next) {
+    next = req->released_next;
+    gmpi_request_give_up(req, GMPI_ERR_STATE); /* its engine lets go; nothing more is moved */
+    atomic_fetch_sub(&n_released, 1);
   }
 }

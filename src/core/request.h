@@ -25,6 +25,8 @@ struct gmpi_request {
   void *be;                      /* the engine's state for this request */
   unsigned long rec_gen; /* generation of the recording it belongs to (never dereferenced), or 0 */
   int rec_index;         /* its number in that recording */
+  int released;          /* given up by gmpi_request_release: gmpi frees it */
+  struct gmpi_request *released_next; /* in its comm's released list */
 };
 
 /* A zeroed, live request (NULL when out of memory), and its release. Freed requests are reused
@@ -56,5 +58,13 @@ gmpi_status_t gmpi_request_test(gmpi_request_t req, int *done);
 void gmpi_request_give_up(gmpi_request_t req, gmpi_status_t why);
 /* Release a request that will never be waited (an error left it behind). */
 void gmpi_request_abandon(gmpi_request_t req);
+
+/* Requests whose handle the caller gave up (gmpi_request_release) wait in their comm's released
+ * list until gmpi sees them complete. Reap: test each once, free the ones that ended (a
+ * request's start calls it, so a loop of started-and-released sends keeps the list short).
+ * Drop: at the comm's end, reap, then give up the ones still running. */
+void gmpi_request_keep_released(gmpi_request_t req);
+void gmpi_request_reap_released(gmpi_comm_t comm);
+void gmpi_request_drop_released(gmpi_comm_t comm);
 
 #endif

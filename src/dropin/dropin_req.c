@@ -437,14 +437,15 @@ int MPI_Request_free(MPI_Request *request) {
 
 /* MPI_Finalize: operations the program freed still finish (MPI's rule for freed requests),
  * except sends the program asked MPI_Cancel to take back: it gave up on them, and MPI's own
- * finalize does not wait for a send nobody receives. Such a send is left to gmpi unfinished
- * (its request is never touched again: the twins are freed next). */
+ * finalize does not wait for a send nobody receives. Such a send is handed to gmpi
+ * (gmpi_request_release): its twin is freed next, and that frees the request. */
 void dropin_req_finalize(void) {
   while (detached) {
     dropin_req_t *r = detached;
     drive(r, !r->given_up);
     if (r != detached) continue; /* finished and freed */
-    r->g = NULL;
+    gmpi_request_release(&r->g);
+    r->g = NULL; /* released even if the call failed: its comm failed and let go of it */
     finish(r);
   }
 }
