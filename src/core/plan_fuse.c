@@ -16,6 +16,7 @@
  * the ranks with the rest of the plan (the least reach wins): every rank forms the same runs. */
 #include "plan_fuse.h"
 
+#include "config.h"
 #include "dtype.h"
 
 static int fusable_kind(const gmpi_coll_args_t *a) {
@@ -88,7 +89,7 @@ static const char *why_apart(const gmpi_plan_step_t *steps, int prev, int i, int
   const gmpi_coll_args_t *a = &steps[i].coll;
   if (!fusable_kind(a)) return "not fused: only allreduce and bcast are";
   if (a->count == 0) return "not fused: no elements";
-  if (coll_bytes(a) > GMPI_FUSE_STEP_BYTES) return "not fused: over 4 KiB";
+  if (coll_bytes(a) > GMPI_FUSE_STEP_BYTES) return "not fused: over 256 KiB (GMPI_FUSE_STEP_BYTES)";
   if (prev < 0) return "starts a run (first collective)";
   if (!small_fusable(&steps[prev].coll)) return "starts a run (the collective before is not fused)";
   if (!alike(&steps[prev].coll, a))
@@ -131,4 +132,31 @@ gmpi_coll_args_t gmpi_plan_fused_args(const gmpi_plan_step_t *first, void *packe
   a.recvbuf = packed;
   a.count = first->run_count;
   return a;
+}
+
+size_t gmpi_plan_run_bytes(const gmpi_plan_step_t *first) {
+  return first->run_count * gmpi_dtype_size(first->coll.dtype);
+}
+
+void gmpi_plan_unfuse_run(gmpi_plan_step_t *steps, int n, int first, const char *why) {
+  int left = steps[first].run_len;
+  for (int i = first; i < n && left > 0; i++) {
+    gmpi_plan_step_t *s = &steps[i];
+    if (s->kind != PLAN_COLL || s->run_first != first) continue;
+    s->run_len = 1;
+    s->run_first = i;
+    s->run_offset = 0;
+    s->run_count = s->coll.count;
+    s->fuse_why = why;
+    left--;
+  }
+}
+
+void gmpi_plan_pack_limit(gmpi_plan_step_t *steps, int n, size_t configured, size_t backend_limit) {
+  size_t limit = configured == GMPI_PLAN_PACK_BACKEND ? backend_limit : configured;
+  for (int i = 0; i < n; i++) {
+    const gmpi_plan_step_t *s = &steps[i];
+    if (s->kind == PLAN_COLL && s->run_len > 1 && gmpi_plan_run_bytes(s) > limit)
+      gmpi_plan_unfuse_run(steps, n, i, "run not packed: over GMPI_PLAN_PACK_BYTES");
+  }
 }

@@ -28,4 +28,16 @@ void gmpi_plan_fuse_runs(gmpi_plan_step_t *steps, int n, const uint8_t *reach);
  * run_count elements (in place: sendbuf == recvbuf == packed). */
 gmpi_coll_args_t gmpi_plan_fused_args(const gmpi_plan_step_t *first, void *packed);
 
+/* Bytes of the packed buffer of the run that starts at step first. */
+size_t gmpi_plan_run_bytes(const gmpi_plan_step_t *first);
+
+/* A backend that will not pack the run starting at step first: its collectives become runs of
+ * one again, each giving why (static text) in fuse_why, for gmpi_plan_dump. */
+void gmpi_plan_unfuse_run(gmpi_plan_step_t *steps, int n, int first, const char *why);
+
+/* Unfuse every run of more than limit bytes: GMPI_PLAN_PACK_BYTES when set, else the backend's
+ * own limit (backend_limit). Above it a backend runs the collectives one by one (cuda: in one
+ * NCCL group), with no copies. */
+void gmpi_plan_pack_limit(gmpi_plan_step_t *steps, int n, size_t configured, size_t backend_limit);
+
 #endif

@@ -19,6 +19,11 @@
 #include "../../mpi/types.h"
 #include "cpu.h"
 
+/* The largest fused run packed into one MPI call unless GMPI_PLAN_PACK_BYTES says otherwise:
+ * from 3 MB on, Open MPI's one large allreduce on shared memory measured slower than the 100
+ * small ones it replaced, at 400 KB still 0.7x of them (docs/performance.md). */
+#define GMPI_CPU_PACK_BYTES ((size_t)512 << 10)
+
 typedef struct {
   int n;               /* persistent requests */
   MPI_Request *reqs;   /* in step order */
@@ -77,8 +82,8 @@ static void name_step(gmpi_plan_step_t *s) {
   if (s->kind == PLAN_COLL && s->run_len == 0) /* a later member of a fused run */
     snprintf(s->lowered, sizeof(s->lowered), "(packed into step %d's call)", s->run_first);
   else if (s->kind == PLAN_COLL && s->run_len > 1)
-    snprintf(s->lowered, sizeof(s->lowered), "%s (%d fused, packed)", mpi_name[s->coll.kind],
-             s->run_len);
+    snprintf(s->lowered, sizeof(s->lowered), "%s (%d fused, packed, %zu B)", mpi_name[s->coll.kind],
+             s->run_len, gmpi_plan_run_bytes(s));
   else if (s->kind == PLAN_COLL)
     snprintf(s->lowered, sizeof(s->lowered), "%s", mpi_name[s->coll.kind]);
   if (s->kind == PLAN_WAIT) snprintf(s->lowered, sizeof(s->lowered), "(group end: MPI_Waitall)");
@@ -108,11 +113,11 @@ gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi
     goto fail;
   }
   cp->n_groups = ng;
+  gmpi_plan_pack_limit(plan->steps, ns, comm->cfg.plan_pack_bytes, GMPI_CPU_PACK_BYTES);
   size_t packed = 0;
   for (int i = 0; i < ns; i++) {
     const gmpi_plan_step_t *s = &plan->steps[i];
-    size_t b =
-        s->kind == PLAN_COLL && s->run_len > 1 ? s->run_count * gmpi_dtype_size(s->coll.dtype) : 0;
+    size_t b = s->kind == PLAN_COLL && s->run_len > 1 ? gmpi_plan_run_bytes(s) : 0;
     packed = b > packed ? b : packed;
   }
   if (packed && !(cp->packed = malloc(packed))) {
