@@ -380,8 +380,8 @@ static void fuse(const plan_view_t *v, gmpi_plan_step_t *steps, int n) {
         }
     for (int i = 0, k = 0; i < n; i++)
       if (steps[i].kind == PLAN_COLL) reach[i] = least[k++];
-  } /* without memory reach stays 0: nothing fuses, which is always correct */
-  if (reach) gmpi_plan_fuse_runs(steps, n, reach);
+  } /* without memory no reach: nothing fuses, which is always correct */
+  gmpi_plan_fuse_runs(steps, n, least && reach ? reach : NULL);
   free(least);
   free(reach);
 }

@@ -108,7 +108,7 @@ void gmpi_plan_fuse_runs(gmpi_plan_step_t *steps, int n, const uint8_t *reach) {
   for (int i = 0; i < n; i++) {
     gmpi_plan_step_t *s = &steps[i];
     if (s->kind != PLAN_COLL) continue;
-    s->fuse_why = why_apart(steps, prev, i, run_steps, run_bytes, reach[i]);
+    s->fuse_why = why_apart(steps, prev, i, run_steps, run_bytes, reach ? reach[i] : 0);
     if (s->fuse_why) { /* a new run, of one so far */
       first = i;
       run_steps = 0;

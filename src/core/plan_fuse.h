@@ -21,7 +21,8 @@
 void gmpi_plan_fuse_reach(const gmpi_plan_step_t *steps, int n, int enabled, uint8_t *reach);
 
 /* Every rank, the same: with reach folded over the ranks (the least, per step) and fuse_next
- * set, form the runs and fill the steps' run fields and fuse_why. */
+ * set, form the runs and fill the steps' run fields and fuse_why. Every collective gets them,
+ * also with reach NULL (no memory to fold it): then none fuses. */
 void gmpi_plan_fuse_runs(gmpi_plan_step_t *steps, int n, const uint8_t *reach);
 
 /* For a run's first step: the collective that replays the whole run on a packed buffer of
