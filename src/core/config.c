@@ -131,6 +131,9 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   GMPI_CHECK(read_devices(&c));
   if (chunk != floor(chunk))
     return bad_value("GMPI_MAX_CHUNK", getenv("GMPI_MAX_CHUNK"), "a whole number of elements");
+  if (pack != floor(pack))
+    return bad_value("GMPI_PLAN_PACK_BYTES", getenv("GMPI_PLAN_PACK_BYTES"),
+                     "a whole number of bytes");
   c.backend = (gmpi_backend_want_t)backend;
   c.debug = (gmpi_log_level_t)debug;
   c.p2p = (gmpi_p2p_mode_t)p2p;
