@@ -136,6 +136,39 @@ static void seq_reduction_forms(bufs_t *b) {
                         comm));
 }
 
+/* Allgathers, then reduce_scatters (sums), each kind one run whatever its in-place form: packed
+ * in one row per rank. The in-place reduce_scatters work in `in` (not compared: what they leave
+ * outside their result is undefined, and differs between forms), and a third run of allgathers
+ * brings their results into `out`. Then pairs that must not fuse: each reads what the one before
+ * wrote in the last rank's block, which a test of count elements alone would miss. */
+static void seq_gather_scatter(bufs_t *b) {
+  size_t row = (size_t)SMALL * (size_t)size; /* an allgather's output, a reduce_scatter's input */
+  for (int k = 0; k < 20; k++)
+    T_OK(gmpi_allgather(b->in + k * SMALL, b->out + k * row, SMALL, GMPI_FLOAT32, comm));
+  for (int k = 20; k < 30; k++) /* in place: our block already at our slot */
+    T_OK(gmpi_allgather(b->out + k * row, b->out + k * row, SMALL, GMPI_FLOAT32, comm));
+  for (int k = 0; k < 20; k++)
+    T_OK(gmpi_reduce_scatter(b->in + k * row, b->out + 2000 + k * SMALL, SMALL, GMPI_FLOAT32,
+                             GMPI_SUM, comm));
+  float *mpi = b->in + 10000, *nccl = b->in + 10000 + 10 * row;
+  for (int k = 0; k < 10; k++) { /* MPI's in place (result at the start), then NCCL's (at ours) */
+    T_OK(gmpi_reduce_scatter(mpi + k * row, mpi + k * row, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+    float *at = nccl + k * row;
+    T_OK(gmpi_reduce_scatter(at, at + rank * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+  }
+  for (int k = 0; k < 10; k++) {
+    T_OK(gmpi_allgather(mpi + k * row, b->out + 3000 + k * row, SMALL, GMPI_FLOAT32, comm));
+    T_OK(gmpi_allgather(nccl + k * row + rank * SMALL, b->out + 4000 + k * row, SMALL, GMPI_FLOAT32,
+                        comm));
+  }
+  float *last = b->out + 5000 + (size - 1) * SMALL; /* the last rank's block of the output */
+  T_OK(gmpi_allgather(b->in, b->out + 5000, SMALL, GMPI_FLOAT32, comm));
+  T_OK(gmpi_allgather(last, b->out + 6000, SMALL, GMPI_FLOAT32, comm));
+  T_OK(gmpi_reduce_scatter(b->in, b->out + 7000, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+  T_OK(gmpi_reduce_scatter(b->out + 7000 - (size - 1) * SMALL, b->out + 8000, SMALL, GMPI_FLOAT32,
+                           GMPI_SUM, comm));
+}
+
 /* A collective over 256 KiB between small ones: not fused, and it splits the run. */
 static void seq_big_between(bufs_t *b) {
   for (int k = 0; k < 5; k++)
@@ -235,5 +268,8 @@ int main(int argc, char **argv) {
   plan_equals_eager("a large collective between", seq_big_between, "(5 fused, packed, 120 B)", 2);
   plan_equals_eager("an average, complex sums, int16 sums", seq_reduction_forms,
                     "(10 fused, packed, 240 B)", 2 + packs_gathered);
+  char rows[64]; /* 40 reduce_scatters of 6 float32 per rank */
+  snprintf(rows, sizeof(rows), "(40 fused, packed, %d B)", 40 * SMALL * 4 * size);
+  plan_equals_eager("allgathers and reduce_scatters, in place or not", seq_gather_scatter, rows, 3);
   return t_finish("plan fusion");
 }

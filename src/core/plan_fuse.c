@@ -5,9 +5,9 @@
  * no reshaping by the user. One call pays the collective's latency once instead of per
  * collective.
  *
- * A run is a maximal sequence of collectives of one kind (allreduce, or bcast), dtype, op and
- * root, each at most GMPI_FUSE_STEP_BYTES and together at most GMPI_FUSE_RUN_BYTES, such that
- * on every rank
+ * A run is a maximal sequence of collectives of one kind (allreduce, bcast, allgather or
+ * reduce_scatter), dtype, op and root, each at most GMPI_FUSE_STEP_BYTES and together at most
+ * GMPI_FUSE_RUN_BYTES, such that on every rank
  *   - no point-to-point step comes between two of them (fuse_next, plan_check.c), and
  *   - no collective of the run reads or writes memory another one of the run writes (packing
  *     reads every input before the call and writes every output after it, which would break
@@ -20,15 +20,22 @@
 #include "dtype.h"
 
 static int fusable_kind(const gmpi_coll_args_t *a) {
-  return a->kind == GMPI_COLL_ALLREDUCE || a->kind == GMPI_COLL_BCAST;
+  return a->kind == GMPI_COLL_ALLREDUCE || a->kind == GMPI_COLL_BCAST ||
+         a->kind == GMPI_COLL_ALLGATHER || a->kind == GMPI_COLL_REDUCE_SCATTER;
+}
+
+/* Packed in rows of one per rank: ranks x the run's elements (see gmpi_plan_run_slices). */
+static int by_rank(gmpi_coll_kind_t kind) {
+  return kind == GMPI_COLL_ALLGATHER || kind == GMPI_COLL_REDUCE_SCATTER;
 }
 
 static size_t coll_bytes(const gmpi_coll_args_t *a) { return a->count * gmpi_dtype_size(a->dtype); }
 
-/* One run may hold both: same kind, dtype, and op (allreduce) or root (bcast). */
+/* One run may hold both: same kind, dtype, and op (allreduce, reduce_scatter) or root (bcast). */
 static int alike(const gmpi_coll_args_t *a, const gmpi_coll_args_t *b) {
   if (a->kind != b->kind || a->dtype != b->dtype) return 0;
-  return a->kind == GMPI_COLL_ALLREDUCE ? a->op == b->op : a->root == b->root;
+  if (a->kind == GMPI_COLL_BCAST) return a->root == b->root;
+  return a->kind == GMPI_COLL_ALLGATHER || a->op == b->op;
 }
 
 static int overlap(const void *p, size_t np, const void *q, size_t nq) {
@@ -36,21 +43,37 @@ static int overlap(const void *p, size_t np, const void *q, size_t nq) {
   return np && nq && a < b + nq && b < a + np;
 }
 
-/* Does one of them write what the other reads or writes? A bcast's one buffer counts as both
- * read and written (read on the root, written elsewhere). */
-static int depend(const gmpi_coll_args_t *a, const gmpi_coll_args_t *b) {
-  size_t na = coll_bytes(a), nb = coll_bytes(b);
-  const void *ra = a->kind == GMPI_COLL_BCAST ? a->recvbuf : a->sendbuf;
-  const void *rb = b->kind == GMPI_COLL_BCAST ? b->recvbuf : b->sendbuf;
-  return overlap(a->recvbuf, na, rb, nb) || overlap(b->recvbuf, nb, ra, na) ||
-         overlap(a->recvbuf, na, b->recvbuf, nb);
+/* The memory a collective reads and the memory it writes. A bcast's one buffer counts as both
+ * (read on the root, written elsewhere); an allgather writes, a reduce_scatter reads, a block
+ * per rank. */
+typedef struct {
+  const void *read, *write;
+  size_t read_bytes, write_bytes;
+} regions_t;
+
+static regions_t regions(const gmpi_coll_args_t *a, int nranks) {
+  size_t n = coll_bytes(a), all = n * (size_t)nranks;
+  regions_t r = {a->sendbuf, a->recvbuf, n, n};
+  if (a->kind == GMPI_COLL_BCAST) r.read = a->recvbuf;
+  if (a->kind == GMPI_COLL_ALLGATHER) r.write_bytes = all;
+  if (a->kind == GMPI_COLL_REDUCE_SCATTER) r.read_bytes = all;
+  return r;
+}
+
+/* Does one of them write what the other reads or writes? */
+static int depend(const gmpi_coll_args_t *a, const gmpi_coll_args_t *b, int nranks) {
+  regions_t x = regions(a, nranks), y = regions(b, nranks);
+  return overlap(x.write, x.write_bytes, y.read, y.read_bytes) ||
+         overlap(y.write, y.write_bytes, x.read, x.read_bytes) ||
+         overlap(x.write, x.write_bytes, y.write, y.write_bytes);
 }
 
 static int small_fusable(const gmpi_coll_args_t *a) {
   return fusable_kind(a) && a->count > 0 && coll_bytes(a) <= GMPI_FUSE_STEP_BYTES;
 }
 
-void gmpi_plan_fuse_reach(const gmpi_plan_step_t *steps, int n, int enabled, uint8_t *reach) {
+void gmpi_plan_fuse_reach(const gmpi_plan_step_t *steps, int n, int nranks, int enabled,
+                          uint8_t *reach) {
   /* Window of the collectives before the current one (their step indices), oldest first. */
   int window[GMPI_FUSE_MAX_STEPS];
   int len = 0; /* reach of the previous collective + 1 = collectives usable before this one */
@@ -65,7 +88,7 @@ void gmpi_plan_fuse_reach(const gmpi_plan_step_t *steps, int n, int enabled, uin
     /* Every pair before us in the window is independent already; check us against each,
      * newest first: the first dependency cuts the window there. */
     int keep = 0;
-    while (keep < len && !depend(&steps[window[len - 1 - keep]].coll, a))
+    while (keep < len && !depend(&steps[window[len - 1 - keep]].coll, a, nranks))
       keep++;
     if (keep < len) { /* drop the older part, which now ends at a dependency */
       for (int j = 0; j < keep; j++)
@@ -85,9 +108,9 @@ void gmpi_plan_fuse_reach(const gmpi_plan_step_t *steps, int n, int enabled, uin
 
 /* Why collective i does not join the run of collective prev (NULL: it does). */
 static const char *why_apart(const gmpi_plan_step_t *steps, int prev, int i, int run_steps,
-                             size_t run_bytes, uint8_t reach) {
+                             size_t run_bytes, size_t add_bytes, uint8_t reach) {
   const gmpi_coll_args_t *a = &steps[i].coll;
-  if (!fusable_kind(a)) return "not fused: only allreduce and bcast are";
+  if (!fusable_kind(a)) return "not fused: only allreduce, bcast, allgather, reduce_scatter are";
   if (a->count == 0) return "not fused: no elements";
   if (coll_bytes(a) > GMPI_FUSE_STEP_BYTES) return "not fused: over 256 KiB (GMPI_FUSE_STEP_BYTES)";
   if (prev < 0) return "starts a run (first collective)";
@@ -97,18 +120,20 @@ static const char *why_apart(const gmpi_plan_step_t *steps, int prev, int i, int
   if (!steps[prev].fuse_next) return "starts a run (point to point between, on some rank)";
   if (reach < run_steps)
     return "starts a run (its buffers depend on the run's, on some rank, or GMPI_PLAN_FUSE=0)";
-  if (run_steps >= GMPI_FUSE_MAX_STEPS || run_bytes + coll_bytes(a) > GMPI_FUSE_RUN_BYTES)
+  if (run_steps >= GMPI_FUSE_MAX_STEPS || run_bytes + add_bytes > GMPI_FUSE_RUN_BYTES)
     return "starts a run (the previous run is full)";
   return NULL;
 }
 
-void gmpi_plan_fuse_runs(gmpi_plan_step_t *steps, int n, const uint8_t *reach) {
+void gmpi_plan_fuse_runs(gmpi_plan_step_t *steps, int n, int nranks, const uint8_t *reach) {
   int first = -1, prev = -1, run_steps = 0;
   size_t run_bytes = 0;
   for (int i = 0; i < n; i++) {
     gmpi_plan_step_t *s = &steps[i];
     if (s->kind != PLAN_COLL) continue;
-    s->fuse_why = why_apart(steps, prev, i, run_steps, run_bytes, reach ? reach[i] : 0);
+    /* what it adds to the packed buffer: a block per rank row for allgather, reduce_scatter */
+    size_t add = coll_bytes(&s->coll) * (by_rank(s->coll.kind) ? (size_t)nranks : 1);
+    s->fuse_why = why_apart(steps, prev, i, run_steps, run_bytes, add, reach ? reach[i] : 0);
     if (s->fuse_why) { /* a new run, of one so far */
       first = i;
       run_steps = 0;
@@ -121,7 +146,7 @@ void gmpi_plan_fuse_runs(gmpi_plan_step_t *steps, int n, const uint8_t *reach) {
     steps[first].run_count += s->coll.count;
     if (!s->fuse_why) steps[first].run_len++;
     run_steps++;
-    run_bytes += coll_bytes(&s->coll);
+    run_bytes += add;
     prev = i;
   }
 }
@@ -134,8 +159,54 @@ gmpi_coll_args_t gmpi_plan_fused_args(const gmpi_plan_step_t *first, void *packe
   return a;
 }
 
-size_t gmpi_plan_run_bytes(const gmpi_plan_step_t *first) {
-  return first->run_count * gmpi_dtype_size(first->coll.dtype);
+size_t gmpi_plan_run_bytes(const gmpi_plan_step_t *first, int nranks) {
+  size_t rows = by_rank(first->coll.kind) ? (size_t)nranks : 1;
+  return rows * first->run_count * gmpi_dtype_size(first->coll.dtype);
+}
+
+size_t gmpi_plan_run_slice_count(const gmpi_plan_step_t *first, int nranks) {
+  return (size_t)first->run_len * (by_rank(first->coll.kind) ? (size_t)nranks : 1);
+}
+
+/* Collective s's slices: one, or one per rank row (by_rank). */
+static size_t step_slices(const gmpi_plan_step_t *s, size_t run_count, int rank, int nranks,
+                          gmpi_plan_slice_t *out) {
+  const gmpi_coll_args_t *a = &s->coll;
+  size_t es = gmpi_dtype_size(a->dtype), bytes = a->count * es, at = s->run_offset * es;
+  if (!by_rank(a->kind)) {
+    int is_bcast = a->kind == GMPI_COLL_BCAST, is_root = rank == a->root;
+    out[0] = (gmpi_plan_slice_t){is_bcast ? (is_root ? a->recvbuf : NULL) : a->sendbuf,
+                                 is_bcast && is_root ? NULL : a->recvbuf, at, bytes};
+    return 1;
+  }
+  size_t row = run_count * es;
+  for (int r = 0; r < nranks; r++) {
+    gmpi_plan_slice_t *sl = &out[r];
+    sl->offset = (size_t)r * row + at;
+    sl->bytes = bytes;
+    if (a->kind == GMPI_COLL_ALLGATHER) { /* ours in, every row out */
+      const char *mine = a->sendbuf == a->recvbuf ? (const char *)a->recvbuf + (size_t)rank * bytes
+                                                  : (const char *)a->sendbuf;
+      sl->in = r == rank ? mine : NULL;
+      sl->out = (char *)a->recvbuf + (size_t)r * bytes;
+    } else { /* reduce_scatter: every block in, the result (row 0) out */
+      sl->in = (const char *)a->sendbuf + (size_t)r * bytes;
+      sl->out = r == 0 ? a->recvbuf : NULL;
+    }
+  }
+  return (size_t)nranks;
+}
+
+size_t gmpi_plan_run_slices(const gmpi_plan_step_t *steps, int n, int first, int rank, int nranks,
+                            gmpi_plan_slice_t *out) {
+  size_t got = 0;
+  for (int i = first, left = steps[first].run_len; i < n && left > 0; i++) {
+    const gmpi_plan_step_t *s = &steps[i];
+    if (s->kind != PLAN_COLL || s->run_first != first) continue;
+    got += step_slices(s, steps[first].run_count, rank, nranks, out + got);
+    left--;
+  }
+  return got;
 }
 
 void gmpi_plan_unfuse_run(gmpi_plan_step_t *steps, int n, int first, const char *why) {
@@ -152,11 +223,12 @@ void gmpi_plan_unfuse_run(gmpi_plan_step_t *steps, int n, int first, const char 
   }
 }
 
-void gmpi_plan_pack_limit(gmpi_plan_step_t *steps, int n, size_t configured, size_t backend_limit) {
+void gmpi_plan_pack_limit(gmpi_plan_step_t *steps, int n, int nranks, size_t configured,
+                          size_t backend_limit) {
   size_t limit = configured == GMPI_PLAN_PACK_BACKEND ? backend_limit : configured;
   for (int i = 0; i < n; i++) {
     const gmpi_plan_step_t *s = &steps[i];
-    if (s->kind == PLAN_COLL && s->run_len > 1 && gmpi_plan_run_bytes(s) > limit)
+    if (s->kind == PLAN_COLL && s->run_len > 1 && gmpi_plan_run_bytes(s, nranks) > limit)
       gmpi_plan_unfuse_run(steps, n, i, "run not packed: over GMPI_PLAN_PACK_BYTES");
   }
 }

@@ -31,6 +31,8 @@ typedef struct {
   int *first, *count;  /* per group: first request and how many (0 for a collective) */
   int n_groups;
   void *packed; /* fused runs' packed buffer, as large as the largest run (plan_fuse.h) */
+  gmpi_plan_slice_t *slices; /* every packed run's copies, run after run */
+  size_t *slice_at;          /* per step: a packed run's first slice (its first step only) */
 } cpu_plan_t;
 
 void gmpi_cpu_plan_free(void *lowered) {
@@ -45,6 +47,8 @@ void gmpi_cpu_plan_free(void *lowered) {
   free(cp->first);
   free(cp->count);
   free(cp->packed);
+  free(cp->slices);
+  free(cp->slice_at);
   free(cp);
 }
 
@@ -62,7 +66,7 @@ static gmpi_status_t persistent(gmpi_comm_t comm, MPI_Comm mc, gmpi_plan_step_t 
   return GMPI_SUCCESS;
 }
 
-static void name_step(gmpi_plan_step_t *s) {
+static void name_step(gmpi_plan_step_t *s, int nranks) {
   static const char *const mpi_name[GMPI_COLL_KIND_COUNT] = {
       [GMPI_COLL_ALLREDUCE] = "MPI_Allreduce",
       [GMPI_COLL_BCAST] = "MPI_Bcast",
@@ -83,10 +87,35 @@ static void name_step(gmpi_plan_step_t *s) {
     snprintf(s->lowered, sizeof(s->lowered), "(packed into step %d's call)", s->run_first);
   else if (s->kind == PLAN_COLL && s->run_len > 1)
     snprintf(s->lowered, sizeof(s->lowered), "%s (%d fused, packed, %zu B)", mpi_name[s->coll.kind],
-             s->run_len, gmpi_plan_run_bytes(s));
+             s->run_len, gmpi_plan_run_bytes(s, nranks));
   else if (s->kind == PLAN_COLL)
     snprintf(s->lowered, sizeof(s->lowered), "%s", mpi_name[s->coll.kind]);
   if (s->kind == PLAN_WAIT) snprintf(s->lowered, sizeof(s->lowered), "(group end: MPI_Waitall)");
+}
+
+/* The packed buffer (as large as the largest run) and every packed run's slices. */
+static gmpi_status_t plan_packing(gmpi_comm_t comm, const struct gmpi_plan *plan, cpu_plan_t *cp) {
+  size_t packed = 0, slices = 0;
+  for (int i = 0; i < plan->n_steps; i++) {
+    const gmpi_plan_step_t *s = &plan->steps[i];
+    if (s->kind != PLAN_COLL || s->run_len < 2) continue;
+    size_t b = gmpi_plan_run_bytes(s, comm->size);
+    packed = b > packed ? b : packed;
+    slices += gmpi_plan_run_slice_count(s, comm->size);
+  }
+  if (!packed) return GMPI_SUCCESS;
+  if (!(cp->packed = malloc(packed)) || !(cp->slices = malloc(slices * sizeof(*cp->slices))) ||
+      !(cp->slice_at = calloc((size_t)plan->n_steps, sizeof(size_t))))
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan's %zu-byte packed buffer", packed);
+  size_t at = 0;
+  for (int i = 0; i < plan->n_steps; i++) {
+    const gmpi_plan_step_t *s = &plan->steps[i];
+    if (s->kind != PLAN_COLL || s->run_len < 2) continue;
+    cp->slice_at[i] = at;
+    at += gmpi_plan_run_slices(plan->steps, plan->n_steps, i, comm->rank, comm->size,
+                               cp->slices + at);
+  }
+  return GMPI_SUCCESS;
 }
 
 gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi_plan *plan,
@@ -113,20 +142,11 @@ gmpi_status_t gmpi_cpu_plan_lower(gmpi_comm_t comm, gmpi_cpu_t *cpu, struct gmpi
     goto fail;
   }
   cp->n_groups = ng;
-  gmpi_plan_pack_limit(plan->steps, ns, comm->cfg.plan_pack_bytes, GMPI_CPU_PACK_BYTES);
-  size_t packed = 0;
-  for (int i = 0; i < ns; i++) {
-    const gmpi_plan_step_t *s = &plan->steps[i];
-    size_t b = s->kind == PLAN_COLL && s->run_len > 1 ? gmpi_plan_run_bytes(s) : 0;
-    packed = b > packed ? b : packed;
-  }
-  if (packed && !(cp->packed = malloc(packed))) {
-    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan's %zu-byte packed buffer", packed);
-    goto fail;
-  }
+  gmpi_plan_pack_limit(plan->steps, ns, comm->size, comm->cfg.plan_pack_bytes, GMPI_CPU_PACK_BYTES);
+  GMPI_CHECK_GOTO(plan_packing(comm, plan, cp), st, fail);
   for (int i = 0; i < ns; i++) {
     gmpi_plan_step_t *s = &plan->steps[i];
-    name_step(s);
+    name_step(s, comm->size);
     if (s->kind != PLAN_SEND && s->kind != PLAN_RECV) continue;
     if (cp->count[s->group]++ == 0) cp->first[s->group] = cp->n;
     cp->types[cp->n] = MPI_DATATYPE_NULL;
@@ -141,23 +161,15 @@ fail:
   return st;
 }
 
-/* Copy each collective of the run that starts at step first into the packed buffer (to: 1),
- * or the packed result out to each (to: 0). A bcast's root packs and the others unpack. */
-static void move_run(const struct gmpi_plan *plan, int first, char *packed, int to, int me) {
-  const gmpi_plan_step_t *f = &plan->steps[first];
-  size_t es = gmpi_dtype_size(f->coll.dtype);
-  int is_bcast = f->coll.kind == GMPI_COLL_BCAST;
-  if (is_bcast && (me == f->coll.root) != to) return;
-  for (int i = first, left = f->run_len; left > 0 && i < plan->n_steps; i++) {
-    const gmpi_plan_step_t *s = &plan->steps[i];
-    if (s->kind != PLAN_COLL) continue;
-    char *at = packed + s->run_offset * es;
-    size_t bytes = s->coll.count * es;
-    if (to)
-      memcpy(at, is_bcast ? s->coll.recvbuf : s->coll.sendbuf, bytes);
-    else
-      memcpy(s->coll.recvbuf, at, bytes);
-    left--;
+/* Copy the inputs of the run that starts at step first into the packed buffer (to: 1), or the
+ * packed results out (to: 0), slice by slice (gmpi_plan_run_slices). */
+static void move_run(const cpu_plan_t *cp, const gmpi_plan_step_t *f, int first, int to,
+                     int nranks) {
+  const gmpi_plan_slice_t *sl = cp->slices + cp->slice_at[first];
+  char *packed = cp->packed;
+  for (size_t j = 0, n = gmpi_plan_run_slice_count(f, nranks); j < n; j++) {
+    if (to && sl[j].in) memcpy(packed + sl[j].offset, sl[j].in, sl[j].bytes);
+    if (!to && sl[j].out) memcpy(sl[j].out, packed + sl[j].offset, sl[j].bytes);
   }
 }
 
@@ -170,13 +182,13 @@ static gmpi_status_t replay_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const struct
   gmpi_coll_args_t fused;
   const gmpi_coll_args_t *a = &s->coll;
   if (s->run_len > 1) {
-    move_run(plan, i, cp->packed, 1, comm->rank);
+    move_run(cp, s, i, 1, comm->size);
     fused = gmpi_plan_fused_args(s, cp->packed);
     a = &fused;
   }
   /* watched, or polled under GMPI_TIMEOUT_ACTION=status */
   gmpi_status_t st = gmpi_cpu_coll_past_gate(comm, cpu, a);
-  if (st == GMPI_SUCCESS && s->run_len > 1) move_run(plan, i, cp->packed, 0, comm->rank);
+  if (st == GMPI_SUCCESS && s->run_len > 1) move_run(cp, s, i, 0, comm->size);
   return st;
 }
 

@@ -190,9 +190,11 @@ template <typename V> __device__ void copy_as(const char *from, char *to, size_t
     t[i] = f[i];
 }
 
-/* Slice blockIdx.y, in the widest unit its two addresses and length allow. */
+/* Slice blockIdx.y, in the widest unit its two addresses and length allow; nothing where the
+ * slice has no input (packing) or no output (unpacking). */
 __global__ void pack_kernel(const gmpi_cuda_slice_t *slices, char *packed, int unpack) {
   gmpi_cuda_slice_t s = slices[blockIdx.y];
+  if (!(unpack ? s.out : s.in)) return;
   const char *from = unpack ? packed + s.offset : (const char *)s.in;
   char *to = unpack ? (char *)s.out : packed + s.offset;
   uintptr_t align = (uintptr_t)from | (uintptr_t)to | (uintptr_t)s.bytes;

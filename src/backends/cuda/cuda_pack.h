@@ -12,10 +12,10 @@
 extern "C" {
 #endif
 
-/* One collective of a packed run. */
+/* One copy of a packed run (core's gmpi_plan_slice_t, plan_fuse.h). */
 typedef struct {
-  const void *in; /* read when packing: its send buffer (a bcast: its one buffer) */
-  void *out;      /* written when unpacking: its receive buffer */
+  const void *in; /* read when packing; NULL: this slice packs nothing */
+  void *out;      /* written when unpacking; NULL: this slice unpacks nothing */
   size_t offset;  /* where it starts in the packed buffer, in bytes (a multiple of its dtype) */
   size_t bytes;
 } gmpi_cuda_slice_t;
@@ -24,8 +24,8 @@ typedef struct {
 #define GMPI_CUDA_PACK_MAX_SLICES 65535
 
 /* One launch on stream: for each of the n slices (a device array, n <= GMPI_CUDA_PACK_MAX_SLICES)
- * copy in to packed + offset (unpack 0), or packed + offset to out (unpack 1). largest: the
- * largest slice's bytes (it sizes the grid). */
+ * copy in to packed + offset (unpack 0), or packed + offset to out (unpack 1), skipping those
+ * with no in (out). largest: the largest copying slice's bytes (it sizes the grid). */
 cudaError_t gmpi_cuda_pack(const gmpi_cuda_slice_t *slices, int n, size_t largest, void *packed,
                            int unpack, cudaStream_t stream);
 

@@ -101,13 +101,14 @@ static gmpi_status_t capture_p2p_group(gmpi_comm_t comm, struct gmpi_plan *plan,
  * Every rank decides the same (the run, its dtype and op agree; GMPI_PLAN_PACK_BYTES must). */
 static const char *pack_refusal(gmpi_comm_t comm, const gmpi_plan_step_t *first) {
   const gmpi_coll_args_t *a = &first->coll;
-  if (a->kind == GMPI_COLL_ALLREDUCE &&
-      gmpi_devpath_for(a->dtype, a->op).kind == GMPI_DEVPATH_GATHER)
+  if (gmpi_coll_has_op(a->kind) && gmpi_devpath_for(a->dtype, a->op).kind == GMPI_DEVPATH_GATHER)
     return "run not packed: NCCL lacks this dtype and op (gathered reductions, one by one)";
+  if (gmpi_plan_run_slice_count(first, comm->size) > GMPI_CUDA_PACK_MAX_SLICES)
+    return "run not packed: more slices (collectives x ranks) than one kernel launch copies";
   size_t limit = comm->cfg.plan_pack_bytes;
   if (limit == GMPI_PLAN_PACK_BACKEND) limit = GMPI_CUDA_PACK_BYTES;
-  if (gmpi_plan_run_bytes(first) > limit)
-    return "run not packed: over GMPI_PLAN_PACK_BYTES (one NCCL group)";
+  if (gmpi_plan_run_bytes(first, comm->size) > limit)
+    return "run not packed: over GMPI_PLAN_PACK_BYTES (one NCCL group, where one call each)";
   return NULL;
 }
 
@@ -120,35 +121,40 @@ static int run_of(const struct gmpi_plan *plan, int i) {
   return cuda_coll_single_call(&st->coll) ? st->run_first : -1;
 }
 
-/* The slices of the run that starts at step first, appended to cp->host_slices. */
-static void add_slices(const struct gmpi_plan *plan, int first, cuda_plan_t *cp) {
-  size_t es = gmpi_dtype_size(plan->steps[first].coll.dtype);
-  int is_bcast = plan->steps[first].coll.kind == GMPI_COLL_BCAST;
-  for (int i = first, left = plan->steps[first].run_len; i < plan->n_steps && left > 0; i++) {
-    const gmpi_plan_step_t *s = &plan->steps[i];
-    if (s->kind != PLAN_COLL || s->run_first != first) continue;
+/* The slices of the run that starts at step first (core's, as the kernels read them),
+ * appended to cp->host_slices. */
+static void add_slices(gmpi_comm_t comm, const struct gmpi_plan *plan, int first, cuda_plan_t *cp,
+                       gmpi_plan_slice_t *scratch) {
+  size_t n =
+      gmpi_plan_run_slices(plan->steps, plan->n_steps, first, comm->rank, comm->size, scratch);
+  for (size_t j = 0; j < n; j++)
     cp->host_slices[cp->n_slices++] = (gmpi_cuda_slice_t){
-        .in = is_bcast ? s->coll.recvbuf : s->coll.sendbuf,
-        .out = s->coll.recvbuf,
-        .offset = s->run_offset * es,
-        .bytes = s->coll.count * es,
+        .in = scratch[j].in,
+        .out = scratch[j].out,
+        .offset = scratch[j].offset,
+        .bytes = scratch[j].bytes,
     };
-    left--;
-  }
 }
 
 /* Decide each run's form. run[i], the run whose NCCL group step i shares (or -1), is set
  * first; then packed runs get their slices, the others are unfused, each member saying why. */
 static gmpi_status_t plan_runs(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_plan_t *cp,
                                int *run) {
-  size_t slices = 0;
+  size_t slices = 0, largest = 0;
   for (int i = 0; i < plan->n_steps; i++) {
     run[i] = run_of(plan, i);
     const gmpi_plan_step_t *s = &plan->steps[i];
-    if (s->kind == PLAN_COLL && s->run_len > 1) slices += (size_t)s->run_len;
+    size_t n =
+        s->kind == PLAN_COLL && s->run_len > 1 ? gmpi_plan_run_slice_count(s, comm->size) : 0;
+    slices += n;
+    largest = n > largest ? n : largest;
   }
-  if (slices && !(cp->host_slices = malloc(slices * sizeof(*cp->host_slices))))
+  if (!slices) return GMPI_SUCCESS;
+  gmpi_plan_slice_t *scratch = malloc(largest * sizeof(*scratch));
+  if (!scratch || !(cp->host_slices = malloc(slices * sizeof(*cp->host_slices)))) {
+    free(scratch);
     return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan's %zu-entry slice table", slices);
+  }
   for (int i = 0; i < plan->n_steps; i++) {
     gmpi_plan_step_t *s = &plan->steps[i];
     if (s->kind != PLAN_COLL || s->run_len < 2) continue;
@@ -157,10 +163,11 @@ static gmpi_status_t plan_runs(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_pl
       gmpi_plan_unfuse_run(plan->steps, plan->n_steps, i, why);
       continue;
     }
-    size_t bytes = gmpi_plan_run_bytes(s);
+    size_t bytes = gmpi_plan_run_bytes(s, comm->size);
     cp->packed_bytes = bytes > cp->packed_bytes ? bytes : cp->packed_bytes;
-    add_slices(plan, i, cp);
+    add_slices(comm, plan, i, cp, scratch);
   }
+  free(scratch);
   return GMPI_SUCCESS;
 }
 
@@ -174,32 +181,33 @@ static gmpi_status_t alloc_packing(cuda_plan_t *cp) {
   return GMPI_SUCCESS;
 }
 
-static gmpi_status_t launch_pack(const cuda_plan_t *cp, size_t first, int k, int unpack,
+/* One kernel over the k slices from first: pack (unpack 0) or unpack; none when no slice
+ * copies in that direction (a bcast's root unpacks nothing, the others pack nothing). */
+static gmpi_status_t launch_pack(const cuda_plan_t *cp, size_t first, size_t k, int unpack,
                                  cudaStream_t s) {
   size_t largest = 0;
-  for (int j = 0; j < k; j++) {
-    size_t b = cp->host_slices[first + (size_t)j].bytes;
+  for (size_t j = 0; j < k; j++) {
+    const gmpi_cuda_slice_t *sl = &cp->host_slices[first + j];
+    size_t b = (unpack ? sl->out != NULL : sl->in != NULL) ? sl->bytes : 0;
     largest = b > largest ? b : largest;
   }
-  cudaError_t e = gmpi_cuda_pack(cp->slices + first, k, largest, cp->packed, unpack, s);
+  if (!largest) return GMPI_SUCCESS;
+  cudaError_t e = gmpi_cuda_pack(cp->slices + first, (int)k, largest, cp->packed, unpack, s);
   return e == cudaSuccess ? GMPI_SUCCESS : gmpi_cuda_error(e, "gmpi_cuda_pack");
 }
 
-/* The packed run that starts at step i: pack, one collective in place, unpack. A bcast's root
- * only packs (its buffers are the source), the others only unpack. */
+/* The packed run that starts at step i: pack, one collective in place, unpack. */
 static gmpi_status_t capture_packed(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_plan_t *cp,
                                     int i, cudaStream_t s) {
   gmpi_plan_step_t *f = &plan->steps[i];
-  size_t first = cp->next_slice;
-  cp->next_slice += (size_t)f->run_len;
-  int is_bcast = f->coll.kind == GMPI_COLL_BCAST, is_root = comm->rank == f->coll.root;
+  size_t first = cp->next_slice, k = gmpi_plan_run_slice_count(f, comm->size);
+  cp->next_slice += k;
   snprintf(f->lowered, sizeof(f->lowered), "%s (%d fused, packed, %zu B)", nccl_name[f->coll.kind],
-           f->run_len, gmpi_plan_run_bytes(f));
-  if (!is_bcast || is_root) GMPI_CHECK(launch_pack(cp, first, f->run_len, 0, s));
+           f->run_len, gmpi_plan_run_bytes(f, comm->size));
+  GMPI_CHECK(launch_pack(cp, first, k, 0, s));
   gmpi_coll_args_t fused = gmpi_plan_fused_args(f, cp->packed);
   GMPI_CHECK(cuda_coll_enqueue(comm, &fused, s));
-  if (!is_bcast || !is_root) GMPI_CHECK(launch_pack(cp, first, f->run_len, 1, s));
-  return GMPI_SUCCESS;
+  return launch_pack(cp, first, k, 1, s);
 }
 
 static gmpi_status_t group_start(gmpi_comm_t comm, ncclComm_t nc) {
