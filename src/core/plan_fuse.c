@@ -164,48 +164,37 @@ size_t gmpi_plan_run_bytes(const gmpi_plan_step_t *first, int nranks) {
   return rows * first->run_count * gmpi_dtype_size(first->coll.dtype);
 }
 
-size_t gmpi_plan_run_slice_count(const gmpi_plan_step_t *first, int nranks) {
-  return (size_t)first->run_len * (by_rank(first->coll.kind) ? (size_t)nranks : 1);
+gmpi_plan_rows_t gmpi_plan_run_rows(const gmpi_plan_step_t *first, int rank, int nranks) {
+  gmpi_plan_rows_t r = {first->run_count * gmpi_dtype_size(first->coll.dtype), 1, 0, 1, 0};
+  if (first->coll.kind == GMPI_COLL_ALLGATHER) { /* ours into our row, every row out */
+    r.pack_row = rank;
+    r.unpack_rows = nranks;
+  } else if (first->coll.kind == GMPI_COLL_REDUCE_SCATTER) { /* every block in, row 0 out */
+    r.pack_rows = nranks;
+  }
+  return r;
 }
 
-/* Collective s's slices: one, or one per rank row (by_rank). */
-static size_t step_slices(const gmpi_plan_step_t *s, size_t run_count, int rank, int nranks,
-                          gmpi_plan_slice_t *out) {
+/* Collective s's slice on this rank. */
+static gmpi_plan_slice_t step_slice(const gmpi_plan_step_t *s, int rank) {
   const gmpi_coll_args_t *a = &s->coll;
-  size_t es = gmpi_dtype_size(a->dtype), bytes = a->count * es, at = s->run_offset * es;
-  if (!by_rank(a->kind)) {
-    int is_bcast = a->kind == GMPI_COLL_BCAST, is_root = rank == a->root;
-    out[0] = (gmpi_plan_slice_t){is_bcast ? (is_root ? a->recvbuf : NULL) : a->sendbuf,
-                                 is_bcast && is_root ? NULL : a->recvbuf, at, bytes};
-    return 1;
+  size_t es = gmpi_dtype_size(a->dtype), bytes = a->count * es;
+  gmpi_plan_slice_t sl = {a->sendbuf, a->recvbuf, s->run_offset * es, bytes};
+  if (a->kind == GMPI_COLL_BCAST) { /* the root packs, the others unpack */
+    sl.in = rank == a->root ? a->recvbuf : NULL;
+    sl.out = rank == a->root ? NULL : a->recvbuf;
   }
-  size_t row = run_count * es;
-  for (int r = 0; r < nranks; r++) {
-    gmpi_plan_slice_t *sl = &out[r];
-    sl->offset = (size_t)r * row + at;
-    sl->bytes = bytes;
-    if (a->kind == GMPI_COLL_ALLGATHER) { /* ours in, every row out */
-      const char *mine = a->sendbuf == a->recvbuf ? (const char *)a->recvbuf + (size_t)rank * bytes
-                                                  : (const char *)a->sendbuf;
-      sl->in = r == rank ? mine : NULL;
-      sl->out = (char *)a->recvbuf + (size_t)r * bytes;
-    } else { /* reduce_scatter: every block in, the result (row 0) out */
-      sl->in = (const char *)a->sendbuf + (size_t)r * bytes;
-      sl->out = r == 0 ? a->recvbuf : NULL;
-    }
-  }
-  return (size_t)nranks;
+  if (a->kind == GMPI_COLL_ALLGATHER && a->sendbuf == a->recvbuf) /* in place: at our slot */
+    sl.in = (const char *)a->recvbuf + (size_t)rank * bytes;
+  return sl;
 }
 
-size_t gmpi_plan_run_slices(const gmpi_plan_step_t *steps, int n, int first, int rank, int nranks,
-                            gmpi_plan_slice_t *out) {
-  size_t got = 0;
-  for (int i = first, left = steps[first].run_len; i < n && left > 0; i++) {
-    const gmpi_plan_step_t *s = &steps[i];
-    if (s->kind != PLAN_COLL || s->run_first != first) continue;
-    got += step_slices(s, steps[first].run_count, rank, nranks, out + got);
-    left--;
-  }
+int gmpi_plan_run_slices(const gmpi_plan_step_t *steps, int n, int first, int rank,
+                         gmpi_plan_slice_t *out) {
+  int got = 0;
+  for (int i = first; i < n && got < steps[first].run_len; i++)
+    if (steps[i].kind == PLAN_COLL && steps[i].run_first == first)
+      out[got++] = step_slice(&steps[i], rank);
   return got;
 }
 

@@ -35,20 +35,31 @@ gmpi_coll_args_t gmpi_plan_fused_args(const gmpi_plan_step_t *first, void *packe
 /* Bytes of the packed buffer of the run that starts at step first, at nranks ranks. */
 size_t gmpi_plan_run_bytes(const gmpi_plan_step_t *first, int nranks);
 
-/* One copy of a packed run: packing copies in to packed + offset, unpacking packed + offset to
- * out; NULL in (or out): that direction copies nothing of this slice (a bcast's root unpacks
- * nothing, an allgather packs only its own row, a reduce_scatter unpacks only row 0). */
+/* One collective of a packed run: packing copies in to the packed buffer at offset (in each
+ * row it fills, below), unpacking from there to out; NULL in (or out): that direction copies
+ * nothing of it (a bcast's root unpacks nothing, the others pack nothing). */
 typedef struct {
   const void *in;
   void *out;
-  size_t offset, bytes; /* offset: in the packed buffer, bytes */
+  size_t offset, bytes; /* offset: in a row of the packed buffer, bytes */
 } gmpi_plan_slice_t;
 
-/* How many slices the run that starts at step first has (at most), and those slices as this
- * rank's, in step order; returns how many were written. */
-size_t gmpi_plan_run_slice_count(const gmpi_plan_step_t *first, int nranks);
-size_t gmpi_plan_run_slices(const gmpi_plan_step_t *steps, int n, int first, int rank, int nranks,
-                            gmpi_plan_slice_t *out);
+/* The rows of a run's packed buffer (row_bytes each: the run's elements) each direction copies:
+ * rows from row. Where rows > 1 a collective's row r is at in + r x bytes (or out + r x bytes).
+ * allreduce, bcast: one row each way; allgather: packs into this rank's row, unpacks every row;
+ * reduce_scatter: packs every row, unpacks row 0. */
+typedef struct {
+  size_t row_bytes;
+  int pack_rows, pack_row;
+  int unpack_rows, unpack_row;
+} gmpi_plan_rows_t;
+
+gmpi_plan_rows_t gmpi_plan_run_rows(const gmpi_plan_step_t *first, int rank, int nranks);
+
+/* The slices of the run that starts at step first, as this rank's, in step order (run_len of
+ * them, written to out); returns how many. */
+int gmpi_plan_run_slices(const gmpi_plan_step_t *steps, int n, int first, int rank,
+                         gmpi_plan_slice_t *out);
 
 /* A backend that will not pack the run starting at step first: its collectives become runs of
  * one again, each giving why (static text) in fuse_why, for gmpi_plan_dump. */

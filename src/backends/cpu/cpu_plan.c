@@ -101,7 +101,7 @@ static gmpi_status_t plan_packing(gmpi_comm_t comm, const struct gmpi_plan *plan
     if (s->kind != PLAN_COLL || s->run_len < 2) continue;
     size_t b = gmpi_plan_run_bytes(s, comm->size);
     packed = b > packed ? b : packed;
-    slices += gmpi_plan_run_slice_count(s, comm->size);
+    slices += (size_t)s->run_len;
   }
   if (!packed) return GMPI_SUCCESS;
   if (!(cp->packed = malloc(packed)) || !(cp->slices = malloc(slices * sizeof(*cp->slices))) ||
@@ -112,8 +112,7 @@ static gmpi_status_t plan_packing(gmpi_comm_t comm, const struct gmpi_plan *plan
     const gmpi_plan_step_t *s = &plan->steps[i];
     if (s->kind != PLAN_COLL || s->run_len < 2) continue;
     cp->slice_at[i] = at;
-    at += gmpi_plan_run_slices(plan->steps, plan->n_steps, i, comm->rank, comm->size,
-                               cp->slices + at);
+    at += (size_t)gmpi_plan_run_slices(plan->steps, plan->n_steps, i, comm->rank, cp->slices + at);
   }
   return GMPI_SUCCESS;
 }
@@ -161,16 +160,26 @@ fail:
   return st;
 }
 
-/* Copy the inputs of the run that starts at step first into the packed buffer (to: 1), or the
- * packed results out (to: 0), slice by slice (gmpi_plan_run_slices). */
-static void move_run(const cpu_plan_t *cp, const gmpi_plan_step_t *f, int first, int to,
-                     int nranks) {
-  const gmpi_plan_slice_t *sl = cp->slices + cp->slice_at[first];
-  char *packed = cp->packed;
-  for (size_t j = 0, n = gmpi_plan_run_slice_count(f, nranks); j < n; j++) {
-    if (to && sl[j].in) memcpy(packed + sl[j].offset, sl[j].in, sl[j].bytes);
-    if (!to && sl[j].out) memcpy(sl[j].out, packed + sl[j].offset, sl[j].bytes);
+/* One collective's copies into the packed buffer (to: 1) or out of it (to: 0), row by row. */
+static void copy_rows(char *packed, const gmpi_plan_rows_t *r, const gmpi_plan_slice_t *sl,
+                      int to) {
+  int rows = to ? r->pack_rows : r->unpack_rows, row = to ? r->pack_row : r->unpack_row;
+  for (int k = 0; k < rows; k++) {
+    char *at = packed + (size_t)(row + k) * r->row_bytes + sl->offset;
+    size_t user = rows > 1 ? (size_t)k * sl->bytes : 0;
+    if (to && sl->in) memcpy(at, (const char *)sl->in + user, sl->bytes);
+    if (!to && sl->out) memcpy((char *)sl->out + user, at, sl->bytes);
   }
+}
+
+/* Copy the inputs of the run that starts at step first into the packed buffer (to: 1), or the
+ * packed results out (to: 0). */
+static void move_run(const cpu_plan_t *cp, const gmpi_plan_step_t *f, int first, int to,
+                     gmpi_comm_t comm) {
+  gmpi_plan_rows_t r = gmpi_plan_run_rows(f, comm->rank, comm->size);
+  const gmpi_plan_slice_t *sl = cp->slices + cp->slice_at[first];
+  for (int j = 0; j < f->run_len; j++)
+    copy_rows(cp->packed, &r, &sl[j], to);
 }
 
 /* A collective step: run alone, run its whole fused run packed, or nothing (a later member of
@@ -182,13 +191,13 @@ static gmpi_status_t replay_coll(gmpi_comm_t comm, gmpi_cpu_t *cpu, const struct
   gmpi_coll_args_t fused;
   const gmpi_coll_args_t *a = &s->coll;
   if (s->run_len > 1) {
-    move_run(cp, s, i, 1, comm->size);
+    move_run(cp, s, i, 1, comm);
     fused = gmpi_plan_fused_args(s, cp->packed);
     a = &fused;
   }
   /* watched, or polled under GMPI_TIMEOUT_ACTION=status */
   gmpi_status_t st = gmpi_cpu_coll_past_gate(comm, cpu, a);
-  if (st == GMPI_SUCCESS && s->run_len > 1) move_run(cp, s, i, 0, comm->size);
+  if (st == GMPI_SUCCESS && s->run_len > 1) move_run(cp, s, i, 0, comm);
   return st;
 }
 

@@ -190,13 +190,16 @@ template <typename V> __device__ void copy_as(const char *from, char *to, size_t
     t[i] = f[i];
 }
 
-/* Slice blockIdx.y, in the widest unit its two addresses and length allow; nothing where the
- * slice has no input (packing) or no output (unpacking). */
-__global__ void pack_kernel(const gmpi_cuda_slice_t *slices, char *packed, int unpack) {
+/* Slice blockIdx.y, row blockIdx.z, in the widest unit its two addresses and length allow; nothing
+ * where the slice has no input (packing) or no output (unpacking). */
+__global__ void pack_kernel(const gmpi_cuda_slice_t *slices, gmpi_cuda_rows_t r, char *packed,
+                            int unpack) {
   gmpi_cuda_slice_t s = slices[blockIdx.y];
   if (!(unpack ? s.out : s.in)) return;
-  const char *from = unpack ? packed + s.offset : (const char *)s.in;
-  char *to = unpack ? (char *)s.out : packed + s.offset;
+  size_t k = blockIdx.z, user = r.rows > 1 ? k * s.bytes : 0;
+  char *at = packed + ((size_t)r.row + k) * r.row_bytes + s.offset;
+  const char *from = unpack ? at : (const char *)s.in + user;
+  char *to = unpack ? (char *)s.out + user : at;
   uintptr_t align = (uintptr_t)from | (uintptr_t)to | (uintptr_t)s.bytes;
   if (align % sizeof(uint4) == 0)
     copy_as<uint4>(from, to, s.bytes);
@@ -255,14 +258,15 @@ extern "C" cudaError_t gmpi_cuda_divide(int dtype, void *buf, size_t count, int 
   return cudaErrorInvalidValue;
 }
 
-extern "C" cudaError_t gmpi_cuda_pack(const gmpi_cuda_slice_t *slices, int n, size_t largest,
-                                      void *packed, int unpack, cudaStream_t s) {
-  if (n <= 0) return cudaSuccess;
-  if (n > GMPI_CUDA_PACK_MAX_SLICES) return cudaErrorInvalidValue;
+extern "C" cudaError_t gmpi_cuda_pack(const gmpi_cuda_slice_t *slices, int n, gmpi_cuda_rows_t rows,
+                                      size_t largest, void *packed, int unpack, cudaStream_t s) {
+  if (n <= 0 || rows.rows <= 0) return cudaSuccess;
+  if (n > GMPI_CUDA_PACK_MAX_SLICES || rows.rows > GMPI_CUDA_PACK_MAX_ROWS)
+    return cudaErrorInvalidValue;
   /* 256 threads of 16 bytes per block and round; more blocks than 64 per slice gain nothing
    * at the sizes core fuses (at most 256 KiB a collective) */
   size_t blocks = (largest + 4095) / 4096;
-  dim3 grid((unsigned)(blocks > 64 ? 64 : blocks ? blocks : 1), (unsigned)n);
-  pack_kernel<<<grid, 256, 0, s>>>(slices, (char *)packed, unpack);
+  dim3 grid((unsigned)(blocks > 64 ? 64 : blocks ? blocks : 1), (unsigned)n, (unsigned)rows.rows);
+  pack_kernel<<<grid, 256, 0, s>>>(slices, rows, (char *)packed, unpack);
   return cudaGetLastError();
 }

@@ -103,8 +103,9 @@ static const char *pack_refusal(gmpi_comm_t comm, const gmpi_plan_step_t *first)
   const gmpi_coll_args_t *a = &first->coll;
   if (gmpi_coll_has_op(a->kind) && gmpi_devpath_for(a->dtype, a->op).kind == GMPI_DEVPATH_GATHER)
     return "run not packed: NCCL lacks this dtype and op (gathered reductions, one by one)";
-  if (gmpi_plan_run_slice_count(first, comm->size) > GMPI_CUDA_PACK_MAX_SLICES)
-    return "run not packed: more slices (collectives x ranks) than one kernel launch copies";
+  gmpi_plan_rows_t rows = gmpi_plan_run_rows(first, comm->rank, comm->size);
+  if (rows.pack_rows > GMPI_CUDA_PACK_MAX_ROWS || rows.unpack_rows > GMPI_CUDA_PACK_MAX_ROWS)
+    return "run not packed: more ranks than one kernel launch copies rows for";
   size_t limit = comm->cfg.plan_pack_bytes;
   if (limit == GMPI_PLAN_PACK_BACKEND) limit = GMPI_CUDA_PACK_BYTES;
   if (gmpi_plan_run_bytes(first, comm->size) > limit)
@@ -123,16 +124,15 @@ static int run_of(const struct gmpi_plan *plan, int i) {
 
 /* The slices of the run that starts at step first (core's, as the kernels read them),
  * appended to cp->host_slices. */
-static void add_slices(gmpi_comm_t comm, const struct gmpi_plan *plan, int first, cuda_plan_t *cp,
-                       gmpi_plan_slice_t *scratch) {
-  size_t n =
-      gmpi_plan_run_slices(plan->steps, plan->n_steps, first, comm->rank, comm->size, scratch);
-  for (size_t j = 0; j < n; j++)
+static void add_slices(gmpi_comm_t comm, const struct gmpi_plan *plan, int first, cuda_plan_t *cp) {
+  gmpi_plan_slice_t got[GMPI_FUSE_MAX_STEPS];
+  int n = gmpi_plan_run_slices(plan->steps, plan->n_steps, first, comm->rank, got);
+  for (int j = 0; j < n; j++)
     cp->host_slices[cp->n_slices++] = (gmpi_cuda_slice_t){
-        .in = scratch[j].in,
-        .out = scratch[j].out,
-        .offset = scratch[j].offset,
-        .bytes = scratch[j].bytes,
+        .in = got[j].in,
+        .out = got[j].out,
+        .offset = got[j].offset,
+        .bytes = got[j].bytes,
     };
 }
 
@@ -140,21 +140,14 @@ static void add_slices(gmpi_comm_t comm, const struct gmpi_plan *plan, int first
  * first; then packed runs get their slices, the others are unfused, each member saying why. */
 static gmpi_status_t plan_runs(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_plan_t *cp,
                                int *run) {
-  size_t slices = 0, largest = 0;
+  size_t slices = 0;
   for (int i = 0; i < plan->n_steps; i++) {
     run[i] = run_of(plan, i);
     const gmpi_plan_step_t *s = &plan->steps[i];
-    size_t n =
-        s->kind == PLAN_COLL && s->run_len > 1 ? gmpi_plan_run_slice_count(s, comm->size) : 0;
-    slices += n;
-    largest = n > largest ? n : largest;
+    if (s->kind == PLAN_COLL && s->run_len > 1) slices += (size_t)s->run_len;
   }
-  if (!slices) return GMPI_SUCCESS;
-  gmpi_plan_slice_t *scratch = malloc(largest * sizeof(*scratch));
-  if (!scratch || !(cp->host_slices = malloc(slices * sizeof(*cp->host_slices)))) {
-    free(scratch);
+  if (slices && !(cp->host_slices = malloc(slices * sizeof(*cp->host_slices))))
     return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan's %zu-entry slice table", slices);
-  }
   for (int i = 0; i < plan->n_steps; i++) {
     gmpi_plan_step_t *s = &plan->steps[i];
     if (s->kind != PLAN_COLL || s->run_len < 2) continue;
@@ -165,9 +158,8 @@ static gmpi_status_t plan_runs(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_pl
     }
     size_t bytes = gmpi_plan_run_bytes(s, comm->size);
     cp->packed_bytes = bytes > cp->packed_bytes ? bytes : cp->packed_bytes;
-    add_slices(comm, plan, i, cp, scratch);
+    add_slices(comm, plan, i, cp);
   }
-  free(scratch);
   return GMPI_SUCCESS;
 }
 
@@ -181,18 +173,21 @@ static gmpi_status_t alloc_packing(cuda_plan_t *cp) {
   return GMPI_SUCCESS;
 }
 
-/* One kernel over the k slices from first: pack (unpack 0) or unpack; none when no slice
- * copies in that direction (a bcast's root unpacks nothing, the others pack nothing). */
-static gmpi_status_t launch_pack(const cuda_plan_t *cp, size_t first, size_t k, int unpack,
-                                 cudaStream_t s) {
+/* One kernel over the run's k slices from first (rows: the run's layout): pack (unpack 0) or
+ * unpack; none when no slice copies in that direction (a bcast's root unpacks nothing, the
+ * others pack nothing). */
+static gmpi_status_t launch_pack(const cuda_plan_t *cp, size_t first, int k,
+                                 const gmpi_plan_rows_t *rows, int unpack, cudaStream_t s) {
   size_t largest = 0;
-  for (size_t j = 0; j < k; j++) {
-    const gmpi_cuda_slice_t *sl = &cp->host_slices[first + j];
+  for (int j = 0; j < k; j++) {
+    const gmpi_cuda_slice_t *sl = &cp->host_slices[first + (size_t)j];
     size_t b = (unpack ? sl->out != NULL : sl->in != NULL) ? sl->bytes : 0;
     largest = b > largest ? b : largest;
   }
   if (!largest) return GMPI_SUCCESS;
-  cudaError_t e = gmpi_cuda_pack(cp->slices + first, (int)k, largest, cp->packed, unpack, s);
+  gmpi_cuda_rows_t r = {rows->row_bytes, unpack ? rows->unpack_rows : rows->pack_rows,
+                        unpack ? rows->unpack_row : rows->pack_row};
+  cudaError_t e = gmpi_cuda_pack(cp->slices + first, k, r, largest, cp->packed, unpack, s);
   return e == cudaSuccess ? GMPI_SUCCESS : gmpi_cuda_error(e, "gmpi_cuda_pack");
 }
 
@@ -200,14 +195,15 @@ static gmpi_status_t launch_pack(const cuda_plan_t *cp, size_t first, size_t k, 
 static gmpi_status_t capture_packed(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_plan_t *cp,
                                     int i, cudaStream_t s) {
   gmpi_plan_step_t *f = &plan->steps[i];
-  size_t first = cp->next_slice, k = gmpi_plan_run_slice_count(f, comm->size);
-  cp->next_slice += k;
+  size_t first = cp->next_slice;
+  cp->next_slice += (size_t)f->run_len;
+  gmpi_plan_rows_t rows = gmpi_plan_run_rows(f, comm->rank, comm->size);
   snprintf(f->lowered, sizeof(f->lowered), "%s (%d fused, packed, %zu B)", nccl_name[f->coll.kind],
            f->run_len, gmpi_plan_run_bytes(f, comm->size));
-  GMPI_CHECK(launch_pack(cp, first, k, 0, s));
+  GMPI_CHECK(launch_pack(cp, first, f->run_len, &rows, 0, s));
   gmpi_coll_args_t fused = gmpi_plan_fused_args(f, cp->packed);
   GMPI_CHECK(cuda_coll_enqueue(comm, &fused, s));
-  return launch_pack(cp, first, k, 1, s);
+  return launch_pack(cp, first, f->run_len, &rows, 1, s);
 }
 
 static gmpi_status_t group_start(gmpi_comm_t comm, ncclComm_t nc) {
