@@ -204,6 +204,9 @@ static void environment(gmpi_backend_t backend) {
       {"GMPI_GPU_MEM_FRACTION", "1.5", INV, "GMPI_GPU_MEM_FRACTION='1.5'"},
       {"GMPI_VISIBLE_DEVICES", "a,b", INV, "GMPI_VISIBLE_DEVICES='a,b'"},
       {"GMPI_MAX_CHUNK", "0", INV, "GMPI_MAX_CHUNK='0'"},
+      {"GMPI_PLAN_PACK_BYTES", "-1", INV, "GMPI_PLAN_PACK_BYTES='-1'"},
+      {"GMPI_PLAN_PACK_BYTES", "4K", INV, "GMPI_PLAN_PACK_BYTES='4K'"},
+      {"GMPI_PLAN_PACK_BYTES", "1.5", INV, "GMPI_PLAN_PACK_BYTES='1.5'"},
       {"GMPI_BACKEND", "rocm", GMPI_ERR_NO_DEVICE, "ROCm"},
   };
   for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {

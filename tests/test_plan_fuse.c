@@ -3,15 +3,19 @@
  * rank, for sequences that fuse and sequences that must not -- a collective reading another's
  * result, in place, mixed dtypes and ops, point to point between, buffers that overlap on one
  * rank only, a collective too large -- and gmpi_plan_dump says what was fused and why not.
- * With GMPI_PLAN_FUSE=0 (ctest variant) nothing fuses and the values are the same. On cuda the
- * runs are not packed (dump says so) and only the values are checked. */
+ * With GMPI_PLAN_FUSE=0 (ctest variant) nothing fuses, with GMPI_PLAN_PACK_BYTES=0 (another)
+ * runs form but none is packed (the dump says why), and the values are the same. Every backend
+ * packs (cuda: pack kernel, one NCCL call, unpack kernel), except cuda's runs of a dtype and op
+ * NCCL lacks. */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <stdlib.h>
 #include <string.h>
 
 #include "test_values.h"
 
-static int rank, size, fuse_on, packs; /* packs: this backend packs fused runs (cpu) */
+/* fuse_on: runs form; pack_on: they are packed; packs_gathered: so are those of a dtype and op
+ * NCCL lacks (not on cuda's device buffers, where they are gathered and reduced by gmpi) */
+static int rank, size, fuse_on, pack_on, packs_gathered;
 static gmpi_comm_t comm;
 
 #define SMALL 6     /* elements of each small collective */
@@ -117,7 +121,55 @@ static void seq_overlap_one_rank(bufs_t *b) {
   T_OK(gmpi_allreduce(b->in + 3 * SMALL, b->out + 3 * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
 }
 
-/* A collective over 4 KiB between small ones: not fused, and it splits the run. */
+/* Runs of each form a reduction takes on cuda: an average (NCCL's sum, then gmpi's division,
+ * here over the packed buffer), complex sums (pairs of floats), and int16 sums, which NCCL
+ * lacks. Each run is 240 bytes. */
+static void seq_reduction_forms(bufs_t *b) {
+  for (int k = 0; k < 10; k++)
+    T_OK(
+        gmpi_allreduce(b->in + k * SMALL, b->out + k * SMALL, SMALL, GMPI_FLOAT32, GMPI_AVG, comm));
+  for (int k = 10; k < 20; k++)
+    T_OK(gmpi_allreduce(b->in + k * SMALL, b->out + k * SMALL, SMALL / 2, GMPI_COMPLEX64, GMPI_SUM,
+                        comm));
+  for (int k = 0; k < 10; k++)
+    T_OK(gmpi_allreduce(b->iin + k * SMALL, b->iout + k * SMALL, 2 * SMALL, GMPI_INT16, GMPI_SUM,
+                        comm));
+}
+
+/* Allgathers, then reduce_scatters (sums), each kind one run whatever its in-place form: packed
+ * in one row per rank. The in-place reduce_scatters work in `in` (not compared: what they leave
+ * outside their result is undefined, and differs between forms), and a third run of allgathers
+ * brings their results into `out`. Then pairs that must not fuse: each reads what the one before
+ * wrote in the last rank's block, which a test of count elements alone would miss. */
+static void seq_gather_scatter(bufs_t *b) {
+  size_t row = (size_t)SMALL * (size_t)size; /* an allgather's output, a reduce_scatter's input */
+  for (int k = 0; k < 20; k++)
+    T_OK(gmpi_allgather(b->in + k * SMALL, b->out + k * row, SMALL, GMPI_FLOAT32, comm));
+  for (int k = 20; k < 30; k++) /* in place: our block already at our slot */
+    T_OK(gmpi_allgather(b->out + k * row, b->out + k * row, SMALL, GMPI_FLOAT32, comm));
+  for (int k = 0; k < 20; k++)
+    T_OK(gmpi_reduce_scatter(b->in + k * row, b->out + 2000 + k * SMALL, SMALL, GMPI_FLOAT32,
+                             GMPI_SUM, comm));
+  float *mpi = b->in + 10000, *nccl = b->in + 10000 + 10 * row;
+  for (int k = 0; k < 10; k++) { /* MPI's in place (result at the start), then NCCL's (at ours) */
+    T_OK(gmpi_reduce_scatter(mpi + k * row, mpi + k * row, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+    float *at = nccl + k * row;
+    T_OK(gmpi_reduce_scatter(at, at + rank * SMALL, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+  }
+  for (int k = 0; k < 10; k++) {
+    T_OK(gmpi_allgather(mpi + k * row, b->out + 3000 + k * row, SMALL, GMPI_FLOAT32, comm));
+    T_OK(gmpi_allgather(nccl + k * row + rank * SMALL, b->out + 4000 + k * row, SMALL, GMPI_FLOAT32,
+                        comm));
+  }
+  float *last = b->out + 5000 + (size - 1) * SMALL; /* the last rank's block of the output */
+  T_OK(gmpi_allgather(b->in, b->out + 5000, SMALL, GMPI_FLOAT32, comm));
+  T_OK(gmpi_allgather(last, b->out + 6000, SMALL, GMPI_FLOAT32, comm));
+  T_OK(gmpi_reduce_scatter(b->in, b->out + 7000, SMALL, GMPI_FLOAT32, GMPI_SUM, comm));
+  T_OK(gmpi_reduce_scatter(b->out + 7000 - (size - 1) * SMALL, b->out + 8000, SMALL, GMPI_FLOAT32,
+                           GMPI_SUM, comm));
+}
+
+/* A collective over 256 KiB between small ones: not fused, and it splits the run. */
 static void seq_big_between(bufs_t *b) {
   for (int k = 0; k < 5; k++)
     T_OK(
@@ -179,9 +231,10 @@ static void plan_equals_eager(const char *what, seq_fn seq, const char *fused_wo
     T_OK(gmpi_plan_run(plan));
     compare(what, &e, &p);
   }
-  int expect = fuse_on && packs ? runs : 0;
+  int expect = fuse_on && pack_on ? runs : 0;
   int got = dump_count(plan, "fused, packed");
-  if (got != expect || (fused_word && expect && dump_count(plan, fused_word) < 1)) {
+  int why_missing = fuse_on && !pack_on && runs && dump_count(plan, "run not packed") < 1;
+  if (got != expect || why_missing || (fused_word && expect && dump_count(plan, fused_word) < 1)) {
     if (rank == 0) gmpi_plan_dump(plan, stderr);
     T_FAIL_("%s: %d fused runs in the dump, expected %d%s%s", what, got, expect,
             fused_word ? " including " : "", fused_word ? fused_word : "");
@@ -199,14 +252,24 @@ int main(int argc, char **argv) {
   fuse_on = !(env && strcmp(env, "0") == 0);
   gmpi_backend_t backend;
   T_OK(gmpi_comm_backend(comm, &backend));
-  packs = backend == GMPI_BACKEND_CPU || getenv("GMPI_TEST_HOST_BUFFERS") != NULL;
-  plan_equals_eager("independent allreduces and bcasts", seq_independent, "(100 fused, packed)", 2);
+  const char *pack = getenv("GMPI_PLAN_PACK_BYTES");
+  pack_on = !(pack && strcmp(pack, "0") == 0);
+  packs_gathered = backend == GMPI_BACKEND_CPU || getenv("GMPI_TEST_HOST_BUFFERS") != NULL;
+  /* 100 x 6 float32 and 100 x 6 int32 */
+  plan_equals_eager("independent allreduces and bcasts", seq_independent,
+                    "(100 fused, packed, 2400 B)", 2);
   plan_equals_eager("a chain of dependent allreduces", seq_chain, NULL, 0);
   /* 30 int32 + 30 float64 alternating never fuse; the 70 float64 MIN in place fuse once */
-  plan_equals_eager("mixed dtypes and ops, in place", seq_mixed_in_place, "(70 fused, packed)", 1);
-  plan_equals_eager("point to point between", seq_p2p_between, "(10 fused, packed)", 2);
+  plan_equals_eager("mixed dtypes and ops, in place", seq_mixed_in_place,
+                    "(70 fused, packed, 3360 B)", 1);
+  plan_equals_eager("point to point between", seq_p2p_between, "(10 fused, packed, 240 B)", 2);
   /* allreduces 2 and 3 may fuse (2's input overlaps 1's output on rank 0 only) */
-  plan_equals_eager("overlap on one rank", seq_overlap_one_rank, "(2 fused, packed)", 1);
-  plan_equals_eager("a large collective between", seq_big_between, "(5 fused, packed)", 2);
+  plan_equals_eager("overlap on one rank", seq_overlap_one_rank, "(2 fused, packed, 48 B)", 1);
+  plan_equals_eager("a large collective between", seq_big_between, "(5 fused, packed, 120 B)", 2);
+  plan_equals_eager("an average, complex sums, int16 sums", seq_reduction_forms,
+                    "(10 fused, packed, 240 B)", 2 + packs_gathered);
+  char rows[64]; /* 40 reduce_scatters of 6 float32 per rank */
+  snprintf(rows, sizeof(rows), "(40 fused, packed, %d B)", 40 * SMALL * 4 * size);
+  plan_equals_eager("allgathers and reduce_scatters, in place or not", seq_gather_scatter, rows, 3);
   return t_finish("plan fusion");
 }

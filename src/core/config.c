@@ -94,6 +94,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
                      .debug = GMPI_LOG_WARN,
                      .check = 0,
                      .plan_fuse = 1,
+                     .plan_pack_bytes = GMPI_PLAN_PACK_BACKEND,
                      .default_stream_order = 1,
                      .p2p = GMPI_P2P_AUTO,
                      .max_chunk = (size_t)1 << 30,
@@ -103,6 +104,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   int backend = (int)c.backend, debug = (int)c.debug, p2p = (int)c.p2p;
   int device_p2p = (int)GMPI_DEVICE_P2P_AUTO, timeout_action = (int)GMPI_TIMEOUT_END_JOB;
   double chunk = (double)c.max_chunk, records = c.flight_records;
+  double pack = -1.0; /* unset: the backend's limit */
   GMPI_CHECK(read_word("GMPI_BACKEND", backend_words, "one of auto, cpu, cuda, gpu", &backend));
   GMPI_CHECK(read_word("GMPI_DEBUG", debug_words, "one of none, warn, info, trace", &debug));
   GMPI_CHECK(read_word("GMPI_P2P", p2p_words, "one of auto, native, envelope", &p2p));
@@ -121,15 +123,21 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
                          "a whole number of elements between 1 and 2147483647", &chunk));
   GMPI_CHECK(
       read_number("GMPI_FLIGHT_RECORDS", 1.0, 4096.0, "a number of records (1..4096)", &records));
+  GMPI_CHECK(read_number("GMPI_PLAN_PACK_BYTES", 0.0, 1e15,
+                         "a number of bytes >= 0 (0 = never pack a plan's fused runs)", &pack));
   GMPI_CHECK(read_devices(&c));
   if (chunk != floor(chunk))
     return bad_value("GMPI_MAX_CHUNK", getenv("GMPI_MAX_CHUNK"), "a whole number of elements");
+  if (pack != floor(pack))
+    return bad_value("GMPI_PLAN_PACK_BYTES", getenv("GMPI_PLAN_PACK_BYTES"),
+                     "a whole number of bytes");
   c.backend = (gmpi_backend_want_t)backend;
   c.debug = (gmpi_log_level_t)debug;
   c.p2p = (gmpi_p2p_mode_t)p2p;
   c.device_p2p = (gmpi_device_p2p_t)device_p2p;
   c.timeout_action = (gmpi_timeout_action_t)timeout_action;
   c.max_chunk = (size_t)chunk;
+  if (pack >= 0.0) c.plan_pack_bytes = (size_t)pack;
   c.flight_records = (int)records;
   *cfg = c;
   return GMPI_SUCCESS;

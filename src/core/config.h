@@ -36,6 +36,10 @@ typedef enum {
   GMPI_TIMEOUT_STATUS       /* a polled nonblocking call: GMPI_ERR_TIMEOUT (slower) */
 } gmpi_timeout_action_t;
 
+/* GMPI_PLAN_PACK_BYTES when the variable is not set: each backend's own limit (host_plan.c,
+ * cuda_plan.c; docs/performance.md says where they come from). */
+#define GMPI_PLAN_PACK_BACKEND ((size_t)-1)
+
 /* GMPI_TIMEOUT when the variable is not set, in seconds. */
 #define GMPI_DEFAULT_TIMEOUT_S 300.0
 
@@ -46,6 +50,7 @@ typedef struct {
   gmpi_log_level_t debug;               /* GMPI_DEBUG */
   int check;                            /* GMPI_CHECK: 1 = agree on every collective's signature */
   int plan_fuse;                        /* GMPI_PLAN_FUSE: 1 = fuse plans' small collectives */
+  size_t plan_pack_bytes;               /* GMPI_PLAN_PACK_BYTES: largest fused run packed */
   int default_stream_order; /* GMPI_DEFAULT_STREAM_ORDER: 1 = device calls after stream 0's work */
   gmpi_p2p_mode_t p2p;      /* GMPI_P2P: auto, native, envelope */
   gmpi_device_p2p_t device_p2p; /* GMPI_DEVICE_P2P: auto, nccl */

@@ -35,7 +35,7 @@ typedef struct {
   int run_len, run_first;
   size_t run_offset, run_count;
   const char *fuse_why;
-  char lowered[48]; /* backend call this step became, for gmpi_plan_dump */
+  char lowered[64]; /* backend call this step became, for gmpi_plan_dump */
   size_t *owned;    /* COLL: the step's copy of a v-variant's arrays (coll points here) */
 } gmpi_plan_step_t;
 

@@ -380,8 +380,8 @@ static void fuse(const plan_view_t *v, gmpi_plan_step_t *steps, int n) {
         }
     for (int i = 0, k = 0; i < n; i++)
       if (steps[i].kind == PLAN_COLL) reach[i] = least[k++];
-  } /* without memory reach stays 0: nothing fuses, which is always correct */
-  if (reach) gmpi_plan_fuse_runs(steps, n, reach);
+  } /* without memory no reach: nothing fuses, which is always correct */
+  gmpi_plan_fuse_runs(steps, n, v->nranks, least && reach ? reach : NULL);
   free(least);
   free(reach);
 }
@@ -478,7 +478,7 @@ gmpi_status_t gmpi_plan_check(gmpi_comm_t comm, gmpi_plan_step_t *steps, int n, 
   uint8_t *reach = calloc((size_t)n + 1, 1);
   gmpi_status_t st =
       nseg && reach ? GMPI_SUCCESS : gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory");
-  if (st == GMPI_SUCCESS) gmpi_plan_fuse_reach(steps, n, comm->cfg.plan_fuse, reach);
+  if (st == GMPI_SUCCESS) gmpi_plan_fuse_reach(steps, n, comm->size, comm->cfg.plan_fuse, reach);
   if (st == GMPI_SUCCESS) st = gather_view(comm, steps, n, unwaited, reach, &v, &blob);
   if (st == GMPI_SUCCESS) st = check_waits(&v);
   if (st == GMPI_SUCCESS) st = check_collectives(&v);

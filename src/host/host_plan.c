@@ -19,6 +19,11 @@
 #include "../mpi/types.h"
 #include "host.h"
 
+/* The largest fused run packed into one MPI call unless GMPI_PLAN_PACK_BYTES says otherwise:
+ * from 3 MB on, Open MPI's one large allreduce on shared memory measured slower than the 100
+ * small ones it replaced, at 400 KB still 0.7x of them (docs/performance.md). */
+#define GMPI_HOST_PACK_BYTES ((size_t)512 << 10)
+
 typedef struct {
   int n;               /* persistent requests */
   MPI_Request *reqs;   /* in step order */
@@ -26,6 +31,8 @@ typedef struct {
   int *first, *count;  /* per group: first request and how many (0 for a collective) */
   int n_groups;
   void *packed; /* fused runs' packed buffer, as large as the largest run (plan_fuse.h) */
+  gmpi_plan_slice_t *slices; /* every packed run's copies, run after run */
+  size_t *slice_at;          /* per step: a packed run's first slice (its first step only) */
 } host_plan_t;
 
 void gmpi_host_plan_free(void *lowered) {
@@ -40,6 +47,8 @@ void gmpi_host_plan_free(void *lowered) {
   free(cp->first);
   free(cp->count);
   free(cp->packed);
+  free(cp->slices);
+  free(cp->slice_at);
   free(cp);
 }
 
@@ -57,7 +66,7 @@ static gmpi_status_t persistent(gmpi_comm_t comm, MPI_Comm mc, gmpi_plan_step_t 
   return GMPI_SUCCESS;
 }
 
-static void name_step(gmpi_plan_step_t *s) {
+static void name_step(gmpi_plan_step_t *s, int nranks) {
   static const char *const mpi_name[GMPI_COLL_KIND_COUNT] = {
       [GMPI_COLL_ALLREDUCE] = "MPI_Allreduce",
       [GMPI_COLL_BCAST] = "MPI_Bcast",
@@ -77,11 +86,35 @@ static void name_step(gmpi_plan_step_t *s) {
   if (s->kind == PLAN_COLL && s->run_len == 0) /* a later member of a fused run */
     snprintf(s->lowered, sizeof(s->lowered), "(packed into step %d's call)", s->run_first);
   else if (s->kind == PLAN_COLL && s->run_len > 1)
-    snprintf(s->lowered, sizeof(s->lowered), "%s (%d fused, packed)", mpi_name[s->coll.kind],
-             s->run_len);
+    snprintf(s->lowered, sizeof(s->lowered), "%s (%d fused, packed, %zu B)", mpi_name[s->coll.kind],
+             s->run_len, gmpi_plan_run_bytes(s, nranks));
   else if (s->kind == PLAN_COLL)
     snprintf(s->lowered, sizeof(s->lowered), "%s", mpi_name[s->coll.kind]);
   if (s->kind == PLAN_WAIT) snprintf(s->lowered, sizeof(s->lowered), "(group end: MPI_Waitall)");
+}
+
+/* The packed buffer (as large as the largest run) and every packed run's slices. */
+static gmpi_status_t plan_packing(gmpi_comm_t comm, const struct gmpi_plan *plan, host_plan_t *cp) {
+  size_t packed = 0, slices = 0;
+  for (int i = 0; i < plan->n_steps; i++) {
+    const gmpi_plan_step_t *s = &plan->steps[i];
+    if (s->kind != PLAN_COLL || s->run_len < 2) continue;
+    size_t b = gmpi_plan_run_bytes(s, comm->size);
+    packed = b > packed ? b : packed;
+    slices += (size_t)s->run_len;
+  }
+  if (!packed) return GMPI_SUCCESS;
+  if (!(cp->packed = malloc(packed)) || !(cp->slices = malloc(slices * sizeof(*cp->slices))) ||
+      !(cp->slice_at = calloc((size_t)plan->n_steps, sizeof(size_t))))
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan's %zu-byte packed buffer", packed);
+  size_t at = 0;
+  for (int i = 0; i < plan->n_steps; i++) {
+    const gmpi_plan_step_t *s = &plan->steps[i];
+    if (s->kind != PLAN_COLL || s->run_len < 2) continue;
+    cp->slice_at[i] = at;
+    at += (size_t)gmpi_plan_run_slices(plan->steps, plan->n_steps, i, comm->rank, cp->slices + at);
+  }
+  return GMPI_SUCCESS;
 }
 
 gmpi_status_t gmpi_host_plan_lower(gmpi_comm_t comm, gmpi_host_t *host, struct gmpi_plan *plan,
@@ -108,20 +141,12 @@ gmpi_status_t gmpi_host_plan_lower(gmpi_comm_t comm, gmpi_host_t *host, struct g
     goto fail;
   }
   cp->n_groups = ng;
-  size_t packed = 0;
-  for (int i = 0; i < ns; i++) {
-    const gmpi_plan_step_t *s = &plan->steps[i];
-    size_t b =
-        s->kind == PLAN_COLL && s->run_len > 1 ? s->run_count * gmpi_dtype_size(s->coll.dtype) : 0;
-    packed = b > packed ? b : packed;
-  }
-  if (packed && !(cp->packed = malloc(packed))) {
-    st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a plan's %zu-byte packed buffer", packed);
-    goto fail;
-  }
+  gmpi_plan_pack_limit(plan->steps, ns, comm->size, comm->cfg.plan_pack_bytes,
+                       GMPI_HOST_PACK_BYTES);
+  GMPI_CHECK_GOTO(plan_packing(comm, plan, cp), st, fail);
   for (int i = 0; i < ns; i++) {
     gmpi_plan_step_t *s = &plan->steps[i];
-    name_step(s);
+    name_step(s, comm->size);
     if (s->kind != PLAN_SEND && s->kind != PLAN_RECV) continue;
     if (cp->count[s->group]++ == 0) cp->first[s->group] = cp->n;
     cp->types[cp->n] = MPI_DATATYPE_NULL;
@@ -137,24 +162,26 @@ fail:
   return st;
 }
 
-/* Copy each collective of the run that starts at step first into the packed buffer (to: 1),
- * or the packed result out to each (to: 0). A bcast's root packs and the others unpack. */
-static void move_run(const struct gmpi_plan *plan, int first, char *packed, int to, int me) {
-  const gmpi_plan_step_t *f = &plan->steps[first];
-  size_t es = gmpi_dtype_size(f->coll.dtype);
-  int is_bcast = f->coll.kind == GMPI_COLL_BCAST;
-  if (is_bcast && (me == f->coll.root) != to) return;
-  for (int i = first, left = f->run_len; left > 0 && i < plan->n_steps; i++) {
-    const gmpi_plan_step_t *s = &plan->steps[i];
-    if (s->kind != PLAN_COLL) continue;
-    char *at = packed + s->run_offset * es;
-    size_t bytes = s->coll.count * es;
-    if (to)
-      memcpy(at, is_bcast ? s->coll.recvbuf : s->coll.sendbuf, bytes);
-    else
-      memcpy(s->coll.recvbuf, at, bytes);
-    left--;
+/* One collective's copies into the packed buffer (to: 1) or out of it (to: 0), row by row. */
+static void copy_rows(char *packed, const gmpi_plan_rows_t *r, const gmpi_plan_slice_t *sl,
+                      int to) {
+  int rows = to ? r->pack_rows : r->unpack_rows, row = to ? r->pack_row : r->unpack_row;
+  for (int k = 0; k < rows; k++) {
+    char *at = packed + (size_t)(row + k) * r->row_bytes + sl->offset;
+    size_t user = rows > 1 ? (size_t)k * sl->bytes : 0;
+    if (to && sl->in) memcpy(at, (const char *)sl->in + user, sl->bytes);
+    if (!to && sl->out) memcpy((char *)sl->out + user, at, sl->bytes);
   }
+}
+
+/* Copy the inputs of the run that starts at step first into the packed buffer (to: 1), or the
+ * packed results out (to: 0). */
+static void move_run(const host_plan_t *cp, const gmpi_plan_step_t *f, int first, int to,
+                     gmpi_comm_t comm) {
+  gmpi_plan_rows_t r = gmpi_plan_run_rows(f, comm->rank, comm->size);
+  const gmpi_plan_slice_t *sl = cp->slices + cp->slice_at[first];
+  for (int j = 0; j < f->run_len; j++)
+    copy_rows(cp->packed, &r, &sl[j], to);
 }
 
 /* A collective step: run alone, run its whole fused run packed, or nothing (a later member of
@@ -166,13 +193,13 @@ static gmpi_status_t replay_coll(gmpi_comm_t comm, gmpi_host_t *host, const stru
   gmpi_coll_args_t fused;
   const gmpi_coll_args_t *a = &s->coll;
   if (s->run_len > 1) {
-    move_run(plan, i, cp->packed, 1, comm->rank);
+    move_run(cp, s, i, 1, comm);
     fused = gmpi_plan_fused_args(s, cp->packed);
     a = &fused;
   }
   /* watched, or polled under GMPI_TIMEOUT_ACTION=status */
   gmpi_status_t st = gmpi_host_coll_past_gate(comm, host, a);
-  if (st == GMPI_SUCCESS && s->run_len > 1) move_run(plan, i, cp->packed, 0, comm->rank);
+  if (st == GMPI_SUCCESS && s->run_len > 1) move_run(cp, s, i, 0, comm);
   return st;
 }
 

@@ -50,6 +50,7 @@ typedef struct {
   int rounds;  /* --rounds: gmpi and each baseline alternate this many timed blocks */
   bench_mode_t mode;
   int plan_ops;    /* operations per recorded plan (plan mode) */
+  int plan_shared; /* --plan-buffers shared: every recorded call on the same buffers (no fusion) */
   int nonblocking; /* --nonblocking: gmpi's i-form and a wait, not the blocking call */
   /* the v-variants run with equal blocks: count per rank, block r at r*count (set by fill) */
   size_t *vcounts, *vdispls;

@@ -65,6 +65,10 @@ static void usage(void) {
          "                        GMPI_CHECK=1): same op, same buffers\n"
          "      --mode M          eager (default), stream (cuda: enqueue, sync once), plan\n"
          "      --plan-ops N      operations recorded per plan in plan mode, default 100\n"
+         "      --plan-buffers B  sliced (default: each recorded call its own slice of the\n"
+         "                        buffers, as a model's gradients; a plan may fuse them) or\n"
+         "                        shared (every call the same buffers: each depends on the one\n"
+         "                        before, nothing fuses)\n"
          "  -J, --json FILE       write every row as JSON\n"
          "      --plot FILE       draw busbw against size, one panel per collective (SVG);\n"
          "                        tools/bench/plot.py draws a PNG with ratios from the JSON\n"
@@ -195,17 +199,29 @@ static int add_baseline(const char *w) {
 }
 
 static int parse_args(int argc, char **argv, bench_ctx_t *c) {
-  static const struct option opts[] = {{"minbytes", 1, 0, 'b'},     {"maxbytes", 1, 0, 'e'},
-                                       {"stepfactor", 1, 0, 'f'},   {"iters", 1, 0, 'n'},
-                                       {"warmup_iters", 1, 0, 'w'}, {"check", 1, 0, 'c'},
-                                       {"op", 1, 0, 'o'},           {"datatype", 1, 0, 'd'},
-                                       {"root", 1, 0, 'r'},         {"json", 1, 0, 'J'},
-                                       {"coll", 1, 0, 1},           {"backend", 1, 0, 2},
-                                       {"baseline", 1, 0, 3},       {"plot", 1, 0, 4},
-                                       {"mode", 1, 0, 5},           {"plan-ops", 1, 0, 6},
-                                       {"nonblocking", 0, 0, 7},    {"rounds", 1, 0, 8},
-                                       {"average", 1, 0, 'a'},      {"version", 0, 0, 'V'},
-                                       {"help", 0, 0, 'h'},         {0, 0, 0, 0}};
+  static const struct option opts[] = {{"minbytes", 1, 0, 'b'},
+                                       {"maxbytes", 1, 0, 'e'},
+                                       {"stepfactor", 1, 0, 'f'},
+                                       {"iters", 1, 0, 'n'},
+                                       {"warmup_iters", 1, 0, 'w'},
+                                       {"check", 1, 0, 'c'},
+                                       {"op", 1, 0, 'o'},
+                                       {"datatype", 1, 0, 'd'},
+                                       {"root", 1, 0, 'r'},
+                                       {"json", 1, 0, 'J'},
+                                       {"coll", 1, 0, 1},
+                                       {"backend", 1, 0, 2},
+                                       {"baseline", 1, 0, 3},
+                                       {"plot", 1, 0, 4},
+                                       {"mode", 1, 0, 5},
+                                       {"plan-ops", 1, 0, 6},
+                                       {"nonblocking", 0, 0, 7},
+                                       {"rounds", 1, 0, 8},
+                                       {"plan-buffers", 1, 0, 9},
+                                       {"average", 1, 0, 'a'},
+                                       {"version", 0, 0, 'V'},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
   int o, bad = 0;
   while ((o = getopt_long(argc, argv, "b:e:f:n:w:c:o:d:r:J:a:Vh", opts, NULL)) != -1) {
     switch (o) {
@@ -246,6 +262,11 @@ static int parse_args(int argc, char **argv, bench_ctx_t *c) {
       break;
     case 6: bad |= parse_int("--plan-ops", optarg, 1, &c->plan_ops); break;
     case 7: c->nonblocking = 1; break;
+    case 9:
+      c->plan_shared = !strcmp(optarg, "shared");
+      bad |= strcmp(optarg, "shared") && strcmp(optarg, "sliced") &&
+             bad_value("--plan-buffers", optarg, "sliced or shared");
+      break;
     case 8:
       bad |= parse_int("--rounds", optarg, 1, &c->rounds) ||
              (c->rounds > 63 && bad_value("--rounds", optarg, "at most 63"));

@@ -16,10 +16,11 @@ typedef struct {
 static plan_cache_t cache;
 
 /* The bytes between the buffers of two recorded calls when each gets its own slice of the
- * send and receive buffers -- as a model's gradients each have their own -- or 0 when the
- * buffers are too small for plan_ops slices (then every call reuses the same buffers, and each
- * depends on the one before: a plan cannot fuse them). */
+ * send and receive buffers -- as a model's gradients each have their own -- or 0 under
+ * --plan-buffers shared or when the buffers are too small for plan_ops slices (then every call
+ * reuses the same buffers, and each depends on the one before: a plan cannot fuse them). */
 size_t bench_plan_slice_bytes(const bench_ctx_t *c, const bench_shape_t *s) {
+  if (c->plan_shared) return 0;
   size_t es = gmpi_dtype_size(c->dtype);
   size_t most = s->send_elems > s->recv_elems ? s->send_elems : s->recv_elems;
   size_t slice = (most * es + 255) / 256 * 256,
@@ -33,9 +34,10 @@ static int build_plan(bench_ctx_t *c, const bench_coll_t *coll, const bench_shap
   void *send = c->send, *recv = c->recv;
   if (c->rank == 0)
     printf("# plan of %d calls of %zu bytes: %s\n", c->plan_ops, s->bytes,
-           slice ? "each call its own buffers"
-                 : "every call the same buffers (too small for "
-                   "a slice each: raise --maxbytes)");
+           slice            ? "each call its own buffers"
+           : c->plan_shared ? "every call the same buffers (--plan-buffers shared: none fuses)"
+                            : "every call the same buffers (too small for a slice each: raise "
+                              "--maxbytes)");
   gmpi_status_t st = gmpi_plan_begin(c->comm);
   for (int i = 0; i < c->plan_ops && st == GMPI_SUCCESS; i++) {
     c->send = (char *)send + (size_t)i * slice; /* slice 0: the same buffers */

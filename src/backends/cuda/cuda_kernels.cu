@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The kernels that must exist: reducing gathered inputs for the (dtype, op) pairs NCCL lacks
- * (16-bit integers, bool, byte, bitwise and logical ops, complex product...), and the division
- * that finishes an average after NCCL's sum (C's truncation for integers). 16-bit floats compute in
+ * (16-bit integers, bool, byte, bitwise and logical ops, complex product...), the division
+ * that finishes an average after NCCL's sum (C's truncation for integers), and the packing of a
+ * plan's fused runs (cuda_pack.h). 16-bit floats compute in
  * float32; integer sums and products wrap (unsigned arithmetic), as MPI's do. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -10,6 +11,7 @@
 
 #include <type_traits>
 
+#include "cuda_pack.h"
 #include "gmpi.h"
 
 namespace {
@@ -179,6 +181,34 @@ template <typename T> cudaError_t launch_divide(void *buf, size_t count, int d, 
   return cudaGetLastError();
 }
 
+/* This block's share of bytes from -> to, in units of V (the caller checked the alignment). */
+template <typename V> __device__ void copy_as(const char *from, char *to, size_t bytes) {
+  const V *f = (const V *)from;
+  V *t = (V *)to;
+  size_t n = bytes / sizeof(V), stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    t[i] = f[i];
+}
+
+/* Slice blockIdx.y, row blockIdx.z, in the widest unit its two addresses and length allow; nothing
+ * where the slice has no input (packing) or no output (unpacking). */
+__global__ void pack_kernel(const gmpi_cuda_slice_t *slices, gmpi_cuda_rows_t r, char *packed,
+                            int unpack) {
+  gmpi_cuda_slice_t s = slices[blockIdx.y];
+  if (!(unpack ? s.out : s.in)) return;
+  size_t k = blockIdx.z, user = r.rows > 1 ? k * s.bytes : 0;
+  char *at = packed + ((size_t)r.row + k) * r.row_bytes + s.offset;
+  const char *from = unpack ? at : (const char *)s.in + user;
+  char *to = unpack ? (char *)s.out + user : at;
+  uintptr_t align = (uintptr_t)from | (uintptr_t)to | (uintptr_t)s.bytes;
+  if (align % sizeof(uint4) == 0)
+    copy_as<uint4>(from, to, s.bytes);
+  else if (align % sizeof(uint32_t) == 0)
+    copy_as<uint32_t>(from, to, s.bytes);
+  else
+    copy_as<uint8_t>(from, to, s.bytes);
+}
+
 } // namespace
 
 extern "C" cudaError_t gmpi_cuda_reduce_ranks(int dtype, int op, const void *in, void *out,
@@ -226,4 +256,17 @@ extern "C" cudaError_t gmpi_cuda_divide(int dtype, void *buf, size_t count, int 
   case GMPI_COMPLEX128: return launch_divide<double2>(buf, count, divisor, s);
   }
   return cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t gmpi_cuda_pack(const gmpi_cuda_slice_t *slices, int n, gmpi_cuda_rows_t rows,
+                                      size_t largest, void *packed, int unpack, cudaStream_t s) {
+  if (n <= 0 || rows.rows <= 0) return cudaSuccess;
+  if (n > GMPI_CUDA_PACK_MAX_SLICES || rows.rows > GMPI_CUDA_PACK_MAX_ROWS)
+    return cudaErrorInvalidValue;
+  /* 256 threads of 16 bytes per block and round; more blocks than 64 per slice gain nothing
+   * at the sizes core fuses (at most 256 KiB a collective) */
+  size_t blocks = (largest + 4095) / 4096;
+  dim3 grid((unsigned)(blocks > 64 ? 64 : blocks ? blocks : 1), (unsigned)n, (unsigned)rows.rows);
+  pack_kernel<<<grid, 256, 0, s>>>(slices, rows, (char *)packed, unpack);
+  return cudaGetLastError();
 }
