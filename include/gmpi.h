@@ -174,7 +174,8 @@ GMPI_API gmpi_status_t gmpi_comm_device(gmpi_comm_t comm, int *device);
 GMPI_API gmpi_status_t gmpi_comm_nccl(gmpi_comm_t comm, void **nccl_comm);
 GMPI_API gmpi_status_t gmpi_comm_stream(gmpi_comm_t comm, void **stream);
 GMPI_API gmpi_status_t gmpi_comm_mpi(gmpi_comm_t comm, MPI_Comm *mpi_comm);
-/* cuda only: make the comm stream-ordered on a cudaStream_t (NULL returns to blocking mode). */
+/* cuda only: make the comm stream-ordered on a cudaStream_t (NULL returns to blocking mode).
+ * Work gmpi queued before runs before work queued after, ordered on the device (no wait). */
 GMPI_API gmpi_status_t gmpi_comm_set_stream(gmpi_comm_t comm, void *stream);
 /* Bytes of device memory the library itself holds on this rank (0 on cpu). */
 GMPI_API gmpi_status_t gmpi_comm_mem_usage(gmpi_comm_t comm, size_t *library_bytes,

@@ -20,24 +20,27 @@ struct gmpi_plan;
 /* Events a comm keeps for its next nonblocking calls: creating and destroying one per call
  * costs more than the call's own bookkeeping. */
 #define CUDA_SPARE_EVENTS 16
+/* Outgrown scratch blocks a comm keeps (scratch grows by powers of two from 4 KiB to
+ * GMPI_CUDA_SCRATCH_BYTES: 14 sizes at most). */
+#define CUDA_RETIRED_SCRATCH 16
 
 /* Each comm has one blocking NCCL communicator (cuda_wait.c says why); those of split and
  * dup'ed comms are split from their parent's and share its resources (NCCL's splitShare). */
 typedef struct {
   int device;
-  ncclComm_t nccl;           /* blocking: collectives, plans, stream mode */
-  atomic_int inside_nccl;    /* threads inside a data-path NCCL call: no abort while any are */
-  cudaStream_t stream;       /* blocking calls (see "ordering" below for its kind) */
-  cudaStream_t async_stream; /* nonblocking collectives and plan captures: never a blocking one */
-  cudaStream_t user_stream;  /* stream-ordered mode when set */
-  atomic_int async_pending;  /* nonblocking collectives not yet complete on async_stream */
-  cudaEvent_t default_mark;  /* where the legacy default stream was (see below) */
-  cudaEvent_t async_mark;    /* where async_stream was, for a blocking call after it */
-  int default_stream_order;  /* GMPI_DEFAULT_STREAM_ORDER: 0 = the program synchronizes first */
-  struct cuda_p2p *p2p;      /* the comm's data mover (owned by core's envelope engine), or NULL */
-  int capturing;             /* a plan is being captured from stream: touch nothing else */
-  void *scratch;             /* fallback reductions' gather space, per comm (per stream) */
+  ncclComm_t nccl;          /* blocking: collectives, plans, stream mode */
+  atomic_int inside_nccl;   /* threads inside a data-path NCCL call: no abort while any are */
+  cudaStream_t stream;      /* gmpi's own stream for this comm: a non-blocking one (see below) */
+  cudaStream_t user_stream; /* stream-ordered mode when set */
+  cudaEvent_t default_mark; /* where the legacy default stream was (see below) */
+  int default_stream_order; /* GMPI_DEFAULT_STREAM_ORDER: 0 = the program synchronizes first */
+  struct cuda_p2p *p2p;     /* the comm's data mover (owned by core's envelope engine), or NULL */
+  int capturing;            /* a plan is being captured from stream: touch nothing else */
+  void *scratch;            /* fallback reductions' gather space, per comm (per stream) */
   size_t scratch_bytes;
+  void *retired[CUDA_RETIRED_SCRATCH]; /* outgrown scratch, kept: captured plans point into it */
+  size_t retired_bytes[CUDA_RETIRED_SCRATCH];
+  int n_retired;
   pthread_mutex_t events_lock;                 /* guards the spare events (threads share a comm) */
   cudaEvent_t spare_events[CUDA_SPARE_EVENTS]; /* completed requests' events, kept for reuse */
   int n_spare_events;
@@ -45,16 +48,9 @@ typedef struct {
 
 extern const gmpi_backend_ops_t gmpi_backend_cuda;
 
-/* The stream blocking operations are enqueued on: the user's in stream-ordered mode, else
- * gmpi's. */
+/* The stream operations are enqueued on: the user's in stream-ordered mode, else gmpi's. */
 static inline cudaStream_t cuda_stream(const cuda_comm_t *cc) {
   return cc->user_stream ? cc->user_stream : cc->stream;
-}
-
-/* The stream nonblocking collectives are enqueued on: the user's in stream-ordered mode, else
- * gmpi's non-blocking one. */
-static inline cudaStream_t cuda_async_stream(const cuda_comm_t *cc) {
-  return cc->user_stream ? cc->user_stream : cc->async_stream;
 }
 
 /* ---- where a buffer lives (cuda_mem.c): the backend's classify op ---- */
@@ -90,6 +86,10 @@ gmpi_status_t cuda_event_take(cuda_comm_t *cc, cudaEvent_t *ev);
 void cuda_event_give(cuda_comm_t *cc, cudaEvent_t ev);
 /* Destroy the spare events (the comm's free). */
 void cuda_events_release(cuda_comm_t *cc);
+/* Teardown: has everything on s finished within timeout_s (0: no bound)? Polls without driving
+ * gmpi's engines (they are being closed); a stream that did not drain holds work a lost peer
+ * will never complete, which the caller then aborts. */
+int cuda_stream_drained(cudaStream_t s, double timeout_s);
 /* Abort the comm's NCCL communicators (work that can never complete), failing comm with why. */
 void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
 
@@ -98,20 +98,18 @@ void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
  * cudaMemcpy from pageable memory returns before its copy has landed, and kernels on stream 0
  * run after their launch returns: a program that passes such a buffer to an MPI-style call
  * expects to send what it wrote (found by mpi_bench on the H200: allreduce read stale
- * elements). Blocking calls get it for free: their stream is a blocking stream, which CUDA
- * orders after stream 0 (and stream 0's later work after it, harmless: the call has completed
- * when it returns). An event recorded on stream 0 and waited for costs 0.5-0.9 us a call on
- * the H200, 1.09x raw NCCL per small allreduce against 1.01x for the blocking stream.
- * Nonblocking collectives and point to point pay that event: on a blocking stream a pending
- * operation would hold back the program's later stream-0 work, and a cudaMemcpy issued before
- * gmpi_wait would wait for peers that may be waiting for this rank. Nothing in stream-ordered
- * mode (the user's stream orders it), while a plan is captured, or under
+ * elements). An event recorded on stream 0 and waited by gmpi's stream s (on the device; the
+ * host goes on) costs 0.5-0.9 us a call on the H200. A stream created blocking gets the same
+ * order from CUDA for nothing (1.01-1.02x raw NCCL per small collective against 1.07-1.12x),
+ * but CUDA then also makes stream 0's later work wait for everything pending on it: a
+ * synchronous cudaMemcpy before gmpi_wait, another thread's stream-0 work during a blocking
+ * call, and gmpi's own event on stream 0 when its progress serves a peer's rendezvous during a
+ * blocking collective would all wait for peers that may be waiting for this rank -- deadlocks
+ * of valid programs (docs/design.md). So gmpi's streams stay non-blocking. Nothing in
+ * stream-ordered mode (the user's stream orders it), while a plan is captured, or under
  * GMPI_DEFAULT_STREAM_ORDER=0 (the program promises what CUDA-aware MPI asks: its buffers are
- * ready when it calls; every stream of gmpi is then a non-blocking one). */
+ * ready when it calls). */
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s);
-/* Before a blocking call's work on cuda_stream(cc): ordered after stream 0 (above) and after
- * the comm's nonblocking collectives still pending on async_stream. */
-gmpi_status_t cuda_order_blocking(cuda_comm_t *cc);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */
 /* A collective on device buffers (or none, in stream-ordered mode): run, or enqueue. */

@@ -88,22 +88,12 @@ static gmpi_status_t cuda_probe(gmpi_comm_t comm, char *why, size_t why_len) {
 
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
   if (cc->user_stream || cc->capturing || !cc->default_stream_order) return GMPI_SUCCESS;
-  if (s == cc->stream) return GMPI_SUCCESS; /* a blocking stream: CUDA orders it */
-  if (!cc->default_mark)
-    GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&cc->default_mark, cudaEventDisableTiming));
   GMPI_CUDA_CHECK(cudaEventRecord(cc->default_mark, cudaStreamLegacy));
   /* An event query first, to skip the wait when stream 0 is idle, measured worse on the H200
-   * (1.17-1.25x raw NCCL per small allreduce against 1.04-1.14x for record + wait). */
+   * (1.17-1.25x raw NCCL per small allreduce against 1.04-1.14x for record + wait); a blocking
+   * stream, which CUDA orders after stream 0 for nothing, measured 1.01-1.02x but makes stream
+   * 0 wait for gmpi's pending work: cuda.h says why that deadlocks. */
   GMPI_CUDA_CHECK(cudaStreamWaitEvent(s, cc->default_mark, 0));
-  return GMPI_SUCCESS;
-}
-
-gmpi_status_t cuda_order_blocking(cuda_comm_t *cc) {
-  if (cc->user_stream || !atomic_load(&cc->async_pending)) return GMPI_SUCCESS;
-  if (!cc->async_mark)
-    GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&cc->async_mark, cudaEventDisableTiming));
-  GMPI_CUDA_CHECK(cudaEventRecord(cc->async_mark, cc->async_stream));
-  GMPI_CUDA_CHECK(cudaStreamWaitEvent(cc->stream, cc->async_mark, 0));
   return GMPI_SUCCESS;
 }
 
@@ -235,9 +225,10 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CUDA_CHECK_GOTO(cudaSetDevice(dev), st, free_cc);
   GMPI_CHECK_GOTO(cuda_mem_setup(&comm->cfg, dev), st, free_cc);
-  unsigned flags = cc->default_stream_order ? cudaStreamDefault : cudaStreamNonBlocking;
-  GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, flags), st, teardown_mem);
-  GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->async_stream, cudaStreamNonBlocking), st,
+  GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&cc->stream, cudaStreamNonBlocking), st,
+                       teardown_mem);
+  /* made here, not at first use: threads may share the comm */
+  GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&cc->default_mark, cudaEventDisableTiming), st,
                        destroy_stream);
   GMPI_CHECK_GOTO(parent ? nccl_split(comm, cc, parent, color, key) : nccl_init(comm, cc), st,
                   abort_nccl);
@@ -248,7 +239,7 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
 abort_nccl:
   comm->be = NULL;
   cuda_abort(comm, cc, st);
-  cudaStreamDestroy(cc->async_stream);
+  cudaEventDestroy(cc->default_mark);
 destroy_stream:
   cudaStreamDestroy(cc->stream);
 teardown_mem:
@@ -265,16 +256,12 @@ static void cuda_comm_fini(gmpi_comm_t comm) {
   /* The mover (cc->p2p, its point-to-point links) was released before, by core, once every
    * rank had arrived at the free (src/api/init.c close_engines says why). */
   if (comm->failure == GMPI_SUCCESS) (void)cuda_wait_stream(comm, cc->stream, "the comm's free");
-  if (comm->failure == GMPI_SUCCESS)
-    (void)cuda_wait_stream(comm, cc->async_stream, "the comm's free");
   nccl_destroy(comm, cc);
   cuda_comm_release_scratch(cc);
   cudaStreamDestroy(cc->stream);
-  cudaStreamDestroy(cc->async_stream);
   cuda_events_release(cc);
   pthread_mutex_destroy(&cc->events_lock);
-  if (cc->default_mark) cudaEventDestroy(cc->default_mark);
-  if (cc->async_mark) cudaEventDestroy(cc->async_mark);
+  cudaEventDestroy(cc->default_mark);
   cuda_mem_teardown();
   free(cc);
   comm->be = NULL;
@@ -295,7 +282,6 @@ static gmpi_status_t cuda_free(gmpi_comm_t comm, void *ptr) {
 static gmpi_status_t cuda_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes) {
   cuda_comm_t *cc = comm->be;
   if (!bytes) return GMPI_SUCCESS;
-  GMPI_CHECK(cuda_order_blocking(cc));
   GMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cc->stream));
   return cuda_wait_stream(comm, cc->stream, "gmpi_mem_copy");
 }
@@ -313,9 +299,17 @@ static gmpi_status_t cuda_query(gmpi_comm_t comm, gmpi_query_t what, void **out)
 static gmpi_status_t cuda_set_stream(gmpi_comm_t comm, void *stream) {
   cuda_comm_t *cc = comm->be;
   if (stream == cc->user_stream) return GMPI_SUCCESS;
-  /* Work gmpi already enqueued on its own stream must not overtake later user work. */
-  GMPI_CHECK(cuda_wait_stream(comm, cc->stream, "gmpi_comm_set_stream"));
-  GMPI_CHECK(cuda_wait_stream(comm, cc->async_stream, "gmpi_comm_set_stream"));
+  /* Work gmpi queued on the stream it used so far (its own, or the previous user stream: an
+   * average's divide, a plan's unpack) must not be overtaken by what comes after on the next
+   * one. Ordered on the device: a host wait here would make the call wait for a pending
+   * nonblocking collective -- for peers that may be waiting for this rank (found in review). */
+  cudaStream_t from = cuda_stream(cc), to = stream ? (cudaStream_t)stream : cc->stream;
+  cudaEvent_t mark;
+  GMPI_CHECK(cuda_event_take(cc, &mark));
+  cudaError_t e = cudaEventRecord(mark, from);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(to, mark, 0);
+  cuda_event_give(cc, mark);
+  if (e != cudaSuccess) return gmpi_cuda_error(e, "gmpi_comm_set_stream's stream ordering");
   cc->user_stream = stream;
   return GMPI_SUCCESS;
 }

@@ -44,11 +44,32 @@ typedef struct {
 
 #define AT(ptr, off) ((char *)(ptr) + (off))
 
+/* Scratch sizes: powers of two from 4 KiB, the last one GMPI_CUDA_SCRATCH_BYTES (or more, for
+ * a caller that checked its own larger need). */
+static size_t scratch_size(size_t bytes) {
+  size_t size = 4096;
+  while (size < bytes && size < GMPI_CUDA_SCRATCH_BYTES)
+    size *= 2;
+  return size < bytes ? bytes : size;
+}
+
+/* A captured plan's graph holds the scratch address it was captured with, so an outgrown block
+ * is kept until the comm is freed (freeing it would let a later replay write into memory the
+ * program may own by then; found in review), and cudaFree, which waits for the whole device,
+ * stays off the data path. */
 gmpi_status_t cuda_comm_scratch(cuda_comm_t *cc, size_t bytes, void **ptr) {
   if (bytes > cc->scratch_bytes) {
-    cuda_comm_release_scratch(cc);
-    GMPI_CHECK(cuda_lib_alloc(bytes, &cc->scratch));
-    cc->scratch_bytes = bytes;
+    size_t size = scratch_size(bytes);
+    void *grown;
+    GMPI_CHECK(cuda_lib_alloc(size, &grown));
+    if (cc->scratch && cc->n_retired < CUDA_RETIRED_SCRATCH) {
+      cc->retired[cc->n_retired] = cc->scratch;
+      cc->retired_bytes[cc->n_retired++] = cc->scratch_bytes;
+    } else if (cc->scratch) { /* more sizes than CUDA_RETIRED_SCRATCH allows: cannot happen */
+      cuda_lib_free(cc->scratch, cc->scratch_bytes);
+    }
+    cc->scratch = grown;
+    cc->scratch_bytes = size;
   }
   *ptr = cc->scratch;
   return GMPI_SUCCESS;
@@ -58,6 +79,10 @@ void cuda_comm_release_scratch(cuda_comm_t *cc) {
   cuda_lib_free(cc->scratch, cc->scratch_bytes);
   cc->scratch = NULL;
   cc->scratch_bytes = 0;
+  while (cc->n_retired > 0) {
+    cc->n_retired--;
+    cuda_lib_free(cc->retired[cc->n_retired], cc->retired_bytes[cc->n_retired]);
+  }
 }
 
 /* Device memory for this collective alone. Nonblocking: stream-ordered memory
@@ -437,7 +462,7 @@ static gmpi_status_t enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaSt
 
 gmpi_status_t cuda_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a) {
   cuda_comm_t *cc = state;
-  GMPI_CHECK(cuda_order_blocking(cc));
+  GMPI_CHECK(cuda_after_default_stream(cc, cuda_stream(cc)));
   GMPI_CHECK(enqueue(comm, a, cuda_stream(cc), 0));
   if (cc->user_stream) return GMPI_SUCCESS; /* stream-ordered: enqueued is done */
   return cuda_wait_stream(comm, cuda_stream(cc), gmpi_coll_name(a->kind));
@@ -452,7 +477,7 @@ gmpi_status_t cuda_coll_enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cud
 gmpi_status_t cuda_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a,
                               gmpi_request_t req) {
   cuda_comm_t *cc = state;
-  cudaStream_t s = cuda_async_stream(cc);
+  cudaStream_t s = cuda_stream(cc);
   cudaEvent_t done;
   GMPI_CHECK(cuda_after_default_stream(cc, s));
   GMPI_CHECK(cuda_event_take(cc, &done));
@@ -466,14 +491,7 @@ gmpi_status_t cuda_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_arg
     return st;
   }
   req->be = done;
-  atomic_fetch_add(&cc->async_pending, 1);
   return GMPI_SUCCESS;
-}
-
-/* The request's event is gone: one pending nonblocking collective fewer. */
-static void async_finished(cuda_comm_t *cc, gmpi_request_t req) {
-  req->be = NULL;
-  atomic_fetch_sub(&cc->async_pending, 1);
 }
 
 gmpi_status_t cuda_coll_test(void *state, gmpi_request_t req, int *done) {
@@ -485,7 +503,7 @@ gmpi_status_t cuda_coll_test(void *state, gmpi_request_t req, int *done) {
     cuda_event_give(cc, (cudaEvent_t)req->be);
   else
     cudaEventDestroy((cudaEvent_t)req->be);
-  async_finished(cc, req);
+  req->be = NULL;
   return e == cudaSuccess ? GMPI_SUCCESS : gmpi_cuda_error(e, "cudaEventQuery");
 }
 
@@ -493,9 +511,8 @@ void cuda_coll_abandon(void *state, gmpi_request_t req) {
   /* Given up (the comm failed): a collective some rank never joins would hold the stream
    * forever, so the NCCL communicator is aborted; then the event can go. */
   if (req->comm->failure != GMPI_SUCCESS) cuda_abort(req->comm, state, req->comm->failure);
-  if (!req->be) return;
-  cudaEventDestroy((cudaEvent_t)req->be);
-  async_finished(state, req);
+  if (req->be) cudaEventDestroy((cudaEvent_t)req->be);
+  req->be = NULL;
 }
 
 int cuda_coll_single_call(const gmpi_coll_args_t *a) {

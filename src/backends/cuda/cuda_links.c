@@ -298,9 +298,9 @@ size_t cuda_links_device_bytes(const cuda_p2p_t *p) {
 }
 
 /* Close a link. Its transfers have completed (every rank arrived at the comm's free first:
- * cuda_comm_fini), so the communicator is aborted rather than finalized: abort needs no
- * cooperation from the peer, whose links close in another order. */
-static void link_close(link_t *link) {
+ * close_engines in src/api/init.c), so the communicator is aborted rather than finalized: abort
+ * needs no cooperation from the peer, whose links close in another order. */
+static void link_close(link_t *link, double timeout_s) {
   if (link->state == LINK_NONE) return;
   for (xfer_t *x = link->head, *n; x; x = n)
     n = x->next, free_xfer(x);
@@ -311,7 +311,13 @@ static void link_close(link_t *link) {
     }
     pthread_join(link->setup, NULL);
   }
-  if (link->stream) cudaStreamSynchronize(link->stream);
+  /* A transfer a lost peer never joins would hold the stream forever: wait at most
+   * GMPI_TIMEOUT, then the abort ends it. */
+  if (link->stream && !cuda_stream_drained(link->stream, timeout_s))
+    gmpi_log(GMPI_LOG_WARN,
+             "cuda: a point-to-point link to rank %d still had work after "
+             "GMPI_TIMEOUT = %g s at the comm's free; aborting it",
+             link->peer, timeout_s);
   if (link->nccl) ncclCommAbort(link->nccl);
   cuda_lib_free(link->warm, 2);
   if (link->stream) cudaStreamDestroy(link->stream);
@@ -321,7 +327,7 @@ static void link_close(link_t *link) {
 void cuda_links_close(cuda_p2p_t *p) {
   if (!p->links) return;
   for (int r = 0; r < p->links->size; r++)
-    link_close(&p->links->by_peer[r]);
+    link_close(&p->links->by_peer[r], p->comm->cfg.timeout_s);
   free(p->links->by_peer);
   free(p->links);
   p->links = NULL;

@@ -96,7 +96,7 @@ static gmpi_status_t progress(void *ctx) { return cuda_links_progress(ctx); }
 static void destroy(void *ctx) {
   cuda_p2p_t *p = ctx;
   if (p->cc->p2p == p) p->cc->p2p = NULL; /* the comm's usage no longer counts its links */
-  if (p->stream) cudaStreamSynchronize(p->stream);
+  if (p->stream) (void)cuda_stream_drained(p->stream, p->comm->cfg.timeout_s); /* local copies */
   cuda_ipc_close(p);
   cuda_links_close(p);
   if (p->stream) cudaStreamDestroy(p->stream);

@@ -268,7 +268,7 @@ static gmpi_status_t capture_steps(gmpi_comm_t comm, struct gmpi_plan *plan, cud
 static gmpi_status_t capture(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_plan_t *cp,
                              const int *run) {
   cuda_comm_t *cc = comm->be;
-  cudaStream_t s = cc->async_stream; /* a blocking stream's capture would break on stream 0 */
+  cudaStream_t s = cc->stream;
   GMPI_CHECK(presize_scratch(comm, plan));
   GMPI_CHECK(cuda_wait_stream(comm, s, "gmpi_plan_end"));
   GMPI_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
@@ -314,7 +314,7 @@ gmpi_status_t cuda_plan_replay(gmpi_comm_t comm, void *state, struct gmpi_plan *
   cuda_comm_t *cc = state;
   cuda_plan_t *cp = lowered;
   if (!cp->exec) return GMPI_SUCCESS; /* an empty plan */
-  GMPI_CHECK(cuda_order_blocking(cc));
+  GMPI_CHECK(cuda_after_default_stream(cc, cuda_stream(cc)));
   GMPI_CUDA_CHECK(cudaGraphLaunch(cp->exec, cuda_stream(cc)));
   if (cc->user_stream) return GMPI_SUCCESS;
   return cuda_wait_stream(comm, cc->stream, "a plan replay");
