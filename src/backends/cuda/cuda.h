@@ -35,7 +35,7 @@ typedef struct {
   cudaEvent_t default_mark; /* where the legacy default stream was (see below) */
   int default_stream_order; /* GMPI_DEFAULT_STREAM_ORDER: 0 = the program synchronizes first */
   struct cuda_p2p *p2p;     /* the comm's data mover (owned by core's envelope engine), or NULL */
-  int capturing;            /* a plan is being captured from stream: touch nothing else */
+  atomic_int capturing;     /* a plan is being captured from stream: touch nothing else */
   void *scratch;            /* fallback reductions' gather space, per comm (per stream) */
   size_t scratch_bytes;
   void *retired[CUDA_RETIRED_SCRATCH]; /* outgrown scratch, kept: captured plans point into it */

@@ -90,7 +90,7 @@ void cuda_comm_release_scratch(cuda_comm_t *cc) {
  * no pending collective's scratch is touched. Blocking: library memory, freed once the stream
  * has finished. A plan's capture cannot allocate: its steps must not need one. */
 static gmpi_status_t dev_temp(dev_ctx_t *x, size_t bytes, void **ptr) {
-  if (x->cc->capturing)
+  if (atomic_load(&x->cc->capturing))
     return gmpi_error(GMPI_ERR_UNSUPPORTED,
                       "%s in a plan would need %zu bytes of temporary device memory, which a "
                       "CUDA graph capture cannot allocate; use separate send and receive buffers",

@@ -272,9 +272,9 @@ static gmpi_status_t capture(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_plan
   GMPI_CHECK(presize_scratch(comm, plan));
   GMPI_CHECK(cuda_wait_stream(comm, s, "gmpi_plan_end"));
   GMPI_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-  cc->capturing = 1;
+  atomic_store(&cc->capturing, 1);
   gmpi_status_t st = capture_steps(comm, plan, cp, run, s);
-  cc->capturing = 0;
+  atomic_store(&cc->capturing, 0);
   cudaError_t e = cudaStreamEndCapture(s, &cp->graph);
   if (st != GMPI_SUCCESS) goto destroy_graph;
   if (e != cudaSuccess) return gmpi_cuda_error(e, "cudaStreamEndCapture");
