@@ -41,18 +41,13 @@ int gmpi_coll_has_root(gmpi_coll_kind_t kind) { return coll_info[kind].has_root;
 int gmpi_coll_has_op(gmpi_coll_kind_t kind) { return coll_info[kind].has_op; }
 int gmpi_coll_varies(gmpi_coll_kind_t kind) { return coll_info[kind].varies; }
 
-gmpi_status_t gmpi_count_bytes(size_t count, gmpi_dtype_t dtype, size_t multiple, const char *arg,
-                               size_t *bytes) {
-  size_t es = gmpi_dtype_size(dtype), per_rank, all;
-  /* checked multiplications, not divisions: this is on every call's path */
-  if (__builtin_mul_overflow(count, es, &per_rank) ||
-      __builtin_mul_overflow(per_rank, multiple, &all))
-    return gmpi_error(GMPI_ERR_INVALID_ARG,
-                      "argument '%s' = %zu is too large: %zu elements x %zu bytes%s overflows "
-                      "size_t",
-                      arg, count, count, es, multiple == 1 ? "" : " x the number of ranks");
-  *bytes = all;
-  return GMPI_SUCCESS;
+gmpi_status_t gmpi_count_bytes_overflow(size_t count, gmpi_dtype_t dtype, size_t multiple,
+                                        const char *arg) {
+  return gmpi_error(GMPI_ERR_INVALID_ARG,
+                    "argument '%s' = %zu is too large: %zu elements x %zu bytes%s overflows "
+                    "size_t",
+                    arg, count, count, gmpi_dtype_elem_size(dtype),
+                    multiple == 1 ? "" : " x the number of ranks");
 }
 
 static gmpi_status_t check_dtype_op(const gmpi_coll_args_t *a) {
@@ -100,7 +95,7 @@ static gmpi_status_t need_array(const size_t *array, const char *arg) {
 
 int gmpi_coll_in_place(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   const char *s = a->sendbuf, *r = a->recvbuf;
-  size_t es = gmpi_dtype_size(a->dtype), n = a->count * es;
+  size_t es = gmpi_dtype_elem_size(a->dtype), n = a->count * es;
   int me = comm->rank, root = comm->rank == a->root;
   if (!s || !r) return s == r && s;
   switch (a->kind) {

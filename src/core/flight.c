@@ -26,25 +26,15 @@ void gmpi_flight_free(gmpi_flight_t *f) {
   f->cap = 0;
 }
 
-uint64_t gmpi_flight_start(gmpi_flight_t *f, const char *what, size_t count, int peer, int tag) {
-  uint64_t seq = f->next_seq++;
-  /* GMPI_DEBUG=trace: every operation's arguments here, its outcome in gmpi_flight_end. */
+void gmpi_flight_trace_start(uint64_t seq, const char *what, size_t count, int peer, int tag) {
+  /* GMPI_DEBUG=trace: every operation's arguments here, its outcome in gmpi_flight_trace_end. */
   GMPI_TRACE("#%llu %s count %zu peer/root %d tag %d: started", (unsigned long long)seq, what,
              count, peer, tag);
-  if (f->cap == 0) return seq;
-  f->ring[seq & f->mask] =
-      (gmpi_flight_entry_t){.seq = seq, .what = what, .count = count, .peer = peer, .tag = tag};
-  return seq;
 }
 
-void gmpi_flight_end(gmpi_flight_t *f, uint64_t seq, gmpi_status_t status) {
+void gmpi_flight_trace_end(uint64_t seq, gmpi_status_t status) {
   GMPI_TRACE("#%llu %s", (unsigned long long)seq,
              status == GMPI_SUCCESS ? "done" : gmpi_status_name(status));
-  if (f->cap == 0) return;
-  gmpi_flight_entry_t *e = &f->ring[seq & f->mask];
-  if (e->seq != seq) return;
-  e->state = status == GMPI_SUCCESS ? GMPI_FLIGHT_DONE : GMPI_FLIGHT_FAILED;
-  e->status = status;
 }
 
 void gmpi_flight_dump(const gmpi_flight_t *f, const char *why) {

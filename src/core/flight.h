@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "gmpi.h"
+#include "log.h"
 
 typedef enum { GMPI_FLIGHT_STARTED = 0, GMPI_FLIGHT_DONE, GMPI_FLIGHT_FAILED } gmpi_flight_state_t;
 
@@ -30,10 +31,31 @@ typedef struct {
 
 gmpi_status_t gmpi_flight_init(gmpi_flight_t *f, int cap);
 void gmpi_flight_free(gmpi_flight_t *f);
-/* Record the start of an operation; returns its sequence number. */
-uint64_t gmpi_flight_start(gmpi_flight_t *f, const char *what, size_t count, int peer, int tag);
+/* GMPI_DEBUG=trace's lines of gmpi_flight_start and _end, out of line (rarely on). */
+void gmpi_flight_trace_start(uint64_t seq, const char *what, size_t count, int peer, int tag);
+void gmpi_flight_trace_end(uint64_t seq, gmpi_status_t status);
+
+/* Record the start of an operation; returns its sequence number. Inline, as _end: every
+ * operation records, and the record is a few stores (no clock read). */
+static inline uint64_t gmpi_flight_start(gmpi_flight_t *f, const char *what, size_t count, int peer,
+                                         int tag) {
+  uint64_t seq = f->next_seq++;
+  if (gmpi_log_tracing) gmpi_flight_trace_start(seq, what, count, peer, tag);
+  if (f->cap == 0) return seq;
+  f->ring[seq & f->mask] =
+      (gmpi_flight_entry_t){.seq = seq, .what = what, .count = count, .peer = peer, .tag = tag};
+  return seq;
+}
+
 /* Record its end (GMPI_SUCCESS or the failure). Entries already overwritten are ignored. */
-void gmpi_flight_end(gmpi_flight_t *f, uint64_t seq, gmpi_status_t status);
+static inline void gmpi_flight_end(gmpi_flight_t *f, uint64_t seq, gmpi_status_t status) {
+  if (gmpi_log_tracing) gmpi_flight_trace_end(seq, status);
+  if (f->cap == 0) return;
+  gmpi_flight_entry_t *e = &f->ring[seq & f->mask];
+  if (e->seq != seq) return;
+  e->state = status == GMPI_SUCCESS ? GMPI_FLIGHT_DONE : GMPI_FLIGHT_FAILED;
+  e->status = status;
+}
 /* Print the record at info level, oldest first. */
 void gmpi_flight_dump(const gmpi_flight_t *f, const char *why);
 

@@ -5,6 +5,7 @@
 #define GMPI_CORE_OPS_H
 
 #include "backend.h"
+#include "dtype.h"
 #include "gmpi.h"
 
 /* Byte extents a collective reads and writes on this rank (0 when the buffer is unused). */
@@ -56,8 +57,20 @@ gmpi_status_t gmpi_p2p_single(gmpi_comm_t comm, const gmpi_p2p_args_t *a, gmpi_m
 /* Validate a point-to-point operation's arguments. */
 gmpi_status_t gmpi_p2p_validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a);
 
-/* Bytes of count elements of dtype, or an INVALID_ARG naming arg when it overflows. */
-gmpi_status_t gmpi_count_bytes(size_t count, gmpi_dtype_t dtype, size_t multiple, const char *arg,
-                               size_t *bytes);
+/* The INVALID_ARG of gmpi_count_bytes, out of line: described once, off the per-call path. */
+gmpi_status_t gmpi_count_bytes_overflow(size_t count, gmpi_dtype_t dtype, size_t multiple,
+                                        const char *arg);
+
+/* Bytes of count elements of dtype, or an INVALID_ARG naming arg when it overflows. Inline:
+ * every call's validation runs it (checked multiplications, not divisions). */
+static inline gmpi_status_t gmpi_count_bytes(size_t count, gmpi_dtype_t dtype, size_t multiple,
+                                             const char *arg, size_t *bytes) {
+  size_t per_rank, all;
+  if (__builtin_mul_overflow(count, gmpi_dtype_elem_size(dtype), &per_rank) ||
+      __builtin_mul_overflow(per_rank, multiple, &all))
+    return gmpi_count_bytes_overflow(count, dtype, multiple, arg);
+  *bytes = all;
+  return GMPI_SUCCESS;
+}
 
 #endif

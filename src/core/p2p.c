@@ -41,7 +41,7 @@ static gmpi_status_t validate(gmpi_comm_t comm, const gmpi_p2p_args_t *a, const 
   if (!gmpi_dtype_in_range(a->dtype))
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' = %d is not a gmpi_dtype_t", n->dtype,
                       (int)a->dtype);
-  size_t bytes;
+  size_t bytes = 0;
   GMPI_CHECK(gmpi_count_bytes(a->count, a->dtype, 1, n->count, &bytes));
   if (bytes && !a->buf)
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument '%s' is NULL with %s %zu > 0", n->buf,

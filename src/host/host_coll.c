@@ -562,7 +562,7 @@ static gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_c
   coll_ctx_t c = {.comm = comm,
                   .mc = host->data,
                   .a = a,
-                  .es = gmpi_dtype_size(a->dtype),
+                  .es = gmpi_dtype_elem_size(a->dtype),
                   .chunk = comm->cfg.max_chunk,
                   .after = after,
                   .nb = nb};

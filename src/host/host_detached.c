@@ -44,7 +44,7 @@ static gmpi_status_t reserve_one(host_native_t *nat) {
  * HOST_SPARE_COPY_BYTES (*spare_sized: it may become the spare). */
 static gmpi_status_t copy_of(host_native_t *nat, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
                              void **copy, size_t *copy_bytes, int *spare_sized) {
-  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
+  size_t bytes = a->count * gmpi_dtype_elem_size(a->dtype);
   *copy = NULL;
   *copy_bytes = bytes;
   *spare_sized = 0;

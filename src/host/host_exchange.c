@@ -39,7 +39,7 @@ static gmpi_status_t wire_of(const exchange_t *x, int half, const gmpi_p2p_args_
   if (x->frames)
     return gmpi_host_frame(&x->frames[half], a, limit, HOST_FRAME_COPY_BYTES, buf, n, type);
   *buf = a->buf;
-  return gmpi_mpi_bytes_type(a->count * gmpi_dtype_size(a->dtype), limit, type, n);
+  return gmpi_mpi_bytes_type(a->count * gmpi_dtype_elem_size(a->dtype), limit, type, n);
 }
 
 static gmpi_status_t post_pair(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
@@ -120,7 +120,7 @@ static void let_go(gmpi_host_t *host, exchange_t *x) {
 
 /* A standard send that gmpi promises to complete with no receive posted. */
 static int eager(const gmpi_p2p_args_t *send) {
-  return !send->sync && send->count * gmpi_dtype_size(send->dtype) <= GMPI_ENV_EAGER_BYTES;
+  return !send->sync && send->count * gmpi_dtype_elem_size(send->dtype) <= GMPI_ENV_EAGER_BYTES;
 }
 
 gmpi_status_t gmpi_host_p2p_exchange(gmpi_host_t *host, gmpi_comm_t comm,

@@ -33,7 +33,9 @@ gmpi_status_t gmpi_host_native(gmpi_host_t *host, host_native_t **out) {
   return GMPI_SUCCESS;
 }
 
-static size_t bytes_of(const gmpi_p2p_args_t *a) { return a->count * gmpi_dtype_size(a->dtype); }
+static size_t bytes_of(const gmpi_p2p_args_t *a) {
+  return a->count * gmpi_dtype_elem_size(a->dtype);
+}
 
 /* ---- element size in the MPI tag (host_native.h) ---- */
 #define TAG_CLASS_BITS 3
@@ -50,7 +52,7 @@ static int size_class(size_t es) {
 int gmpi_host_mpi_tag(int full, int tag, gmpi_dtype_t dtype) {
   if (tag == GMPI_ANY_TAG) return MPI_ANY_TAG;
   if (full) return tag;
-  return (tag << TAG_CLASS_BITS) | size_class(gmpi_dtype_size(dtype));
+  return (tag << TAG_CLASS_BITS) | size_class(gmpi_dtype_elem_size(dtype));
 }
 int gmpi_host_user_tag(int full, int mpi_tag) { return full ? mpi_tag : mpi_tag >> TAG_CLASS_BITS; }
 size_t gmpi_host_tag_elem_size(int full, int mpi_tag) {
@@ -176,7 +178,7 @@ static gmpi_status_t check_sender_dtype(const gmpi_p2p_args_t *a, const host_rec
 
 gmpi_status_t gmpi_host_recv_result(const gmpi_p2p_args_t *a, const host_recv_end_t *e,
                                     gmpi_msg_status_t *status) {
-  size_t es = gmpi_dtype_size(a->dtype);
+  size_t es = gmpi_dtype_elem_size(a->dtype);
   *status = (gmpi_msg_status_t){e->source, e->tag, e->bytes / es};
   if (e->truncated && e->bytes) /* a self message: its length is known */
     return gmpi_error(GMPI_ERR_TRUNCATE,
@@ -224,7 +226,7 @@ gmpi_status_t gmpi_host_test_one(int full, MPI_Request *mpi, MPI_Datatype type, 
 
 /* The size class of another element size whose message for (peer, tag) waits; -1: none. */
 static gmpi_status_t other_class_waiting(gmpi_host_t *host, const gmpi_p2p_args_t *a, int *cls) {
-  int own = size_class(gmpi_dtype_size(a->dtype)), flag = 0;
+  int own = size_class(gmpi_dtype_elem_size(a->dtype)), flag = 0;
   *cls = -1;
   for (int c = 0; c < N_CLASSES && !flag; c++) {
     if (c == own) continue;
