@@ -112,6 +112,13 @@ static gmpi_status_t check_request(gmpi_request_t req, int index) {
 
 /* The common start of wait and test: *live is 0 when there is nothing to do (a NULL request,
  * or one that ended with an error just now). */
+/* A request a plan recorded belongs to the plan: only a wait inside it may complete it. */
+static gmpi_status_t refuse_recorded(gmpi_request_t req, const char *what) {
+  if (!gmpi_plan_request_is_recorded(req)) return GMPI_SUCCESS;
+  return gmpi_error(GMPI_ERR_STATE,
+                    "a request recorded in a plan cannot be %s; wait it inside the plan", what);
+}
+
 static gmpi_status_t enter_request(gmpi_request_t *request, gmpi_msg_status_t *status, int *live) {
   *live = 0;
   if (!request) return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'request' is NULL");
@@ -149,9 +156,7 @@ gmpi_status_t gmpi_test(gmpi_request_t *request, int *done, gmpi_msg_status_t *s
     return st;
   }
   gmpi_request_t req = *request;
-  if (gmpi_plan_request_is_recorded(req))
-    return gmpi_error(GMPI_ERR_STATE, "a request recorded in a plan cannot be tested; wait it "
-                                      "inside the plan");
+  GMPI_CHECK(refuse_recorded(req, "tested"));
   int flag = 0;
   st = gmpi_request_test(req, &flag);
   if (st != GMPI_SUCCESS) return st;
@@ -189,9 +194,7 @@ gmpi_status_t gmpi_request_release(gmpi_request_t *request) {
   gmpi_status_t st = enter_request(request, NULL, &live);
   if (!live) return st;
   gmpi_request_t req = *request;
-  if (gmpi_plan_request_is_recorded(req))
-    return gmpi_error(GMPI_ERR_STATE, "a request recorded in a plan cannot be released; wait it "
-                                      "inside the plan");
+  GMPI_CHECK(refuse_recorded(req, "released"));
   *request = NULL;
   int done = 0;
   st = gmpi_request_test(req, &done);

@@ -311,7 +311,12 @@ static gmpi_status_t cuda_set_stream(gmpi_comm_t comm, void *stream) {
   cudaError_t e = cudaEventRecord(mark, from);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(to, mark, 0);
   cuda_event_give(cc, mark);
-  if (e != cudaSuccess) return gmpi_cuda_error(e, "gmpi_comm_set_stream's stream ordering");
+  if (e != cudaSuccess) {
+    char what[96];
+    snprintf(what, sizeof(what), "ordering argument 'stream' = %p after gmpi's earlier work",
+             stream);
+    return gmpi_cuda_error(e, what);
+  }
   cc->user_stream = stream;
   return GMPI_SUCCESS;
 }

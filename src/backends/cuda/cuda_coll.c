@@ -65,7 +65,7 @@ gmpi_status_t cuda_comm_scratch(cuda_comm_t *cc, size_t bytes, void **ptr) {
     if (cc->scratch && cc->n_retired < CUDA_RETIRED_SCRATCH) {
       cc->retired[cc->n_retired] = cc->scratch;
       cc->retired_bytes[cc->n_retired++] = cc->scratch_bytes;
-    } else if (cc->scratch) { /* more sizes than CUDA_RETIRED_SCRATCH allows: cannot happen */
+    } else if (cc->scratch) { /* only after requests above GMPI_CUDA_SCRATCH_BYTES: none asks */
       cuda_lib_free(cc->scratch, cc->scratch_bytes);
     }
     cc->scratch = grown;
