@@ -201,6 +201,7 @@ static void environment(gmpi_backend_t backend) {
       {"GMPI_DEBUG", "loud", INV, "GMPI_DEBUG='loud'"},
       {"GMPI_CHECK", "2", INV, "GMPI_CHECK='2'"},
       {"GMPI_P2P", "fast", INV, "GMPI_P2P='fast'"},
+      {"GMPI_DEFAULT_STREAM_ORDER", "idle", INV, "one of 0, 1, pending"},
       {"GMPI_GPU_MEM_FRACTION", "1.5", INV, "GMPI_GPU_MEM_FRACTION='1.5'"},
       {"GMPI_VISIBLE_DEVICES", "a,b", INV, "GMPI_VISIBLE_DEVICES='a,b'"},
       {"GMPI_MAX_CHUNK", "0", INV, "GMPI_MAX_CHUNK='0'"},

@@ -8,7 +8,7 @@ set -uo pipefail
 build=$1 out=$2 passes=${3:-3}
 mkdir -p "$out"
 for pass in $(seq "$passes"); do
-  for order in 1 0; do
+  for order in 1 pending 0; do
     for mode in eager nonblocking; do
       flags=()
       [ $mode = nonblocking ] && flags=(--nonblocking)

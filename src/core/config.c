@@ -30,6 +30,10 @@ static const config_word_t p2p_words[] = {{"auto", GMPI_P2P_AUTO},
 static const config_word_t device_p2p_words[] = {
     {"auto", GMPI_DEVICE_P2P_AUTO}, {"nccl", GMPI_DEVICE_P2P_NCCL}, {NULL, 0}};
 static const config_word_t bool_words[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
+static const config_word_t stream_order_words[] = {{"0", GMPI_STREAM_ORDER_NONE},
+                                                   {"1", GMPI_STREAM_ORDER_EVENT},
+                                                   {"pending", GMPI_STREAM_ORDER_PENDING},
+                                                   {NULL, 0}};
 static const config_word_t timeout_action_words[] = {
     {"end", GMPI_TIMEOUT_END_JOB}, {"status", GMPI_TIMEOUT_STATUS}, {NULL, 0}};
 
@@ -95,7 +99,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
                      .check = 0,
                      .plan_fuse = 1,
                      .plan_pack_bytes = GMPI_PLAN_PACK_BACKEND,
-                     .default_stream_order = 1,
+                     .default_stream_order = GMPI_STREAM_ORDER_EVENT,
                      .p2p = GMPI_P2P_AUTO,
                      .max_chunk = (size_t)1 << 30,
                      .gpu_mem_fraction = 0.75,
@@ -103,6 +107,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
                      .flight_records = 16};
   int backend = (int)c.backend, debug = (int)c.debug, p2p = (int)c.p2p;
   int device_p2p = (int)GMPI_DEVICE_P2P_AUTO, timeout_action = (int)GMPI_TIMEOUT_END_JOB;
+  int stream_order = (int)c.default_stream_order;
   double chunk = (double)c.max_chunk, records = c.flight_records;
   double pack = -1.0; /* unset: the backend's limit */
   GMPI_CHECK(read_word("GMPI_BACKEND", backend_words, "one of auto, cpu, cuda, gpu", &backend));
@@ -111,7 +116,8 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   GMPI_CHECK(read_word("GMPI_DEVICE_P2P", device_p2p_words, "one of auto, nccl", &device_p2p));
   GMPI_CHECK(read_word("GMPI_CHECK", bool_words, "0 or 1", &c.check));
   GMPI_CHECK(read_word("GMPI_PLAN_FUSE", bool_words, "0 or 1", &c.plan_fuse));
-  GMPI_CHECK(read_word("GMPI_DEFAULT_STREAM_ORDER", bool_words, "0 or 1", &c.default_stream_order));
+  GMPI_CHECK(read_word("GMPI_DEFAULT_STREAM_ORDER", stream_order_words, "one of 0, 1, pending",
+                       &stream_order));
   GMPI_CHECK(read_word("GMPI_TIMEOUT_ACTION", timeout_action_words, "one of end, status",
                        &timeout_action));
   GMPI_CHECK(read_word("GMPI_GPU_PREALLOCATE", bool_words, "0 or 1", &c.gpu_preallocate));
@@ -133,6 +139,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
                      "a whole number of bytes");
   c.backend = (gmpi_backend_want_t)backend;
   c.debug = (gmpi_log_level_t)debug;
+  c.default_stream_order = (gmpi_stream_order_t)stream_order;
   c.p2p = (gmpi_p2p_mode_t)p2p;
   c.device_p2p = (gmpi_device_p2p_t)device_p2p;
   c.timeout_action = (gmpi_timeout_action_t)timeout_action;

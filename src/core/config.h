@@ -30,6 +30,14 @@ typedef enum {
   GMPI_DEVICE_P2P_NCCL /* NCCL links for every peer (tests the inter-host path on one host) */
 } gmpi_device_p2p_t;
 
+/* GMPI_DEFAULT_STREAM_ORDER: how a device call is ordered after the work the program queued on
+ * CUDA's legacy default stream (cuda outside stream mode and plan capture). */
+typedef enum {
+  GMPI_STREAM_ORDER_NONE = 0, /* not at all: the program's buffers are ready when it calls */
+  GMPI_STREAM_ORDER_EVENT,    /* an event recorded on stream 0, waited by gmpi's stream */
+  GMPI_STREAM_ORDER_PENDING   /* the same, only when stream 0 still has unfinished work */
+} gmpi_stream_order_t;
+
 /* GMPI_TIMEOUT_ACTION: what a host collective that cannot complete within GMPI_TIMEOUT gets. */
 typedef enum {
   GMPI_TIMEOUT_END_JOB = 0, /* MPI's blocking call, bounded by the watchdog: the job ends */
@@ -51,7 +59,7 @@ typedef struct {
   int check;                            /* GMPI_CHECK: 1 = agree on every collective's signature */
   int plan_fuse;                        /* GMPI_PLAN_FUSE: 1 = fuse plans' small collectives */
   size_t plan_pack_bytes;               /* GMPI_PLAN_PACK_BYTES: largest fused run packed */
-  int default_stream_order; /* GMPI_DEFAULT_STREAM_ORDER: 1 = device calls after stream 0's work */
+  gmpi_stream_order_t default_stream_order; /* GMPI_DEFAULT_STREAM_ORDER */
   gmpi_p2p_mode_t p2p;      /* GMPI_P2P: auto, native, envelope */
   gmpi_device_p2p_t device_p2p; /* GMPI_DEVICE_P2P: auto, nccl */
   size_t max_chunk;             /* GMPI_MAX_CHUNK: most elements per MPI call (tests lower it) */

@@ -33,7 +33,7 @@ typedef struct {
   cudaStream_t stream;      /* gmpi's own stream for this comm: a non-blocking one (see below) */
   cudaStream_t user_stream; /* stream-ordered mode when set */
   cudaEvent_t default_mark; /* where the legacy default stream was (see below) */
-  int default_stream_order; /* GMPI_DEFAULT_STREAM_ORDER: 0 = the program synchronizes first */
+  gmpi_stream_order_t default_stream_order; /* GMPI_DEFAULT_STREAM_ORDER (core/config.h) */
   struct cuda_p2p *p2p;     /* the comm's data mover (owned by core's envelope engine), or NULL */
   atomic_int capturing;     /* a plan is being captured from stream: touch nothing else */
   void *scratch;            /* fallback reductions' gather space, per comm (per stream) */
@@ -108,7 +108,10 @@ void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
  * of valid programs (docs/design.md). So gmpi's streams stay non-blocking. Nothing in
  * stream-ordered mode (the user's stream orders it), while a plan is captured, or under
  * GMPI_DEFAULT_STREAM_ORDER=0 (the program promises what CUDA-aware MPI asks: its buffers are
- * ready when it calls). */
+ * ready when it calls). GMPI_DEFAULT_STREAM_ORDER=pending asks the driver first whether stream
+ * 0 still has unfinished work (cudaStreamQuery, no event recorded) and orders only then: work
+ * the calling thread queued there before the call is either finished or still pending, so the
+ * answer is exact for it. */
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */

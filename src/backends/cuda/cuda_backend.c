@@ -86,15 +86,29 @@ static gmpi_status_t cuda_probe(gmpi_comm_t comm, char *why, size_t why_len) {
 
 /* ---- ordering -------------------------------------------------------------------------- */
 
+/* Has stream 0 unfinished work? */
+static gmpi_status_t default_stream_pending(int *pending) {
+  cudaError_t e = cudaStreamQuery(cudaStreamLegacy);
+  *pending = e == cudaErrorNotReady;
+  if (e == cudaSuccess || e == cudaErrorNotReady) return GMPI_SUCCESS;
+  return gmpi_cuda_error(e, "cudaStreamQuery(cudaStreamLegacy)");
+}
+
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
-  if (cc->user_stream || !cc->default_stream_order) return GMPI_SUCCESS;
+  if (cc->user_stream || cc->default_stream_order == GMPI_STREAM_ORDER_NONE) return GMPI_SUCCESS;
   /* a capture cannot wait on stream 0; other streams (another thread's point to point) can */
   if (s == cc->stream && atomic_load(&cc->capturing)) return GMPI_SUCCESS;
+  if (cc->default_stream_order == GMPI_STREAM_ORDER_PENDING) {
+    int pending;
+    GMPI_CHECK(default_stream_pending(&pending));
+    if (!pending) return GMPI_SUCCESS;
+  }
   GMPI_CUDA_CHECK(cudaEventRecord(cc->default_mark, cudaStreamLegacy));
-  /* An event query first, to skip the wait when stream 0 is idle, measured worse on the H200
-   * (1.17-1.25x raw NCCL per small allreduce against 1.04-1.14x for record + wait); a blocking
-   * stream, which CUDA orders after stream 0 for nothing, measured 1.01-1.02x but makes stream
-   * 0 wait for gmpi's pending work: cuda.h says why that deadlocks. */
+  /* Recording first and querying the event, to skip the wait when stream 0 is idle, measured
+   * worse on the H200 (1.17-1.25x raw NCCL per small allreduce against 1.04-1.14x for record +
+   * wait); `pending` queries the stream instead, before any record (not yet measured). A
+   * blocking stream, which CUDA orders after stream 0 for nothing, measured 1.01-1.02x but makes
+   * stream 0 wait for gmpi's pending work: cuda.h says why that deadlocks. */
   GMPI_CUDA_CHECK(cudaStreamWaitEvent(s, cc->default_mark, 0));
   return GMPI_SUCCESS;
 }
