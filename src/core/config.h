@@ -60,13 +60,13 @@ typedef struct {
   int plan_fuse;                        /* GMPI_PLAN_FUSE: 1 = fuse plans' small collectives */
   size_t plan_pack_bytes;               /* GMPI_PLAN_PACK_BYTES: largest fused run packed */
   gmpi_stream_order_t default_stream_order; /* GMPI_DEFAULT_STREAM_ORDER */
-  gmpi_p2p_mode_t p2p;      /* GMPI_P2P: auto, native, envelope */
-  gmpi_device_p2p_t device_p2p; /* GMPI_DEVICE_P2P: auto, nccl */
-  size_t max_chunk;             /* GMPI_MAX_CHUNK: most elements per MPI call (tests lower it) */
-  char visible_devices[256];    /* GMPI_VISIBLE_DEVICES: comma list, "" = all */
-  double gpu_mem_fraction;      /* GMPI_GPU_MEM_FRACTION: share of the device for gmpi_mem_alloc */
-  int gpu_preallocate;          /* GMPI_GPU_PREALLOCATE: reserve that budget at init */
-  int flight_records;           /* GMPI_FLIGHT_RECORDS: operations kept for the flight record */
+  gmpi_p2p_mode_t p2p;                      /* GMPI_P2P: auto, native, envelope */
+  gmpi_device_p2p_t device_p2p;             /* GMPI_DEVICE_P2P: auto, nccl */
+  size_t max_chunk;          /* GMPI_MAX_CHUNK: most elements per MPI call (tests lower it) */
+  char visible_devices[256]; /* GMPI_VISIBLE_DEVICES: comma list, "" = all */
+  double gpu_mem_fraction;   /* GMPI_GPU_MEM_FRACTION: share of the device for gmpi_mem_alloc */
+  int gpu_preallocate;       /* GMPI_GPU_PREALLOCATE: reserve that budget at init */
+  int flight_records;        /* GMPI_FLIGHT_RECORDS: operations kept for the flight record */
 } gmpi_config_t;
 
 /* Fill cfg from the environment. */

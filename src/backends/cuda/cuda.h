@@ -34,9 +34,9 @@ typedef struct {
   cudaStream_t user_stream; /* stream-ordered mode when set */
   cudaEvent_t default_mark; /* where the legacy default stream was (see below) */
   gmpi_stream_order_t default_stream_order; /* GMPI_DEFAULT_STREAM_ORDER (core/config.h) */
-  struct cuda_p2p *p2p;     /* the comm's data mover (owned by core's envelope engine), or NULL */
-  atomic_int capturing;     /* a plan is being captured from stream: touch nothing else */
-  void *scratch;            /* fallback reductions' gather space, per comm (per stream) */
+  struct cuda_p2p *p2p; /* the comm's data mover (owned by core's envelope engine), or NULL */
+  atomic_int capturing; /* a plan is being captured from stream: touch nothing else */
+  void *scratch;        /* fallback reductions' gather space, per comm (per stream) */
   size_t scratch_bytes;
   void *retired[CUDA_RETIRED_SCRATCH]; /* outgrown scratch, kept: captured plans point into it */
   size_t retired_bytes[CUDA_RETIRED_SCRATCH];
