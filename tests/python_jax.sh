@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # gmpi.jax's pytest suite (python/tests_jax) on every rank:
 #   python_jax.sh PYTHON XLA_LIBRARY SOURCE_DIR MPIEXEC NRANKS [mpiexec flags...]
+# With GMPI_JAX_BENCH_ARGS set: tools/gmpi-jax-bench with those arguments instead (it checks
+# every result's values and exits non-zero on a wrong one).
 # Exits 77 (ctest: skipped) with the reason when libgmpi_xla was not built (CMake found no
 # Python with jax) or PYTHON lacks jax, mpi4py, numpy or pytest.
 set -euo pipefail
@@ -23,5 +25,9 @@ fi
 # slowly enough to keep their peers waiting.
 export PYTHONDONTWRITEBYTECODE=1 GMPI_XLA_LIBRARY=$xla
 export XLA_FLAGS="${XLA_FLAGS:-} --xla_cpu_multi_thread_eigen=false"
+if [ -n "${GMPI_JAX_BENCH_ARGS:-}" ]; then
+  # shellcheck disable=SC2086 # the arguments are words
+  exec "$mpiexec" -n "$n" "$@" "$python" "$src/tools/gmpi-jax-bench" $GMPI_JAX_BENCH_ARGS
+fi
 exec "$mpiexec" -n "$n" "$@" "$python" -m pytest -q --color=no -p no:cacheprovider \
   "$src/python/tests_jax"
