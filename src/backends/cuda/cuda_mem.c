@@ -189,19 +189,24 @@ static void pool_free(size_t i) {
  * loads on machines without a GPU driver. */
 typedef int (*range_fn_t)(unsigned long long *base, size_t *size, unsigned long long ptr);
 
-int cuda_alloc_range(const void *p, uintptr_t *base, size_t *size) {
+/* Looked up once (a driver without it is not asked again). */
+static range_fn_t range_fn(void) {
   static _Atomic(range_fn_t) fn;
-  range_fn_t range = atomic_load(&fn);
-  if (!range) {
-    void *found = NULL;
-    enum cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &found, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      return 0;
-    range = (range_fn_t)found;
-    atomic_store(&fn, range);
-  }
+  static atomic_int looked;
+  if (atomic_load(&looked)) return atomic_load(&fn);
+  void *found = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &found, 12000, cudaEnableDefault,
+                                       &q) == cudaSuccess &&
+      q == cudaDriverEntryPointSuccess)
+    atomic_store(&fn, (range_fn_t)found);
+  atomic_store(&looked, 1);
+  return atomic_load(&fn);
+}
+
+int cuda_alloc_range(const void *p, uintptr_t *base, size_t *size) {
+  range_fn_t range = range_fn();
+  if (!range) return 0;
   unsigned long long b = 0;
   if (range(&b, size, (unsigned long long)(uintptr_t)p) != 0) return 0;
   *base = (uintptr_t)b;
