@@ -717,6 +717,8 @@ int main(int argc, char **argv) {
       printf("%s%s", i ? "," : " ", gmpi_op_name(ops[i]));
     printf(", iters %d, warmup %d, rounds %d, check %d, started %s\n", c.iters, c.warmup, c.rounds,
            c.check, started_utc);
+    /* gmpi's own rows are on this memory; the ncclalloc/reg/win baselines on theirs */
+    if (getenv("GMPI_NCCL_MEM")) printf("# GMPI_NCCL_MEM=%s\n", getenv("GMPI_NCCL_MEM"));
   }
   impl_fn_t impl = bench_gmpi_impl;
   int wrong = 0, unwritten = 0;
