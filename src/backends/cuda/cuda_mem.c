@@ -137,7 +137,7 @@ void cuda_mem_teardown(void) {
   if (--mem.refs == 0) {
     /* every comm released its registrations before (cuda_mem_release_comm) */
     if (mem.pool)
-      release_device_memory(mem.pool, mem.pool_nccl);
+      (void)release_device_memory(mem.pool, mem.pool_nccl);
     else
       for (size_t i = 0; i < mem.n_blocks; i++)
         (void)release_device_memory((void *)mem.blocks[i].base, mem.blocks[i].nccl);
@@ -304,6 +304,8 @@ static gmpi_status_t register_call(gmpi_comm_t comm, gmpi_nccl_mem_t mode, void 
   cuda_comm_t *cc = comm->be;
   ncclResult_t r;
   const char *call = "gmpi_mem_alloc's ncclCommRegister";
+  if (!cc->nccl) /* aborted: the comm failed, and gmpi_mem_alloc refuses failed comms first */
+    return gmpi_error(GMPI_ERR_STATE, "%s: the comm's NCCL communicator was aborted", call);
 #ifdef GMPI_HAVE_NCCL_WINDOW
   if (mode == GMPI_NCCL_MEM_WINDOW) {
     call = "gmpi_mem_alloc's ncclCommWindowRegister (collective)";
