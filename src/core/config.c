@@ -29,6 +29,11 @@ static const config_word_t p2p_words[] = {{"auto", GMPI_P2P_AUTO},
                                           {NULL, 0}};
 static const config_word_t device_p2p_words[] = {
     {"auto", GMPI_DEVICE_P2P_AUTO}, {"nccl", GMPI_DEVICE_P2P_NCCL}, {NULL, 0}};
+static const config_word_t nccl_mem_words[] = {{"off", GMPI_NCCL_MEM_OFF},
+                                               {"alloc", GMPI_NCCL_MEM_ALLOC},
+                                               {"register", GMPI_NCCL_MEM_REGISTER},
+                                               {"window", GMPI_NCCL_MEM_WINDOW},
+                                               {NULL, 0}};
 static const config_word_t bool_words[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
 static const config_word_t stream_order_words[] = {{"0", GMPI_STREAM_ORDER_NONE},
                                                    {"1", GMPI_STREAM_ORDER_EVENT},
@@ -108,6 +113,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   int backend = (int)c.backend, debug = (int)c.debug, p2p = (int)c.p2p;
   int device_p2p = (int)GMPI_DEVICE_P2P_AUTO, timeout_action = (int)GMPI_TIMEOUT_END_JOB;
   int stream_order = (int)c.default_stream_order;
+  int nccl_mem = (int)GMPI_NCCL_MEM_OFF;
   double chunk = (double)c.max_chunk, records = c.flight_records;
   double pack = -1.0; /* unset: the backend's limit */
   GMPI_CHECK(read_word("GMPI_BACKEND", backend_words, "one of auto, cpu, cuda, gpu", &backend));
@@ -121,6 +127,8 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   GMPI_CHECK(read_word("GMPI_TIMEOUT_ACTION", timeout_action_words, "one of end, status",
                        &timeout_action));
   GMPI_CHECK(read_word("GMPI_GPU_PREALLOCATE", bool_words, "0 or 1", &c.gpu_preallocate));
+  GMPI_CHECK(
+      read_word("GMPI_NCCL_MEM", nccl_mem_words, "one of off, alloc, register, window", &nccl_mem));
   GMPI_CHECK(
       read_number("GMPI_TIMEOUT", 0.0, 1e9, "a number of seconds >= 0 (0 = never)", &c.timeout_s));
   GMPI_CHECK(read_number("GMPI_GPU_MEM_FRACTION", 0.0, 1.0, "a fraction between 0 and 1",
@@ -143,6 +151,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   c.p2p = (gmpi_p2p_mode_t)p2p;
   c.device_p2p = (gmpi_device_p2p_t)device_p2p;
   c.timeout_action = (gmpi_timeout_action_t)timeout_action;
+  c.nccl_mem = (gmpi_nccl_mem_t)nccl_mem;
   c.max_chunk = (size_t)chunk;
   if (pack >= 0.0) c.plan_pack_bytes = (size_t)pack;
   c.flight_records = (int)records;

@@ -44,6 +44,15 @@ typedef enum {
   GMPI_TIMEOUT_STATUS       /* a polled nonblocking call: GMPI_ERR_TIMEOUT (slower) */
 } gmpi_timeout_action_t;
 
+/* GMPI_NCCL_MEM: what gmpi_mem_alloc's device memory is on the cuda backend (docs/design.md,
+ * "NCCL memory for gmpi_mem_alloc"). Each mode adds to the one before it. */
+typedef enum {
+  GMPI_NCCL_MEM_OFF = 0,  /* cudaMalloc, as always: the default until measured faster */
+  GMPI_NCCL_MEM_ALLOC,    /* ncclMemAlloc (CUDA VMM memory), not registered */
+  GMPI_NCCL_MEM_REGISTER, /* and registered (ncclCommRegister, local) with the alloc's comm */
+  GMPI_NCCL_MEM_WINDOW    /* and a symmetric window (ncclCommWindowRegister): alloc collective */
+} gmpi_nccl_mem_t;
+
 /* GMPI_PLAN_PACK_BYTES when the variable is not set: each backend's own limit (host_plan.c,
  * cuda_plan.c; docs/performance.md says where they come from). */
 #define GMPI_PLAN_PACK_BACKEND ((size_t)-1)
@@ -66,6 +75,7 @@ typedef struct {
   char visible_devices[256]; /* GMPI_VISIBLE_DEVICES: comma list, "" = all */
   double gpu_mem_fraction;   /* GMPI_GPU_MEM_FRACTION: share of the device for gmpi_mem_alloc */
   int gpu_preallocate;       /* GMPI_GPU_PREALLOCATE: reserve that budget at init */
+  gmpi_nccl_mem_t nccl_mem;  /* GMPI_NCCL_MEM: off, alloc, register, window */
   int flight_records;        /* GMPI_FLIGHT_RECORDS: operations kept for the flight record */
 } gmpi_config_t;
 

@@ -281,12 +281,28 @@ static int noop_delete(MPI_Comm comm, int keyval, void *val, void *extra) {
   return MPI_SUCCESS; /* twins are freed by MPI_Comm_free / MPI_Finalize, in order */
 }
 
+/* GMPI_NCCL_MEM=window makes gmpi_mem_alloc collective, and the drop-in allocates device
+ * temporaries call by call on one rank (MPI_Sendrecv_replace): they would wait for peers that
+ * never come. The other modes allocate locally. */
+static int collective_alloc(void) {
+  const char *v = getenv("GMPI_NCCL_MEM");
+  if (!v || strcmp(v, "window")) return 0;
+  fprintf(stderr, "[gmpi_mpi] MPI_Init: gmpi not started: GMPI_NCCL_MEM=window makes "
+                  "gmpi_mem_alloc collective, which the drop-in layer cannot keep (it allocates "
+                  "per call); use alloc or register\n");
+  return 1;
+}
+
 static void start(void) {
   if (!read_mode(&dropin.mode) || !read_matching(&dropin.per_kind)) PMPI_Abort(MPI_COMM_WORLD, 2);
   dropin.timeout_s = read_timeout();
   if (dropin.mode == INTERPOSE_OFF) return;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, noop_delete, &dropin.keyval, NULL);
   PMPI_Comm_dup(MPI_COMM_SELF, &dropin.self_comm);
+  if (collective_alloc()) {
+    if (dropin.mode == INTERPOSE_ALL) PMPI_Abort(MPI_COMM_WORLD, 2);
+    return; /* device mode: the program runs on MPI alone */
+  }
   gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &dropin.world);
   gmpi_backend_t backend = GMPI_BACKEND_CPU;
   if (st == GMPI_SUCCESS)

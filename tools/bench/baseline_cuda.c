@@ -149,8 +149,8 @@ static int staged_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shap
          cudaSuccess;
 }
 
-const bench_baseline_t bench_baseline_nccl = {"nccl", nccl_available, nccl_run, 0};
-const bench_baseline_t bench_baseline_staged = {"staged", staged_available, staged_run, 0};
+const bench_baseline_t bench_baseline_nccl = {"nccl", nccl_available, nccl_run, 0, NULL};
+const bench_baseline_t bench_baseline_staged = {"staged", staged_available, staged_run, 0, NULL};
 
 /* The captured graph of the current row. */
 static struct {
@@ -201,7 +201,7 @@ static int graph_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape
   return cudaGraphLaunch(graph.exec, raw_stream) != cudaSuccess ||
          cudaStreamSynchronize(raw_stream) != cudaSuccess;
 }
-const bench_baseline_t bench_baseline_graph = {"graph", graph_available, graph_run, 1};
+const bench_baseline_t bench_baseline_graph = {"graph", graph_available, graph_run, 1, NULL};
 
 /* Stream-ordered gmpi: the comm enqueues on its stream; the timed loop syncs at its end. */
 int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {

@@ -85,4 +85,4 @@ static int mpi_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t
   return bench_mpi_call(c, coll->kind, s, c->send, c->recv);
 }
 
-const bench_baseline_t bench_baseline_mpi = {"mpi", mpi_available, mpi_run, 0};
+const bench_baseline_t bench_baseline_mpi = {"mpi", mpi_available, mpi_run, 0, NULL};

@@ -86,12 +86,18 @@ typedef struct bench_baseline {
   int (*run)(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
   /* 1 when one run is a whole plan's plan_ops calls (its time is divided as gmpi's is) */
   int per_plan;
+  /* NULL, or: exchange c's comm and device buffers with the baseline's own, so that checks and
+   * timed blocks of it run there; called again to swap back (memkind.c) */
+  void (*swap)(bench_ctx_t *c);
 } bench_baseline_t;
 
 extern const bench_baseline_t bench_baseline_mpi;
 extern const bench_baseline_t bench_baseline_nccl;   /* cuda builds only */
 extern const bench_baseline_t bench_baseline_staged; /* cuda builds only */
 extern const bench_baseline_t bench_baseline_graph;  /* cuda builds only */
+/* gmpi on buffers of GMPI_NCCL_MEM=alloc, register, window (memkind.c; cuda backend) */
+extern const bench_baseline_t bench_baseline_ncclalloc, bench_baseline_ncclreg,
+    bench_baseline_ncclwin;
 const bench_baseline_t *bench_find_baseline(const char *name);
 
 /* One measured row for the report. */
@@ -134,8 +140,12 @@ size_t bench_plan_slice_bytes(const bench_ctx_t *c, const bench_shape_t *s);
 void bench_sync(bench_ctx_t *c);
 /* Release the raw-NCCL baseline's communicator (cuda builds). */
 void bench_cuda_teardown(void);
-/* Release the "checked" baseline's comm (collective). */
+/* Release the "checked" baseline's comm and every cached plan (collective). */
 void bench_modes_teardown(void);
+/* Release the memory baselines' comms and buffers (collective), after bench_modes_teardown. */
+void bench_memkind_teardown(void);
+/* gmpi's call as the run's mode makes it (eager, nonblocking, stream, plan) on c->comm. */
+int bench_gmpi_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
 /* The blocking MPI call for kind on host buffers (raw-MPI and staged baselines). */
 int bench_mpi_call(bench_ctx_t *c, bench_kind_t kind, const bench_shape_t *s, const void *send,
                    void *recv);

@@ -62,7 +62,10 @@ static void usage(void) {
          "      --baseline LIST   mpi (cpu), nccl and staged (cuda), graph (cuda, plan mode: the\n"
          "                        same calls raw in one CUDA graph), eager (gmpi's own eager\n"
          "                        call, for plan and stream modes), checked (gmpi with\n"
-         "                        GMPI_CHECK=1): same op, same buffers\n"
+         "                        GMPI_CHECK=1): same op, same buffers; ncclalloc, ncclreg,\n"
+         "                        ncclwin (cuda: gmpi's own call, in the run's mode, on a comm\n"
+         "                        and buffers made with GMPI_NCCL_MEM=alloc, register, window;\n"
+         "                        docs/design.md)\n"
          "      --mode M          eager (default), stream (cuda: enqueue, sync once), plan\n"
          "      --plan-ops N      operations recorded per plan in plan mode, default 100\n"
          "      --plan-buffers B  sliced (default: each recorded call its own slice of the\n"
@@ -192,7 +195,9 @@ static int add_op(const char *w) {
 static int add_baseline(const char *w) {
   const bench_baseline_t *b = bench_find_baseline(w);
   if (!b)
-    bad_value("--baseline", w, "unknown baseline (mpi, nccl, staged, graph, eager, checked)");
+    bad_value("--baseline", w,
+              "unknown baseline (mpi, nccl, staged, graph, eager, checked, ncclalloc, ncclreg, "
+              "ncclwin)");
   else if (n_baselines < MAX_BASELINES)
     baselines[n_baselines++] = b;
   return !b;
@@ -315,9 +320,24 @@ static int gmpi_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape
   return st != GMPI_SUCCESS;
 }
 
+int bench_plan_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
+int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
+
+int bench_gmpi_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  if (c->mode == MODE_PLAN) return bench_plan_impl(c, coll, s);
+  if (c->mode == MODE_STREAM) return bench_stream_impl(c, coll, s);
+  return gmpi_impl(c, coll, s);
+}
+
+/* A baseline with a comm and buffers of its own (b->swap) runs, is checked and timed on them;
+ * the same call swaps back. */
+static void swap_to(bench_ctx_t *c, const bench_baseline_t *b) {
+  if (b && b->swap) b->swap(c);
+}
+
 /* Put the input in place, poison the output, run once, count wrong elements on this rank. */
-static long check_once(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
-                       impl_fn_t run, const bench_baseline_t *b) {
+static long check_on(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
+                     impl_fn_t run, const bench_baseline_t *b) {
   size_t e = gmpi_dtype_size(c->dtype);
   memset(c->host_got, 0xa5, s->recv_elems * e);
   gmpi_mem_copy(c->comm, c->recv, c->host_got, s->recv_elems * e);
@@ -332,10 +352,19 @@ static long check_once(bench_ctx_t *c, const bench_coll_t *coll, const bench_sha
   return c->check && checks ? bench_count_wrong(c, s->recv_elems) : 0;
 }
 
+static long check_once(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
+                       impl_fn_t run, const bench_baseline_t *b) {
+  swap_to(c, b);
+  long wrong = check_on(c, coll, s, run, b);
+  swap_to(c, b);
+  return wrong;
+}
+
 /* Seconds per operation over one block of iters calls, the slowest rank's; < 0 on an error. */
 static double time_block(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
                          impl_fn_t run, const bench_baseline_t *b) {
   int err = 0;
+  swap_to(c, b);
   bench_sync(c);
   MPI_Barrier(c->mpi);
   double t0 = MPI_Wtime();
@@ -343,6 +372,7 @@ static double time_block(bench_ctx_t *c, const bench_coll_t *coll, const bench_s
     err |= b ? b->run(c, coll, s) : run(c, coll, s);
   bench_sync(c); /* stream mode: the loop only enqueued */
   double t = (MPI_Wtime() - t0) / c->iters, across = 0;
+  swap_to(c, b);
   /* plan mode: one gmpi "operation" is a replay of plan_ops calls */
   if ((!b || b->per_plan) && c->mode == MODE_PLAN) t /= c->plan_ops;
   if (c->average == 0) { /* rank 0's, as nccl-tests' -a 0 */
@@ -360,8 +390,10 @@ static double time_block(bench_ctx_t *c, const bench_coll_t *coll, const bench_s
 
 static void warm_up(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s, impl_fn_t run,
                     const bench_baseline_t *b) {
+  swap_to(c, b);
   for (int i = 0; i < c->warmup; i++)
     (void)(b ? b->run(c, coll, s) : run(c, coll, s));
+  swap_to(c, b);
 }
 
 static int by_value(const void *x, const void *y) {
@@ -619,9 +651,6 @@ static void print_footer(void) {
   }
 }
 
-int bench_plan_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
-int bench_stream_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s);
-
 int main(int argc, char **argv) {
   bench_ctx_t c = {.dtype = GMPI_FLOAT32,
                    .op = GMPI_SUM,
@@ -688,10 +717,10 @@ int main(int argc, char **argv) {
       printf("%s%s", i ? "," : " ", gmpi_op_name(ops[i]));
     printf(", iters %d, warmup %d, rounds %d, check %d, started %s\n", c.iters, c.warmup, c.rounds,
            c.check, started_utc);
+    /* gmpi's own rows are on this memory; the ncclalloc/reg/win baselines on theirs */
+    if (getenv("GMPI_NCCL_MEM")) printf("# GMPI_NCCL_MEM=%s\n", getenv("GMPI_NCCL_MEM"));
   }
-  impl_fn_t impl = c.mode == MODE_PLAN     ? bench_plan_impl
-                   : c.mode == MODE_STREAM ? bench_stream_impl
-                                           : gmpi_impl;
+  impl_fn_t impl = bench_gmpi_impl;
   int wrong = 0, unwritten = 0;
   for (int pass = 0; pass < 2; pass++) { /* 0: count the rows to come; 1: run them */
     for (int d = 0; d < n_dtypes; d++) {
@@ -725,6 +754,7 @@ int main(int argc, char **argv) {
   free(rows);
   bench_cuda_teardown();
   bench_modes_teardown();
+  bench_memkind_teardown();
   free_buffers(&c);
   MPI_Comm_free(&c.mpi);
   gmpi_finalize(&c.comm);

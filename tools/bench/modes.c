@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Modes other than eager, and the baseline registry. Plan mode records plan_ops calls of the
- * collective once per row and replays the plan; its time is divided by plan_ops. */
+ * collective once per row and comm (baselines may run gmpi on a comm of their own) and replays
+ * the plan; its time is divided by plan_ops. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,12 +9,22 @@
 #include "bench.h"
 
 typedef struct {
+  gmpi_comm_t comm;
   const bench_coll_t *coll;
   size_t count;
   gmpi_plan_t plan;
 } plan_cache_t;
 
-static plan_cache_t cache;
+/* One plan per comm: gmpi's and each memory baseline's (memkind.c), alternating round by round. */
+#define PLAN_COMMS 4
+static plan_cache_t caches[PLAN_COMMS];
+
+/* The comm's entry (the first free one when it has none; the last as a last resort). */
+static plan_cache_t *cache_of(gmpi_comm_t comm) {
+  for (int i = 0; i < PLAN_COMMS; i++)
+    if (caches[i].comm == comm || !caches[i].comm) return &caches[i];
+  return &caches[PLAN_COMMS - 1];
+}
 
 /* The bytes between the buffers of two recorded calls when each gets its own slice of the
  * send and receive buffers -- as a model's gradients each have their own -- or 0 under
@@ -28,8 +39,10 @@ size_t bench_plan_slice_bytes(const bench_ctx_t *c, const bench_shape_t *s) {
   return slice && slice * (size_t)c->plan_ops <= cap ? slice : 0;
 }
 
-static int build_plan(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
-  gmpi_plan_free(&cache.plan);
+static int build_plan(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s,
+                      plan_cache_t *cache) {
+  gmpi_plan_free(&cache->plan);
+  cache->comm = c->comm;
   size_t slice = bench_plan_slice_bytes(c, s);
   void *send = c->send, *recv = c->recv;
   if (c->rank == 0)
@@ -45,24 +58,26 @@ static int build_plan(bench_ctx_t *c, const bench_coll_t *coll, const bench_shap
     st = coll->run(c, s);
   }
   c->send = send, c->recv = recv; /* results are checked in the first call's buffers */
-  gmpi_status_t end = gmpi_plan_end(c->comm, &cache.plan);
+  gmpi_status_t end = gmpi_plan_end(c->comm, &cache->plan);
   if (st == GMPI_SUCCESS) st = end;
   if (st != GMPI_SUCCESS) {
     fprintf(stderr, "[rank %d] recording a %s plan failed: %s\n", c->rank, coll->name,
             gmpi_last_error());
     return 1;
   }
-  cache.coll = coll;
-  cache.count = s->count;
+  cache->coll = coll;
+  cache->count = s->count;
   return 0;
 }
 
 /* One "operation" in plan mode is one replay of plan_ops calls: times are per replay and the
  * table divides by plan_ops. */
 int bench_plan_impl(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
-  if ((cache.coll != coll || cache.count != s->count || !cache.plan) && build_plan(c, coll, s))
+  plan_cache_t *cache = cache_of(c->comm);
+  if ((cache->comm != c->comm || cache->coll != coll || cache->count != s->count || !cache->plan) &&
+      build_plan(c, coll, s, cache))
     return 1;
-  gmpi_status_t st = gmpi_plan_run(cache.plan);
+  gmpi_status_t st = gmpi_plan_run(cache->plan);
   if (st != GMPI_SUCCESS)
     fprintf(stderr, "[rank %d] plan replay failed: %s\n", c->rank, gmpi_last_error());
   return st != GMPI_SUCCESS;
@@ -97,7 +112,7 @@ static int eager_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape
   if (user_stream) gmpi_comm_set_stream(c->comm, user_stream);
   return st != GMPI_SUCCESS;
 }
-static const bench_baseline_t bench_baseline_eager = {"eager", eager_available, eager_run, 0};
+static const bench_baseline_t bench_baseline_eager = {"eager", eager_available, eager_run, 0, NULL};
 
 /* "checked": the same gmpi call on a second comm made with GMPI_CHECK=1, so the cost of the
  * cross-rank signature check shows in the same run. Made on first use (collective: every rank
@@ -122,16 +137,21 @@ static int checked_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_sha
   return st != GMPI_SUCCESS;
 }
 static const bench_baseline_t bench_baseline_checked = {"checked", checked_available, checked_run,
-                                                        0};
+                                                        0, NULL};
 
-void bench_modes_teardown(void) { gmpi_finalize(&checked_comm); }
+void bench_modes_teardown(void) {
+  for (int i = 0; i < PLAN_COMMS; i++) /* before their comms are finalized */
+    gmpi_plan_free(&caches[i].plan);
+  gmpi_finalize(&checked_comm);
+}
 
 const bench_baseline_t *bench_find_baseline(const char *name) {
   static const bench_baseline_t *const all[] = {
-      &bench_baseline_eager, &bench_baseline_checked, &bench_baseline_mpi,
+      &bench_baseline_eager,     &bench_baseline_checked, &bench_baseline_mpi,
 #ifdef GMPI_BENCH_CUDA
-      &bench_baseline_nccl,  &bench_baseline_staged,  &bench_baseline_graph,
+      &bench_baseline_nccl,      &bench_baseline_staged,  &bench_baseline_graph,
 #endif
+      &bench_baseline_ncclalloc, &bench_baseline_ncclreg, &bench_baseline_ncclwin,
   };
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
     if (!strcmp(all[i]->name, name)) return all[i];

@@ -60,10 +60,18 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
                             gmpi_mem_kind_t *kind);
 
 /* ---- device memory (cuda_mem.c): one budget per process, shared by its comms ---- */
+/* The allocation that holds p (the driver's cuMemGetAddressRange): 1 and its base and size,
+ * or 0 when the driver does not say. */
+int cuda_alloc_range(const void *p, uintptr_t *base, size_t *size);
 gmpi_status_t cuda_mem_setup(const gmpi_config_t *cfg, int device);
 void cuda_mem_teardown(void);
-gmpi_status_t cuda_mem_alloc(size_t bytes, void **ptr);
+/* gmpi_mem_alloc on comm, with its GMPI_NCCL_MEM: collective over comm under "window". */
+gmpi_status_t cuda_mem_alloc(gmpi_comm_t comm, size_t bytes, void **ptr);
 gmpi_status_t cuda_mem_free(void *ptr);
+/* Before cc's NCCL communicator is destroyed: undo the registrations of blocks allocated on it
+ * (healthy 0: the comm failed, its communicator's abort drops them; NCCL is not called). The
+ * blocks stay allocated, as plain device memory, until gmpi_mem_free. */
+void cuda_mem_release_comm(cuda_comm_t *cc, int healthy);
 /* Library-owned device memory (staging, fallback scratch), counted separately. */
 gmpi_status_t cuda_lib_alloc(size_t bytes, void **ptr);
 void cuda_lib_free(void *ptr, size_t bytes);

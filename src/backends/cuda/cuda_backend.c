@@ -272,6 +272,8 @@ static void cuda_comm_fini(gmpi_comm_t comm) {
   /* The mover (cc->p2p, its point-to-point links) was released before, by core, once every
    * rank had arrived at the free (src/api/init.c close_engines says why). */
   if (comm->failure == GMPI_SUCCESS) (void)cuda_wait_stream(comm, cc->stream, "the comm's free");
+  /* gmpi_mem_alloc's registrations on this communicator go before it does */
+  cuda_mem_release_comm(cc, comm->failure == GMPI_SUCCESS);
   nccl_destroy(comm, cc);
   cuda_comm_release_scratch(cc);
   cudaStreamDestroy(cc->stream);
@@ -286,8 +288,7 @@ static void cuda_comm_fini(gmpi_comm_t comm) {
 /* ---- the rest of the ops ------------------------------------------------------------------ */
 
 static gmpi_status_t cuda_alloc(gmpi_comm_t comm, size_t bytes, void **ptr) {
-  (void)comm;
-  return cuda_mem_alloc(bytes, ptr);
+  return cuda_mem_alloc(comm, bytes, ptr);
 }
 static gmpi_status_t cuda_free(gmpi_comm_t comm, void *ptr) {
   (void)comm;

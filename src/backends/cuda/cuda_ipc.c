@@ -34,32 +34,12 @@ typedef struct {
   cudaEvent_t done;
 } pull_t;
 
-/* The driver's cuMemGetAddressRange, found at run time: libgmpi does not link libcuda, so it
- * loads on machines without a GPU driver. */
-typedef int (*range_fn_t)(unsigned long long *base, size_t *size, unsigned long long ptr);
-
-static range_fn_t range_fn(void) {
-  static range_fn_t fn;
-  static int looked;
-  if (!looked) {
-    void *p = NULL;
-    enum cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, 12000, cudaEnableDefault,
-                                         &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-      fn = (range_fn_t)p;
-    looked = 1;
-  }
-  return fn;
-}
-
 size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob) {
   (void)p;
-  range_fn_t range = range_fn();
-  unsigned long long base = 0;
+  uintptr_t base = 0;
   size_t size = 0;
   ipc_blob_t b;
-  if (!range || range(&base, &size, (unsigned long long)(uintptr_t)buf) != 0) return 0;
+  if (!cuda_alloc_range(buf, &base, &size)) return 0;
   if (cudaIpcGetMemHandle(&b.handle, (void *)(uintptr_t)base) != cudaSuccess) {
     cudaGetLastError();
     GMPI_TRACE("buffer %p cannot be shared by CUDA IPC: it moves on the NCCL link", buf);
