@@ -163,13 +163,17 @@ static gmpi_status_t plan_runs(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_pl
   return GMPI_SUCCESS;
 }
 
-/* The packed buffer and the device slice table, before the capture. */
-static gmpi_status_t alloc_packing(cuda_plan_t *cp) {
+/* The packed buffer and the device slice table, before the capture. The table is copied on
+ * the comm's stream, which capture() waits for before it begins: a cudaMemcpy from pageable
+ * memory may return before its DMA has landed, and nothing would order it before a replay on
+ * a user's stream (or with GMPI_DEFAULT_STREAM_ORDER=0). */
+static gmpi_status_t alloc_packing(gmpi_comm_t comm, cuda_plan_t *cp) {
   if (!cp->n_slices) return GMPI_SUCCESS;
   size_t table = cp->n_slices * sizeof(*cp->slices);
   GMPI_CHECK(cuda_lib_alloc(cp->packed_bytes, &cp->packed));
   GMPI_CHECK(cuda_lib_alloc(table, (void **)&cp->slices));
-  GMPI_CUDA_CHECK(cudaMemcpy(cp->slices, cp->host_slices, table, cudaMemcpyHostToDevice));
+  GMPI_CUDA_CHECK(cudaMemcpyAsync(cp->slices, cp->host_slices, table, cudaMemcpyHostToDevice,
+                                  ((cuda_comm_t *)comm->be)->stream));
   return GMPI_SUCCESS;
 }
 
@@ -297,7 +301,7 @@ gmpi_status_t cuda_plan_lower(gmpi_comm_t comm, void *state, struct gmpi_plan *p
     goto free_lowering;
   }
   GMPI_CHECK_GOTO(plan_runs(comm, plan, cp, run), st, free_lowering);
-  GMPI_CHECK_GOTO(alloc_packing(cp), st, free_lowering);
+  GMPI_CHECK_GOTO(alloc_packing(comm, cp), st, free_lowering);
   GMPI_CHECK_GOTO(capture(comm, plan, cp, run), st, free_lowering);
   free(run);
   *lowered = cp;
