@@ -21,12 +21,14 @@ static gmpi_comm_t comm;
 #define SMALL 6     /* elements of each small collective */
 #define MANY  100   /* small collectives in a fusable run */
 #define BIG   70000 /* elements of a collective too large to fuse (280 KB of float32) */
+#define BYTES 4096  /* of the byte buffers (1- and 2-byte elements) */
 
 /* A recorded sequence writes only into out (and in, where in place); both are bufs_t. */
 typedef struct {
   float *in, *out;
   int32_t *iin, *iout;
   double *din, *dout;
+  uint8_t *bin, *bout;
 } bufs_t;
 
 static size_t nf(void) { return (size_t)MANY * SMALL + BIG + 64; }
@@ -38,10 +40,13 @@ static void bufs_alloc(bufs_t *b) {
   b->iout = t_alloc(MANY * SMALL * sizeof(int32_t));
   b->din = t_alloc(MANY * SMALL * sizeof(double));
   b->dout = t_alloc(MANY * SMALL * sizeof(double));
+  b->bin = t_alloc(BYTES);
+  b->bout = t_alloc(BYTES);
 }
 
 static void bufs_free(bufs_t *b) {
   t_free(b->in), t_free(b->out), t_free(b->iin), t_free(b->iout), t_free(b->din), t_free(b->dout);
+  t_free(b->bin), t_free(b->bout);
 }
 
 /* Small integers, different per rank and replay: every sum and product is exact. */
@@ -50,6 +55,9 @@ static void fill(bufs_t *b, int it) {
   float *f = t_host(n * sizeof(float));
   int32_t *i32 = t_host(m * sizeof(int32_t));
   double *d = t_host(m * sizeof(double));
+  uint8_t *u8 = t_host(BYTES);
+  for (size_t i = 0; i < BYTES; i++)
+    u8[i] = (uint8_t)((rank * 5 + (int)i * 3 + it) % 7);
   for (size_t i = 0; i < n; i++)
     f[i] = (float)((rank * 5 + (int)i + it * 3) % 7);
   for (size_t i = 0; i < m; i++) {
@@ -62,7 +70,9 @@ static void fill(bufs_t *b, int it) {
   t_put(b->iout, i32, m * sizeof(int32_t));
   t_put(b->din, d, m * sizeof(double));
   t_put(b->dout, d, m * sizeof(double));
-  free(f), free(i32), free(d);
+  t_put(b->bin, u8, BYTES);
+  t_put(b->bout, u8, BYTES);
+  free(f), free(i32), free(d), free(u8);
 }
 
 typedef void (*seq_fn)(bufs_t *b);
@@ -122,17 +132,18 @@ static void seq_overlap_one_rank(bufs_t *b) {
 }
 
 /* Runs of each form a reduction takes on cuda: an average (NCCL's sum, then gmpi's division,
- * here over the packed buffer), complex sums (pairs of floats), and int16 sums, which NCCL
- * lacks. Each run is 240 bytes. */
+ * here over the packed buffer), int16 sums, which NCCL lacks, and complex sums (pairs of
+ * floats). Each run is 240 bytes. On cuda the int16 run is not packed: it comes between two
+ * packed runs, whose slices (one table, run after run) must not shift by it. */
 static void seq_reduction_forms(bufs_t *b) {
   for (int k = 0; k < 10; k++)
     T_OK(
         gmpi_allreduce(b->in + k * SMALL, b->out + k * SMALL, SMALL, GMPI_FLOAT32, GMPI_AVG, comm));
-  for (int k = 10; k < 20; k++)
-    T_OK(gmpi_allreduce(b->in + k * SMALL, b->out + k * SMALL, SMALL / 2, GMPI_COMPLEX64, GMPI_SUM,
-                        comm));
   for (int k = 0; k < 10; k++)
     T_OK(gmpi_allreduce(b->iin + k * SMALL, b->iout + k * SMALL, 2 * SMALL, GMPI_INT16, GMPI_SUM,
+                        comm));
+  for (int k = 10; k < 20; k++)
+    T_OK(gmpi_allreduce(b->in + k * SMALL, b->out + k * SMALL, SMALL / 2, GMPI_COMPLEX64, GMPI_SUM,
                         comm));
 }
 
@@ -169,6 +180,42 @@ static void seq_gather_scatter(bufs_t *b) {
                            GMPI_SUM, comm));
 }
 
+/* Element sizes and layouts the runs above leave out, each a run that packs on every backend:
+ * int8 sums at odd counts (slices at odd offsets: cuda's byte-wise copy), float16 allgathers
+ * whose rows are 54 bytes (rows at offsets that are not multiples of 4), some in place, int8
+ * reduce_scatters, uint8 bcasts from rank 0, complex128 sums (16-byte elements: pairs of
+ * float64), int32 averages (an integer division over the packed buffer), float32 average
+ * reduce_scatters (the division on this rank's row before its copy to row 0). */
+static void seq_sizes(bufs_t *b) {
+  uint8_t *in = b->bin, *out = b->bout;
+  size_t at = 0, half = 2, row = 3 * half * (size_t)size;
+  for (int k = 0; k < 12; k++) { /* counts 1, 3, 5, 7 */
+    size_t n = 1 + 2 * (size_t)(k % 4);
+    T_OK(gmpi_allreduce(in + at, out + at, n, GMPI_INT8, GMPI_SUM, comm));
+    at += n;
+  }
+  for (int k = 0; k < 9; k++) { /* every third in place: our block already at our slot */
+    uint8_t *to = out + 256 + (size_t)k * row;
+    const uint8_t *from = k % 3 == 2 ? to : in + 256 + (size_t)k * 3 * half;
+    T_OK(gmpi_allgather(from, to, 3, GMPI_FLOAT16, comm));
+  }
+  for (int k = 0; k < 6; k++)
+    T_OK(gmpi_reduce_scatter(in + 1024 + (size_t)k * 5 * (size_t)size, out + 1024 + (size_t)k * 5,
+                             5, GMPI_INT8, GMPI_SUM, comm));
+  for (int k = 0; k < 6; k++)
+    T_OK(gmpi_bcast(out + 2048 + (size_t)k * 7, 7, GMPI_UINT8, 0, comm));
+  for (int k = 0; k < 10; k++) /* 1 to 3 complex128 */
+    T_OK(gmpi_allreduce(b->din + k * SMALL, b->dout + k * SMALL, 1 + (size_t)(k % 3),
+                        GMPI_COMPLEX128, GMPI_SUM, comm));
+  for (int k = 0; k < 10; k++) /* every other in place */
+    T_OK(gmpi_allreduce(k % 2 ? b->iout + k * SMALL : b->iin + k * SMALL, b->iout + k * SMALL,
+                        SMALL, GMPI_INT32, GMPI_AVG, comm));
+  size_t frow = (size_t)SMALL * (size_t)size;
+  for (int k = 0; k < 10; k++)
+    T_OK(gmpi_reduce_scatter(b->in + 20000 + k * frow, b->out + 20000 + k * SMALL, SMALL,
+                             GMPI_FLOAT32, GMPI_AVG, comm));
+}
+
 /* A collective over 256 KiB between small ones: not fused, and it splits the run. */
 static void seq_big_between(bufs_t *b) {
   for (int k = 0; k < 5; k++)
@@ -195,7 +242,11 @@ static void compare(const char *what, bufs_t *e, bufs_t *p) {
   t_get(ed, e->dout, m * sizeof(double));
   t_get(pd, p->dout, m * sizeof(double));
   t_check_buffer(what, GMPI_FLOAT64, pd, ed, m);
-  free(ef), free(pf), free(ei), free(pi), free(ed), free(pd);
+  uint8_t *eb = t_host(BYTES), *pb = t_host(BYTES);
+  t_get(eb, e->bout, BYTES);
+  t_get(pb, p->bout, BYTES);
+  t_check_buffer(what, GMPI_UINT8, pb, eb, BYTES);
+  free(ef), free(pf), free(ei), free(pi), free(ed), free(pd), free(eb), free(pb);
 }
 
 /* How many times gmpi_plan_dump's text holds word. */
@@ -271,5 +322,8 @@ int main(int argc, char **argv) {
   char rows[64]; /* 40 reduce_scatters of 6 float32 per rank */
   snprintf(rows, sizeof(rows), "(40 fused, packed, %d B)", 40 * SMALL * 4 * size);
   plan_equals_eager("allgathers and reduce_scatters, in place or not", seq_gather_scatter, rows, 3);
+  /* 12 int8 sums of 1, 3, 5, 7 elements: 48 bytes */
+  plan_equals_eager("1-, 2- and 16-byte elements, integer averages", seq_sizes,
+                    "(12 fused, packed, 48 B)", 7);
   return t_finish("plan fusion");
 }

@@ -70,6 +70,28 @@ int main(void) {
   gmpi_host_divide(GMPI_INT64, avg, 2, 2); /* C truncation: -3, 3 */
   CHECK_EQ(avg[0], -3);
   CHECK_EQ(avg[1], 3);
+  /* More ranks than a narrow type holds: the divisor is never narrowed to the type (200 as an
+   * int8 is -56, 256 as a uint8 is 0: a division by zero). */
+  int8_t avg8[3] = {-128, 127, -100};
+  gmpi_host_divide(GMPI_INT8, avg8, 3, 128); /* -1, 0, 0 */
+  CHECK_EQ(avg8[0], -1);
+  CHECK_EQ(avg8[1], 0);
+  CHECK_EQ(avg8[2], 0);
+  int8_t avg8b[2] = {127, -128};
+  gmpi_host_divide(GMPI_INT8, avg8b, 2, 200);
+  CHECK_EQ(avg8b[0], 0);
+  CHECK_EQ(avg8b[1], 0);
+  uint8_t avgu8[2] = {255, 200};
+  gmpi_host_divide(GMPI_UINT8, avgu8, 2, 256);
+  CHECK_EQ(avgu8[0], 0);
+  CHECK_EQ(avgu8[1], 0);
+  uint8_t avgu8b[1] = {255};
+  gmpi_host_divide(GMPI_UINT8, avgu8b, 1, 100);
+  CHECK_EQ(avgu8b[0], 2);
+  int16_t avg16[2] = {32767, -32768};
+  gmpi_host_divide(GMPI_INT16, avg16, 2, 40000);
+  CHECK_EQ(avg16[0], 0);
+  CHECK_EQ(avg16[1], 0);
   printf("unit_reduce: %s (%d failed checks)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;
 }

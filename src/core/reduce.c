@@ -31,11 +31,13 @@ typedef void (*divide_fn_t)(void *buf, size_t n, int divisor);
     }                                                                                              \
   }
 
+/* The divisor stays an int (promoted, never narrowed): (W)d would wrap 128 ranks to -128 for
+ * int8 and 256 to 0 for uint8. */
 #define DIVIDE_FN(tn, T, W, LOAD, STORE)                                                           \
   static void divide_##tn(void *buf, size_t n, int d) {                                            \
     T *a = buf;                                                                                    \
     for (size_t i = 0; i < n; i++)                                                                 \
-      a[i] = (T)STORE((W)(LOAD(a[i]) / (W)d));                                                     \
+      a[i] = (T)STORE((W)((W)LOAD(a[i]) / d));                                                     \
   }
 
 #define ARITH_FNS(tn, T, W, L, S)                                                                  \

@@ -93,9 +93,10 @@ struct OpLxor {
   template <typename A> __device__ A operator()(A a, A b) const { return (A)(!a != !b); }
 };
 
+/* n stays an int: (A)n would wrap 128 ranks to -128 for int8 and 256 to 0 for uint8. */
 template <typename A> __device__ A divide_by(A v, int n) {
   if constexpr (std::is_integral<A>::value)
-    return (A)(v / (A)n); /* C truncation */
+    return (A)(v / n); /* C truncation (an unsigned v takes n as unsigned, n > 0) */
   else
     return v / (A)n;
 }

@@ -76,25 +76,43 @@ static gmpi_status_t presize_scratch(gmpi_comm_t comm, struct gmpi_plan *plan) {
   return need ? cuda_comm_scratch(comm->be, need, &unused) : GMPI_SUCCESS;
 }
 
-/* The point-to-point steps of group g, as one NCCL group. */
+static gmpi_status_t group_start(gmpi_comm_t comm, ncclComm_t nc) {
+  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupStart());
+  return GMPI_SUCCESS;
+}
+static gmpi_status_t group_end(gmpi_comm_t comm, ncclComm_t nc) {
+  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupEnd());
+  return GMPI_SUCCESS;
+}
+
+/* One point-to-point step of a group, its NCCL call (none for 0 bytes). */
+static gmpi_status_t capture_p2p_step(gmpi_comm_t comm, ncclComm_t nc, gmpi_plan_step_t *st, int g,
+                                      cudaStream_t s) {
+  int send = st->kind == PLAN_SEND;
+  snprintf(st->lowered, sizeof(st->lowered), "%s (NCCL group %d)", send ? "ncclSend" : "ncclRecv",
+           g);
+  if (!st->bytes) return GMPI_SUCCESS;
+  if (send)
+    GMPI_NCCL_ENQUEUE(comm, nc, ncclSend(st->p2p.buf, st->bytes, ncclUint8, st->peer, nc, s));
+  else
+    GMPI_NCCL_ENQUEUE(comm, nc, ncclRecv(st->p2p.buf, st->bytes, ncclUint8, st->peer, nc, s));
+  return GMPI_SUCCESS;
+}
+
+/* The point-to-point steps of group g, as one NCCL group, ended also when a call in it failed
+ * (NCCL refuses a call and stays healthy; an unended group would swallow every later call). */
 static gmpi_status_t capture_p2p_group(gmpi_comm_t comm, struct gmpi_plan *plan, int g,
                                        cudaStream_t s) {
   ncclComm_t nc = ((cuda_comm_t *)comm->be)->nccl;
-  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupStart());
-  for (int i = 0; i < plan->n_steps; i++) {
+  GMPI_CHECK(group_start(comm, nc));
+  gmpi_status_t status = GMPI_SUCCESS;
+  for (int i = 0; i < plan->n_steps && status == GMPI_SUCCESS; i++) {
     gmpi_plan_step_t *st = &plan->steps[i];
     if (st->group != g || (st->kind != PLAN_SEND && st->kind != PLAN_RECV)) continue;
-    int send = st->kind == PLAN_SEND;
-    snprintf(st->lowered, sizeof(st->lowered), "%s (NCCL group %d)", send ? "ncclSend" : "ncclRecv",
-             g);
-    if (!st->bytes) continue;
-    if (send)
-      GMPI_NCCL_ENQUEUE(comm, nc, ncclSend(st->p2p.buf, st->bytes, ncclUint8, st->peer, nc, s));
-    else
-      GMPI_NCCL_ENQUEUE(comm, nc, ncclRecv(st->p2p.buf, st->bytes, ncclUint8, st->peer, nc, s));
+    status = capture_p2p_step(comm, nc, st, g, s);
   }
-  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupEnd());
-  return GMPI_SUCCESS;
+  gmpi_status_t end = group_end(comm, nc);
+  return status != GMPI_SUCCESS ? status : end;
 }
 
 /* Why the run that starts at step first stays separate NCCL calls, NULL when it is packed.
@@ -163,13 +181,17 @@ static gmpi_status_t plan_runs(gmpi_comm_t comm, struct gmpi_plan *plan, cuda_pl
   return GMPI_SUCCESS;
 }
 
-/* The packed buffer and the device slice table, before the capture. */
-static gmpi_status_t alloc_packing(cuda_plan_t *cp) {
+/* The packed buffer and the device slice table, before the capture. The table is copied on
+ * the comm's stream, which capture() waits for before it begins: a cudaMemcpy from pageable
+ * memory may return before its DMA has landed, and nothing would order it before a replay on
+ * a user's stream (or with GMPI_DEFAULT_STREAM_ORDER=0). */
+static gmpi_status_t alloc_packing(gmpi_comm_t comm, cuda_plan_t *cp) {
   if (!cp->n_slices) return GMPI_SUCCESS;
   size_t table = cp->n_slices * sizeof(*cp->slices);
   GMPI_CHECK(cuda_lib_alloc(cp->packed_bytes, &cp->packed));
   GMPI_CHECK(cuda_lib_alloc(table, (void **)&cp->slices));
-  GMPI_CUDA_CHECK(cudaMemcpy(cp->slices, cp->host_slices, table, cudaMemcpyHostToDevice));
+  GMPI_CUDA_CHECK(cudaMemcpyAsync(cp->slices, cp->host_slices, table, cudaMemcpyHostToDevice,
+                                  ((cuda_comm_t *)comm->be)->stream));
   return GMPI_SUCCESS;
 }
 
@@ -204,15 +226,6 @@ static gmpi_status_t capture_packed(gmpi_comm_t comm, struct gmpi_plan *plan, cu
   gmpi_coll_args_t fused = gmpi_plan_fused_args(f, cp->packed);
   GMPI_CHECK(cuda_coll_enqueue(comm, &fused, s));
   return launch_pack(cp, first, f->run_len, &rows, 1, s);
-}
-
-static gmpi_status_t group_start(gmpi_comm_t comm, ncclComm_t nc) {
-  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupStart());
-  return GMPI_SUCCESS;
-}
-static gmpi_status_t group_end(gmpi_comm_t comm, ncclComm_t nc) {
-  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupEnd());
-  return GMPI_SUCCESS;
 }
 
 /* Collective step i: a packed run's first (the whole run), a later member of one (nothing), or
@@ -297,7 +310,7 @@ gmpi_status_t cuda_plan_lower(gmpi_comm_t comm, void *state, struct gmpi_plan *p
     goto free_lowering;
   }
   GMPI_CHECK_GOTO(plan_runs(comm, plan, cp, run), st, free_lowering);
-  GMPI_CHECK_GOTO(alloc_packing(cp), st, free_lowering);
+  GMPI_CHECK_GOTO(alloc_packing(comm, cp), st, free_lowering);
   GMPI_CHECK_GOTO(capture(comm, plan, cp, run), st, free_lowering);
   free(run);
   *lowered = cp;
