@@ -123,6 +123,15 @@ void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */
+/* NCCL groups of sends and receives. A group is ended whatever became of the calls in it:
+ * NCCL refuses a bad call and stays healthy, and a group left open would swallow every later
+ * NCCL call of this thread. cuda_group_end returns status when it is an error (the first
+ * error), else the end's own. cuda_group_pair: the send and the receive with one peer (none
+ * for 0 bytes). */
+gmpi_status_t cuda_group_start(gmpi_comm_t comm, ncclComm_t nc);
+gmpi_status_t cuda_group_end(gmpi_comm_t comm, ncclComm_t nc, gmpi_status_t status);
+gmpi_status_t cuda_group_pair(gmpi_comm_t comm, ncclComm_t nc, int peer, const void *send,
+                              size_t send_bytes, void *recv, size_t recv_bytes, cudaStream_t s);
 /* A collective on device buffers (or none, in stream-ordered mode): run, or enqueue. */
 gmpi_status_t cuda_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a);
 /* Enqueue a device collective on stream s, nothing else (plans capture this). */

@@ -148,23 +148,43 @@ static size_t gather_chunk(const dev_ctx_t *x) {
   return gather_elems(x->a->count, x->comm->size, x->es);
 }
 
+/* ---- NCCL groups of sends and receives ---------------------------------------------------- */
+
+gmpi_status_t cuda_group_start(gmpi_comm_t comm, ncclComm_t nc) {
+  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupStart());
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t cuda_group_end(gmpi_comm_t comm, ncclComm_t nc, gmpi_status_t status) {
+  cuda_nccl_enter(comm, "ncclGroupEnd()");
+  ncclResult_t r = ncclGroupEnd();
+  cuda_nccl_exit(comm);
+  if (status != GMPI_SUCCESS) return status;
+  return r == ncclSuccess ? GMPI_SUCCESS : cuda_nccl_failed(comm, nc, r, "ncclGroupEnd()");
+}
+
+gmpi_status_t cuda_group_pair(gmpi_comm_t comm, ncclComm_t nc, int peer, const void *send,
+                              size_t send_bytes, void *recv, size_t recv_bytes, cudaStream_t s) {
+  if (send_bytes) GMPI_NCCL_ENQUEUE(comm, nc, ncclSend(send, send_bytes, ncclUint8, peer, nc, s));
+  if (recv_bytes) GMPI_NCCL_ENQUEUE(comm, nc, ncclRecv(recv, recv_bytes, ncclUint8, peer, nc, s));
+  return GMPI_SUCCESS;
+}
+
 /* Alltoall and gather of byte blocks: NCCL's ncclAlltoAll/ncclGather where this NCCL has them
  * (2.28 does), else the grouped sends and receives those calls are made of (any NCCL 2.x). */
 static gmpi_status_t grouped_alltoall(dev_ctx_t *x, const void *send, void *recv, size_t block) {
   ncclComm_t nc = x->cc->nccl;
 #ifdef GMPI_HAVE_NCCL_ALLTOALL
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclAlltoAll(send, recv, block, ncclUint8, nc, x->s));
-#else
-  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
-  for (int p = 0; p < x->comm->size; p++) {
-    GMPI_NCCL_ENQUEUE(x->comm, nc,
-                      ncclSend(AT(send, (size_t)p * block), block, ncclUint8, p, nc, x->s));
-    GMPI_NCCL_ENQUEUE(x->comm, nc,
-                      ncclRecv(AT(recv, (size_t)p * block), block, ncclUint8, p, nc, x->s));
-  }
-  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
-#endif
   return GMPI_SUCCESS;
+#else
+  GMPI_CHECK(cuda_group_start(x->comm, nc));
+  gmpi_status_t st = GMPI_SUCCESS;
+  for (int p = 0; p < x->comm->size && st == GMPI_SUCCESS; p++)
+    st = cuda_group_pair(x->comm, nc, p, AT(send, (size_t)p * block), block,
+                         AT(recv, (size_t)p * block), block, x->s);
+  return cuda_group_end(x->comm, nc, st);
+#endif
 }
 
 static gmpi_status_t grouped_gather(dev_ctx_t *x, const void *send, void *recv, size_t block,
@@ -172,16 +192,14 @@ static gmpi_status_t grouped_gather(dev_ctx_t *x, const void *send, void *recv, 
   ncclComm_t nc = x->cc->nccl;
 #ifdef GMPI_HAVE_NCCL_GATHER
   GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGather(send, recv, block, ncclUint8, root, nc, x->s));
-#else
-  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
-  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclSend(send, block, ncclUint8, root, nc, x->s));
-  if (x->comm->rank == root)
-    for (int p = 0; p < x->comm->size; p++)
-      GMPI_NCCL_ENQUEUE(x->comm, nc,
-                        ncclRecv(AT(recv, (size_t)p * block), block, ncclUint8, p, nc, x->s));
-  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
-#endif
   return GMPI_SUCCESS;
+#else
+  GMPI_CHECK(cuda_group_start(x->comm, nc));
+  gmpi_status_t st = cuda_group_pair(x->comm, nc, root, send, block, NULL, 0, x->s);
+  for (int p = 0; x->comm->rank == root && p < x->comm->size && st == GMPI_SUCCESS; p++)
+    st = cuda_group_pair(x->comm, nc, p, NULL, 0, AT(recv, (size_t)p * block), block, x->s);
+  return cuda_group_end(x->comm, nc, st);
+#endif
 }
 
 static gmpi_status_t reduce_kernel(dev_ctx_t *x, const void *gathered, void *out, size_t len) {
@@ -227,15 +245,12 @@ static gmpi_status_t gather_reduce_scatter(dev_ctx_t *x, void *out) {
       break;
     }
     /* block p's chunk goes to rank p: strided sends, not an alltoall's layout */
-    GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
-    for (int p = 0; p < x->comm->size; p++) {
-      GMPI_NCCL_ENQUEUE(
-          x->comm, nc,
-          ncclSend(AT(a->sendbuf, ((size_t)p * n + off) * x->es), b, ncclUint8, p, nc, x->s));
-      GMPI_NCCL_ENQUEUE(x->comm, nc,
-                        ncclRecv(AT(scratch, (size_t)p * b), b, ncclUint8, p, nc, x->s));
-    }
-    GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
+    GMPI_CHECK(cuda_group_start(x->comm, nc));
+    gmpi_status_t st = GMPI_SUCCESS;
+    for (int p = 0; p < x->comm->size && st == GMPI_SUCCESS; p++)
+      st = cuda_group_pair(x->comm, nc, p, AT(a->sendbuf, ((size_t)p * n + off) * x->es), b,
+                           AT(scratch, (size_t)p * b), b, x->s);
+    GMPI_CHECK(cuda_group_end(x->comm, nc, st));
     GMPI_CHECK(reduce_kernel(x, scratch, AT(out, off * x->es), len));
   }
   return GMPI_SUCCESS;
@@ -343,17 +358,16 @@ static gmpi_status_t dev_scatter(dev_ctx_t *x) {
 #ifdef GMPI_HAVE_NCCL_SCATTER
   GMPI_NCCL_ENQUEUE(x->comm, nc,
                     ncclScatter(a->sendbuf, recv, x->bytes, ncclUint8, a->root, nc, x->s));
-#else
-  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
-  if (x->comm->rank == a->root)
-    for (int p = 0; p < x->comm->size; p++)
-      GMPI_NCCL_ENQUEUE(
-          x->comm, nc,
-          ncclSend(AT(a->sendbuf, (size_t)p * x->bytes), x->bytes, ncclUint8, p, nc, x->s));
-  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclRecv(recv, x->bytes, ncclUint8, a->root, nc, x->s));
-  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
-#endif
   return GMPI_SUCCESS;
+#else
+  GMPI_CHECK(cuda_group_start(x->comm, nc));
+  gmpi_status_t st = GMPI_SUCCESS;
+  for (int p = 0; x->comm->rank == a->root && p < x->comm->size && st == GMPI_SUCCESS; p++)
+    st = cuda_group_pair(x->comm, nc, p, AT(a->sendbuf, (size_t)p * x->bytes), x->bytes, NULL, 0,
+                         x->s);
+  if (st == GMPI_SUCCESS) st = cuda_group_pair(x->comm, nc, a->root, NULL, 0, recv, x->bytes, x->s);
+  return cuda_group_end(x->comm, nc, st);
+#endif
 }
 
 /* Allgatherv, gatherv, scatterv, alltoallv: what this rank sends to and receives from each
@@ -376,21 +390,15 @@ static gmpi_status_t dev_exchange(dev_ctx_t *x) {
     GMPI_CUDA_CHECK(cudaMemcpyAsync(AT(recv, self.recv_displ * x->es),
                                     AT(send, self.send_displ * x->es), self.recv_count * x->es,
                                     cudaMemcpyDeviceToDevice, x->s));
-  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupStart());
-  for (int p = 0; p < n; p++) {
+  GMPI_CHECK(cuda_group_start(x->comm, nc));
+  gmpi_status_t st = GMPI_SUCCESS;
+  for (int p = 0; p < n && st == GMPI_SUCCESS; p++) {
     if (p == me) continue;
     gmpi_coll_pair_t q = gmpi_coll_pair(x->comm, a, p);
-    if (q.send_count)
-      GMPI_NCCL_ENQUEUE(
-          x->comm, nc,
-          ncclSend(AT(send, q.send_displ * x->es), q.send_count * x->es, ncclUint8, p, nc, x->s));
-    if (q.recv_count)
-      GMPI_NCCL_ENQUEUE(
-          x->comm, nc,
-          ncclRecv(AT(recv, q.recv_displ * x->es), q.recv_count * x->es, ncclUint8, p, nc, x->s));
+    st = cuda_group_pair(x->comm, nc, p, AT(send, q.send_displ * x->es), q.send_count * x->es,
+                         AT(recv, q.recv_displ * x->es), q.recv_count * x->es, x->s);
   }
-  GMPI_NCCL_ENQUEUE(x->comm, nc, ncclGroupEnd());
-  return GMPI_SUCCESS;
+  return cuda_group_end(x->comm, nc, st);
 }
 
 /* Reduce-scatter with per-rank counts: one reduce per rank (NCCL has no reduce_scatterv), each

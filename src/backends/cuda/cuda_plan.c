@@ -76,27 +76,14 @@ static gmpi_status_t presize_scratch(gmpi_comm_t comm, struct gmpi_plan *plan) {
   return need ? cuda_comm_scratch(comm->be, need, &unused) : GMPI_SUCCESS;
 }
 
-static gmpi_status_t group_start(gmpi_comm_t comm, ncclComm_t nc) {
-  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupStart());
-  return GMPI_SUCCESS;
-}
-static gmpi_status_t group_end(gmpi_comm_t comm, ncclComm_t nc) {
-  GMPI_NCCL_ENQUEUE(comm, nc, ncclGroupEnd());
-  return GMPI_SUCCESS;
-}
-
 /* One point-to-point step of a group, its NCCL call (none for 0 bytes). */
 static gmpi_status_t capture_p2p_step(gmpi_comm_t comm, ncclComm_t nc, gmpi_plan_step_t *st, int g,
                                       cudaStream_t s) {
   int send = st->kind == PLAN_SEND;
   snprintf(st->lowered, sizeof(st->lowered), "%s (NCCL group %d)", send ? "ncclSend" : "ncclRecv",
            g);
-  if (!st->bytes) return GMPI_SUCCESS;
-  if (send)
-    GMPI_NCCL_ENQUEUE(comm, nc, ncclSend(st->p2p.buf, st->bytes, ncclUint8, st->peer, nc, s));
-  else
-    GMPI_NCCL_ENQUEUE(comm, nc, ncclRecv(st->p2p.buf, st->bytes, ncclUint8, st->peer, nc, s));
-  return GMPI_SUCCESS;
+  return cuda_group_pair(comm, nc, st->peer, st->p2p.buf, send ? st->bytes : 0, st->p2p.buf,
+                         send ? 0 : st->bytes, s);
 }
 
 /* The point-to-point steps of group g, as one NCCL group, ended also when a call in it failed
@@ -104,15 +91,14 @@ static gmpi_status_t capture_p2p_step(gmpi_comm_t comm, ncclComm_t nc, gmpi_plan
 static gmpi_status_t capture_p2p_group(gmpi_comm_t comm, struct gmpi_plan *plan, int g,
                                        cudaStream_t s) {
   ncclComm_t nc = ((cuda_comm_t *)comm->be)->nccl;
-  GMPI_CHECK(group_start(comm, nc));
+  GMPI_CHECK(cuda_group_start(comm, nc));
   gmpi_status_t status = GMPI_SUCCESS;
   for (int i = 0; i < plan->n_steps && status == GMPI_SUCCESS; i++) {
     gmpi_plan_step_t *st = &plan->steps[i];
     if (st->group != g || (st->kind != PLAN_SEND && st->kind != PLAN_RECV)) continue;
     status = capture_p2p_step(comm, nc, st, g, s);
   }
-  gmpi_status_t end = group_end(comm, nc);
-  return status != GMPI_SUCCESS ? status : end;
+  return cuda_group_end(comm, nc, status);
 }
 
 /* Why the run that starts at step first stays separate NCCL calls, NULL when it is packed.
@@ -241,15 +227,14 @@ static gmpi_status_t capture_coll(gmpi_comm_t comm, struct gmpi_plan *plan, cuda
   ncclComm_t nc = ((cuda_comm_t *)comm->be)->nccl;
   int grouped = run[i] >= 0 && i + 1 < plan->n_steps && run[i + 1] == run[i];
   if (grouped && !*in_group) {
-    GMPI_CHECK(group_start(comm, nc));
+    GMPI_CHECK(cuda_group_start(comm, nc));
     *in_group = 1;
   }
   snprintf(st->lowered, sizeof(st->lowered), "%s%s", nccl_name[st->coll.kind],
            *in_group ? " (grouped)" : "");
   gmpi_status_t status = cuda_coll_enqueue(comm, &st->coll, s);
   if (*in_group && (!grouped || status != GMPI_SUCCESS)) {
-    gmpi_status_t end = group_end(comm, nc);
-    if (status == GMPI_SUCCESS) status = end;
+    status = cuda_group_end(comm, nc, status);
     *in_group = 0;
   }
   return status;
@@ -271,10 +256,8 @@ static gmpi_status_t capture_steps(gmpi_comm_t comm, struct gmpi_plan *plan, cud
       last_group = st->group;
     }
   }
-  if (in_group) { /* only a step that failed can leave one open */
-    gmpi_status_t end = group_end(comm, ((cuda_comm_t *)comm->be)->nccl);
-    if (status == GMPI_SUCCESS) status = end;
-  }
+  if (in_group) /* only a step that failed can leave one open */
+    status = cuda_group_end(comm, ((cuda_comm_t *)comm->be)->nccl, status);
   return status;
 }
 
