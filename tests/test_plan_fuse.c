@@ -295,6 +295,32 @@ static void plan_equals_eager(const char *what, seq_fn seq, const char *fused_wo
   bufs_free(&p);
 }
 
+/* GMPI_PLAN_PACK_BYTES decides how every rank moves a fused run, so a plan compiled where it
+ * differs fails on every rank, naming the variable (rank 0 sets it to 0, the others keep
+ * theirs; a comm reads it at its gmpi_init). */
+static void pack_bytes_disagree(void) {
+  if (size < 2) return;
+  char *saved = getenv("GMPI_PLAN_PACK_BYTES") ? strdup(getenv("GMPI_PLAN_PACK_BYTES")) : NULL;
+  if (rank == 0) setenv("GMPI_PLAN_PACK_BYTES", saved && !strcmp(saved, "0") ? "4096" : "0", 1);
+  gmpi_comm_t c = NULL;
+  T_OK(gmpi_init(MPI_COMM_WORLD, &c));
+  if (saved)
+    setenv("GMPI_PLAN_PACK_BYTES", saved, 1);
+  else
+    unsetenv("GMPI_PLAN_PACK_BYTES");
+  free(saved);
+  float *x = t_alloc(4 * sizeof(float));
+  gmpi_plan_t plan = NULL;
+  T_OK(gmpi_plan_begin(c));
+  T_OK(gmpi_allreduce(x, x, 2, GMPI_FLOAT32, GMPI_SUM, c));
+  T_OK(gmpi_allreduce(x + 2, x + 2, 2, GMPI_FLOAT32, GMPI_SUM, c));
+  T_EQ_INT(gmpi_plan_end(c, &plan), GMPI_ERR_MISMATCH);
+  T_ERROR_MENTIONS("GMPI_PLAN_PACK_BYTES");
+  T_EQ_PTR(plan, NULL);
+  t_free(x);
+  T_OK(gmpi_finalize(&c));
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   gmpi_comm_rank(comm, &rank);
@@ -325,5 +351,6 @@ int main(int argc, char **argv) {
   /* 12 int8 sums of 1, 3, 5, 7 elements: 48 bytes */
   plan_equals_eager("1-, 2- and 16-byte elements, integer averages", seq_sizes,
                     "(12 fused, packed, 48 B)", 7);
+  pack_bytes_disagree();
   return t_finish("plan fusion");
 }

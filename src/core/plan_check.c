@@ -11,6 +11,7 @@
  * fixed once for all replays. */
 #include "plan_check.h"
 
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -422,14 +423,56 @@ static void free_view(plan_view_t *v) {
   free(v->unwaited);
 }
 
-/* Gather everything (one allgatherv: a header int pair, then the steps). */
+/* What each rank sends ahead of its steps. pack_bytes: GMPI_PLAN_PACK_BYTES, which decides how
+ * a fused run is moved and so must agree (a rank packing a run its peers move as separate calls
+ * would hang or mix their data). 16 bytes: the steps after it stay 8-byte aligned. */
+typedef struct {
+  int32_t n, unwaited;
+  uint64_t pack_bytes;
+} wire_head_t;
+
+/* Rank r's piece of the gathered blob: its header read, its length checked against the steps it
+ * says it holds (another rank's data is input: never indexed past what arrived). */
+static gmpi_status_t read_piece(plan_view_t *v, int r, const char *at, size_t len,
+                                wire_head_t *head) {
+  if (len < sizeof(*head))
+    return gmpi_error(GMPI_ERR_INTERNAL, "plan: rank %d sent %zu bytes, less than a header", r,
+                      len);
+  memcpy(head, at, sizeof(*head));
+  if (head->n < 0 || (size_t)head->n != (len - sizeof(*head)) / sizeof(wire_step_t) ||
+      (len - sizeof(*head)) % sizeof(wire_step_t))
+    return gmpi_error(GMPI_ERR_INTERNAL, "plan: rank %d sent %zu bytes for %d steps", r, len,
+                      head->n);
+  v->n[r] = head->n;
+  v->unwaited[r] = head->unwaited;
+  v->step[r] = (wire_step_t *)(at + sizeof(*head)); /* 8-byte aligned: offsets are too */
+  v->match_rank[r] = calloc((size_t)head->n + 1, sizeof(int));
+  v->match_step[r] = calloc((size_t)head->n + 1, sizeof(int));
+  v->group[r] = calloc((size_t)head->n + 1, sizeof(int));
+  if (!v->match_rank[r] || !v->match_step[r] || !v->group[r])
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory for the gathered plan");
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t same_pack_bytes(int r, uint64_t theirs, uint64_t mine) {
+  if (theirs == mine) return GMPI_SUCCESS;
+  char t[32] = "unset", m[32] = "unset";
+  if (theirs != (uint64_t)GMPI_PLAN_PACK_BACKEND) snprintf(t, sizeof(t), "%" PRIu64, theirs);
+  if (mine != (uint64_t)GMPI_PLAN_PACK_BACKEND) snprintf(m, sizeof(m), "%" PRIu64, mine);
+  return gmpi_error(GMPI_ERR_MISMATCH,
+                    "plan: GMPI_PLAN_PACK_BYTES is %s on rank %d and %s here: it must be the "
+                    "same on every rank",
+                    t, r, m);
+}
+
+/* Gather everything (one allgatherv: a header, then the steps). */
 static gmpi_status_t gather_view(gmpi_comm_t comm, const gmpi_plan_step_t *steps, int n,
                                  int unwaited, const uint8_t *reach, plan_view_t *v, void **blob) {
-  size_t bytes = 2 * sizeof(int32_t) + (size_t)n * sizeof(wire_step_t);
+  wire_head_t head = {n, unwaited, (uint64_t)comm->cfg.plan_pack_bytes};
+  size_t bytes = sizeof(head) + (size_t)n * sizeof(wire_step_t);
   char *mine = malloc(bytes);
   if (!mine) return gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory for %d steps", n);
-  int32_t head[2] = {n, unwaited};
-  memcpy(mine, head, sizeof(head));
+  memcpy(mine, &head, sizeof(head));
   for (int i = 0; i < n; i++) {
     wire_step_t w = to_wire(&steps[i]);
     w.reach = reach[i];
@@ -447,26 +490,15 @@ static gmpi_status_t gather_view(gmpi_comm_t comm, const gmpi_plan_step_t *steps
   v->match_rank = calloc((size_t)p, sizeof(int *));
   v->match_step = calloc((size_t)p, sizeof(int *));
   v->group = calloc((size_t)p, sizeof(int *));
-  if (!v->n || !v->unwaited || !v->step || !v->match_rank || !v->match_step || !v->group) {
-    free(offs);
-    return gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory for the gathered plan");
-  }
-  for (int r = 0; r < p; r++) {
-    char *at = (char *)*blob + offs[r];
-    memcpy(head, at, sizeof(head));
-    v->n[r] = head[0];
-    v->unwaited[r] = head[1];
-    v->step[r] = (wire_step_t *)(at + sizeof(head)); /* 8-byte aligned: offsets are too */
-    v->match_rank[r] = calloc((size_t)head[0] + 1, sizeof(int));
-    v->match_step[r] = calloc((size_t)head[0] + 1, sizeof(int));
-    v->group[r] = calloc((size_t)head[0] + 1, sizeof(int));
-    if (!v->match_rank[r] || !v->match_step[r] || !v->group[r]) {
-      free(offs);
-      return gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory for the gathered plan");
-    }
+  if (!v->n || !v->unwaited || !v->step || !v->match_rank || !v->match_step || !v->group)
+    st = gmpi_error(GMPI_ERR_NO_MEMORY, "plan: no memory for the gathered plan");
+  for (int r = 0; r < p && st == GMPI_SUCCESS; r++) {
+    wire_head_t theirs;
+    st = read_piece(v, r, (char *)*blob + offs[r], offs[r + 1] - offs[r], &theirs);
+    if (st == GMPI_SUCCESS) st = same_pack_bytes(r, theirs.pack_bytes, head.pack_bytes);
   }
   free(offs);
-  return GMPI_SUCCESS;
+  return st;
 }
 
 gmpi_status_t gmpi_plan_check(gmpi_comm_t comm, gmpi_plan_step_t *steps, int n, int unwaited,
