@@ -85,18 +85,30 @@ static gmpi_status_t event_passed(cudaEvent_t ev, int *passed) {
   return GMPI_SUCCESS;
 }
 
+/* A host end's copy, its source ready: on host_copies, an event after it. A failure leaves
+ * it unissued (the engine cancels it). */
+static gmpi_status_t copy_issue(copy_t *c) {
+  cudaStream_t s = c->p->host_copies;
+  cudaEvent_t done;
+  GMPI_CHECK(cuda_event_take(c->p->cc, &done));
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDefault, s), st,
+                       give_done);
+  GMPI_CUDA_CHECK_GOTO(cudaEventRecord(done, s), st, give_done);
+  c->done = done;
+  return GMPI_SUCCESS;
+give_done:
+  cuda_event_give(c->p->cc, done);
+  return st;
+}
+
 static gmpi_status_t copy_test(copy_t *c, int *done) {
   *done = 0;
   if (!c->done) { /* waits for its post's place on the program's stream */
     int passed = 0;
     GMPI_CHECK(event_passed(c->ready, &passed));
     if (!passed) return GMPI_SUCCESS;
-    if (c->bytes) { /* issued now: it waits for the copy engine alone */
-      cudaStream_t s = c->p->host_copies;
-      GMPI_CHECK(cuda_event_take(c->p->cc, &c->done));
-      GMPI_CUDA_CHECK(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDefault, s));
-      GMPI_CUDA_CHECK(cudaEventRecord(c->done, s));
-    }
+    if (c->bytes) GMPI_CHECK(copy_issue(c)); /* it waits for the copy engine alone */
   }
   int passed = 1;
   if (c->done) GMPI_CHECK(event_passed(c->done, &passed));
