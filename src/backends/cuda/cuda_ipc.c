@@ -70,7 +70,10 @@ size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob) {
   return sizeof(b);
 }
 
-/* Close every mapping of peer's memory, after the pulls in flight (they run on p->stream). */
+/* Close every mapping of peer's memory, after the pulls in flight (they run on p->stream).
+ * Not covered: a pull into host memory still waiting for the program's stream (not yet issued
+ * on host_copies) from a mapping closed here would read it after the close; it needs a comm
+ * matching across kinds, a host receive buffer and the peer reusing freed memory meanwhile. */
 static void close_peer(cuda_p2p_t *p, int peer) {
   cudaStreamSynchronize(p->stream);
   for (opened_t **link = &p->ipc->opened; *link;) {
