@@ -20,10 +20,15 @@
 
 #define WIRE_MAX (sizeof(wire_t) + GMPI_ENV_EAGER_BYTES)
 
-/* An envelope on its way out; the channel reads it until op completes. */
+struct env_send;
+
+/* An envelope on its way out. A message's waits in its peer's held queue until its data is
+ * ready (answers skip it); then the channel reads it until op completes. */
 typedef struct out_msg {
-  struct out_msg *next;
+  struct out_msg *next; /* the peer's held queue, then the engine's out list */
   gmpi_chan_op_t *op;
+  void *ready;           /* mover handle: the eager copy or the exposure still running */
+  struct env_send *send; /* eager: the send its copy completes (NULL once abandoned) */
   wire_t w;
   unsigned char payload[]; /* eager data, right after the header */
 } out_msg_t;
@@ -40,9 +45,11 @@ typedef struct env_msg {
   gmpi_request_t req;       /* the receive it is matched to, or NULL */
   gmpi_request_t self_send; /* P_SELF: the send whose buffer holds the data */
   void *dst;                /* rendezvous: the receive's buffer, kept if the receive is given up */
-  void *handle;             /* pull or link transfer in flight */
-  int orphan;               /* its receive was abandoned while the data moved */
-  struct env_msg *next;     /* the moving list, or its peer's awaiting-GO list */
+  void *handle;             /* pull, link transfer or copy into the receive buffer in flight */
+  void *filling;            /* self eager: the copy from the sender's buffer into data */
+  struct env_send *fill_send; /* self eager: the send that copy completes (NULL: abandoned) */
+  int orphan;                 /* its receive was abandoned while the data moved */
+  struct env_msg *next; /* the moving list, its peer's awaiting-GO list, or the held self list */
 } env_msg_t;
 
 typedef struct {
@@ -55,9 +62,11 @@ typedef struct {
 typedef struct env_send {
   proto_t proto;
   uint64_t seq;
-  int complete;        /* eager: at once; pull: at FIN; link: transfer done or FIN */
-  void *handle;        /* link transfer in flight */
-  env_msg_t *self_msg; /* P_SELF: the message until it is delivered */
+  int complete;         /* eager: copy done; pull: at FIN; link: transfer done or FIN */
+  void *handle;         /* link transfer in flight */
+  env_msg_t *self_msg;  /* P_SELF: the message until it is delivered */
+  out_msg_t *held_out;  /* eager: its envelope while the copy runs */
+  env_msg_t *held_self; /* self eager: its message while the copy runs */
   gmpi_request_t req;
   struct env_send *next; /* its peer's list of sends waiting for the receiver */
 } env_send_t;
@@ -68,6 +77,7 @@ typedef struct {
   int link_ready;                     /* opened (leader) or joined (follower) */
   env_send_t *waiting;                /* rendezvous sends not yet matched by the receiver */
   env_msg_t *awaiting_go;             /* follower receiver: matched, waiting for a position */
+  out_msg_t *held, *held_tail;        /* message envelopes not yet sent, in sequence order */
 } env_peer_t;
 
 struct gmpi_envelope_engine {
@@ -80,15 +90,17 @@ struct gmpi_envelope_engine {
   env_peer_t *peers; /* one per rank */
   unsigned char *in_buf[N_POSTED];
   gmpi_chan_op_t *in_op[N_POSTED];
-  int in_head;       /* the posted receive the channel fills next */
-  out_msg_t *out;    /* envelopes the channel is still sending */
-  env_msg_t *moving; /* receiver side transfers in flight */
-  int busy;          /* progress is running (a mover's wait may call back in) */
+  int in_head;                           /* the posted receive the channel fills next */
+  out_msg_t *out;                        /* envelopes the channel is still sending */
+  env_msg_t *moving;                     /* receiver side transfers and copies in flight */
+  int n_held;                            /* message envelopes held, all peers */
+  env_msg_t *self_held, *self_held_tail; /* self messages not yet known to the matcher */
   /* Everything above, the mover's context and the control channel are touched only under
-   * this lock (recursive: a mover's wait drives every engine, this one included, and finds
-   * it busy). The comm's own thread takes it to post, test, probe and abandon; a wait of any
-   * other thread driving every engine (core/progress.h) only tries it and skips the engine
-   * when it is held -- its holder is making the progress. */
+   * this lock. A thread takes it to post, test, probe, cancel and abandon; a wait of any
+   * thread driving every engine (core/progress.h) only tries it and skips the engine when it
+   * is held -- its holder is making the progress. Nothing done under it waits or drives
+   * progress (mover calls only start work: core/mover.h), so it is never taken twice by one
+   * thread and is an ordinary mutex. */
   pthread_mutex_t lock;
 };
 
@@ -181,34 +193,49 @@ static gmpi_status_t judge(struct gmpi_envelope_engine *env, const env_msg_t *ms
   return GMPI_SUCCESS;
 }
 
-/* Deliver a message whose data is here already (eager) or in our own sender's buffer. */
-static gmpi_status_t deliver_local(struct gmpi_envelope_engine *env, env_msg_t *msg,
-                                   gmpi_status_t verdict) {
-  gmpi_request_t req = msg->req;
-  gmpi_status_t st = verdict;
-  if (st == GMPI_SUCCESS && msg->m.bytes) {
-    if (msg->data)
-      st = env->mover->from_host(env->mctx, req->args.buf, msg->data, msg->m.bytes);
-    else if (msg->self_send)
-      st = env->mover->self_copy(env->mctx, req->args.buf, msg->self_send->args.buf, msg->m.bytes);
-    else
-      st = gmpi_error(GMPI_ERR_STATE,
-                      "irecv from rank %d tag %d: the matching send was abandoned after a failure",
-                      msg->m.source, msg->m.tag);
-  }
+static void start_moving(struct gmpi_envelope_engine *env, env_msg_t *msg) {
+  msg->next = env->moving;
+  env->moving = msg;
+}
+
+/* A message's data is in its receive buffer (or refused, result saying why): the receive is
+ * done, a self send whose buffer held the data too, and a pulled sender is told. */
+static gmpi_status_t landed(struct gmpi_envelope_engine *env, env_msg_t *msg,
+                            gmpi_status_t result) {
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (msg->proto == P_PULL) st = send_ctrl(env, msg->m.source, W_FIN, msg->m.seq, 0, NULL, 0);
   if (msg->self_send) {
     env_send_t *es = msg->self_send->be;
     es->self_msg = NULL;
     es->complete = 1;
   }
-  complete_recv(req, msg, st);
+  if (!msg->orphan) complete_recv(msg->req, msg, result);
   free_msg(msg);
-  return GMPI_SUCCESS;
+  return st;
 }
 
-static void start_moving(struct gmpi_envelope_engine *env, env_msg_t *msg) {
-  msg->next = env->moving;
-  env->moving = msg;
+/* Deliver a message whose data is here already (eager) or in our own sender's buffer: start
+ * the copy into the receive buffer; the receive is done when it has landed. */
+static gmpi_status_t deliver_local(struct gmpi_envelope_engine *env, env_msg_t *msg,
+                                   gmpi_status_t verdict) {
+  gmpi_request_t req = msg->req;
+  gmpi_status_t st = verdict;
+  void *copy = NULL;
+  if (st == GMPI_SUCCESS && msg->m.bytes) {
+    if (msg->data)
+      st = env->mover->from_host(env->mctx, req->args.buf, msg->data, msg->m.bytes, &copy);
+    else if (msg->self_send)
+      st = env->mover->self_copy(env->mctx, req->args.buf, msg->self_send->args.buf, msg->m.bytes,
+                                 &copy);
+    else
+      st = gmpi_error(GMPI_ERR_STATE,
+                      "irecv from rank %d tag %d: the matching send was abandoned after a failure",
+                      msg->m.source, msg->m.tag);
+  }
+  if (!copy) return landed(env, msg, st);
+  msg->handle = copy;
+  start_moving(env, msg);
+  return GMPI_SUCCESS;
 }
 
 /* The leader's next position on the link to peer; opens the link the first time, writing the
@@ -284,15 +311,6 @@ static gmpi_status_t bind(struct gmpi_envelope_engine *env, env_msg_t *msg, gmpi
   return start_rendezvous(env, msg, verdict);
 }
 
-/* A pull or link receive finished. */
-static gmpi_status_t landed(struct gmpi_envelope_engine *env, env_msg_t *msg) {
-  if (msg->proto == P_PULL)
-    GMPI_CHECK(send_ctrl(env, msg->m.source, W_FIN, msg->m.seq, 0, NULL, 0));
-  if (!msg->orphan) complete_recv(msg->req, msg, GMPI_SUCCESS);
-  free_msg(msg);
-  return GMPI_SUCCESS;
-}
-
 static gmpi_status_t test_moving(struct gmpi_envelope_engine *env) {
   for (env_msg_t **link = &env->moving; *link;) {
     env_msg_t *msg = *link;
@@ -304,7 +322,7 @@ static gmpi_status_t test_moving(struct gmpi_envelope_engine *env) {
     }
     msg->handle = NULL;
     *link = msg->next;
-    GMPI_CHECK(landed(env, msg));
+    GMPI_CHECK(landed(env, msg, GMPI_SUCCESS));
   }
   return GMPI_SUCCESS;
 }
@@ -459,15 +477,92 @@ static gmpi_status_t poll_envelopes(struct gmpi_envelope_engine *env) {
   }
 }
 
+/* ---- messages held until their data is ready ------------------------------------------- */
+
+/* A message's envelope waits in its peer's queue: its eager copy or its exposure runs, or one
+ * ahead of it still waits. Receivers take a sender's envelopes in sequence order, so the
+ * queue keeps that order: a pending copy never lets a later message overtake it. Answers
+ * (FIN, RTR, CTS, GO) go out at once -- none depends on a message envelope sent after it,
+ * and one held behind a pending copy could hold up a peer the copy waits for. */
+static void hold(struct gmpi_envelope_engine *env, int dest, out_msg_t *o) {
+  env_peer_t *p = &env->peers[dest];
+  if (p->held_tail)
+    p->held_tail->next = o;
+  else
+    p->held = o;
+  p->held_tail = o;
+  env->n_held++;
+}
+
+/* Has handle (NULL: nothing was running) finished? Released when it has. */
+static gmpi_status_t ready_now(struct gmpi_envelope_engine *env, void **handle, int *ready) {
+  *ready = 1;
+  if (!*handle) return GMPI_SUCCESS;
+  GMPI_CHECK(env->mover->test(env->mctx, *handle, ready));
+  if (*ready) *handle = NULL;
+  return GMPI_SUCCESS;
+}
+
+/* Send dest's held envelopes whose data is ready, in order, up to the first still waiting. */
+static gmpi_status_t flush_peer(struct gmpi_envelope_engine *env, int dest) {
+  env_peer_t *p = &env->peers[dest];
+  while (p->held) {
+    out_msg_t *o = p->held;
+    int ready = 0;
+    GMPI_CHECK(ready_now(env, &o->ready, &ready));
+    if (!ready) return GMPI_SUCCESS;
+    p->held = o->next;
+    if (!p->held) p->held_tail = NULL;
+    env->n_held--;
+    if (o->send) { /* the eager copy has the data: the sender's buffer is free */
+      o->send->complete = 1;
+      o->send->held_out = NULL;
+      o->send = NULL;
+    }
+    o->next = NULL;
+    GMPI_CHECK(send_out(env, dest, o, o->w.kind == W_EAGER ? o->w.bytes : 0));
+  }
+  return GMPI_SUCCESS;
+}
+
+/* Self messages reach the matcher in the order they were sent, each once its eager copy
+ * holds the data (or at once: a larger one is read from the sender's buffer). */
+static gmpi_status_t flush_self(struct gmpi_envelope_engine *env) {
+  while (env->self_held) {
+    env_msg_t *msg = env->self_held;
+    int ready = 0;
+    GMPI_CHECK(ready_now(env, &msg->filling, &ready));
+    if (!ready) return GMPI_SUCCESS;
+    env->self_held = msg->next;
+    if (!env->self_held) env->self_held_tail = NULL;
+    msg->next = NULL;
+    if (msg->fill_send) {
+      msg->fill_send->complete = 1;
+      msg->fill_send->held_self = NULL;
+      msg->fill_send = NULL;
+    }
+    GMPI_CHECK(arrive(env, msg));
+  }
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t flush_held(struct gmpi_envelope_engine *env) {
+  GMPI_CHECK(flush_self(env));
+  for (int p = 0; env->n_held && p < env->comm->size; p++)
+    GMPI_CHECK(flush_peer(env, p));
+  return GMPI_SUCCESS;
+}
+
+/* ---- progress --------------------------------------------------------------------------- */
+
+/* Every mover call here only starts or tests work (core/mover.h): nothing reached from here
+ * waits or drives progress, so no progress ever runs inside another on this engine. */
 static gmpi_status_t progress(struct gmpi_envelope_engine *env) {
-  if (env->busy) return GMPI_SUCCESS;
-  env->busy = 1;
-  gmpi_status_t st = poll_envelopes(env);
-  if (st == GMPI_SUCCESS && env->mover->progress) st = env->mover->progress(env->mctx);
-  if (st == GMPI_SUCCESS) st = test_moving(env);
-  if (st == GMPI_SUCCESS) st = test_out(env);
-  env->busy = 0;
-  return st;
+  GMPI_CHECK(poll_envelopes(env));
+  if (env->mover->progress) GMPI_CHECK(env->mover->progress(env->mctx));
+  GMPI_CHECK(flush_held(env));
+  GMPI_CHECK(test_moving(env));
+  return test_out(env);
 }
 
 /* Called by every wait in gmpi (core/progress.h), whatever it waits for, on any thread. */
@@ -519,10 +614,10 @@ static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_reque
   msg->proto = P_SELF;
   gmpi_status_t st = GMPI_SUCCESS;
   if (bytes <= GMPI_ENV_EAGER_BYTES && !a->sync) {
-    es->complete = 1;
     if (bytes && !(msg->data = malloc(bytes)))
       st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %zu-byte self message", bytes);
-    if (st == GMPI_SUCCESS && bytes) st = env->mover->to_host(env->mctx, msg->data, a->buf, bytes);
+    if (st == GMPI_SUCCESS && bytes)
+      st = env->mover->to_host(env->mctx, msg->data, a->buf, bytes, &msg->filling);
   } else {
     msg->self_send = req;
     es->self_msg = msg;
@@ -531,7 +626,18 @@ static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_reque
     free_msg(msg);
     return st;
   }
-  return arrive(env, msg);
+  if (msg->filling) { /* complete once the copy has the data */
+    msg->fill_send = es;
+    es->held_self = msg;
+  } else if (!msg->self_send) {
+    es->complete = 1;
+  }
+  if (env->self_held_tail)
+    env->self_held_tail->next = msg;
+  else
+    env->self_held = msg;
+  env->self_held_tail = msg;
+  return GMPI_SUCCESS;
 }
 
 static gmpi_status_t post_eager(struct gmpi_envelope_engine *env, const gmpi_p2p_args_t *a,
@@ -541,22 +647,29 @@ static gmpi_status_t post_eager(struct gmpi_envelope_engine *env, const gmpi_p2p
   o->w = (wire_t){
       .kind = W_EAGER, .tag = a->tag, .dtype = (int32_t)a->dtype, .bytes = bytes, .seq = es->seq};
   if (bytes) {
-    gmpi_status_t st = env->mover->to_host(env->mctx, o->payload, a->buf, bytes);
+    gmpi_status_t st = env->mover->to_host(env->mctx, o->payload, a->buf, bytes, &o->ready);
     if (st != GMPI_SUCCESS) {
       free(o);
       return st;
     }
   }
-  es->complete = 1;
-  return send_out(env, a->peer, o, bytes);
+  if (o->ready) { /* complete once the copy has the data */
+    o->send = es;
+    es->held_out = o;
+  } else {
+    es->complete = 1;
+  }
+  hold(env, a->peer, o);
+  return GMPI_SUCCESS;
 }
 
 static gmpi_status_t post_rendezvous(struct gmpi_envelope_engine *env, const gmpi_p2p_args_t *a,
                                      env_send_t *es, size_t bytes) {
   out_msg_t *o = NULL;
   GMPI_CHECK(new_out(0, &o));
-  size_t blob_len =
-      env->mover->expose ? env->mover->expose(env->mctx, a->peer, a->buf, bytes, o->w.blob) : 0;
+  size_t blob_len = env->mover->expose ? env->mover->expose(env->mctx, a->peer, a->buf, bytes,
+                                                            o->w.blob, &o->ready)
+                                       : 0;
   es->proto = blob_len ? P_PULL : P_LINK;
   o->w.kind = blob_len ? W_RTS_PULL : W_RTS_LINK;
   o->w.tag = a->tag;
@@ -567,7 +680,8 @@ static gmpi_status_t post_rendezvous(struct gmpi_envelope_engine *env, const gmp
   env_peer_t *p = &env->peers[a->peer];
   es->next = p->waiting;
   p->waiting = es;
-  return send_out(env, a->peer, o, 0);
+  hold(env, a->peer, o);
+  return GMPI_SUCCESS;
 }
 
 static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t req) {
@@ -658,12 +772,14 @@ gmpi_status_t gmpi_env_test(struct gmpi_envelope_engine *env, gmpi_request_t req
   return st;
 }
 
+/* A send given up. What it started goes on without it: a held envelope is still sent once its
+ * copy lands (its peer counts sequence numbers), and a self message still arrives. */
 static void abandon_send(struct gmpi_envelope_engine *env, env_send_t *es) {
   if (es->handle) env->mover->cancel(env->mctx, es->handle);
-  if (es->self_msg) { /* its data is gone: a receive that matches it gets an error */
-    es->self_msg->self_send = NULL;
-    es->self_msg->proto = P_SELF;
-  }
+  /* its data is gone: a receive that matches it gets an error */
+  if (es->self_msg) es->self_msg->self_send = NULL;
+  if (es->held_out) es->held_out->send = NULL;
+  if (es->held_self) es->held_self->fill_send = NULL;
   if (!es->complete && !es->handle && !es->self_msg)
     take_waiting(&env->peers[es->req->args.peer], es->seq);
   free(es);
@@ -677,15 +793,21 @@ static void abandon_recv(struct gmpi_envelope_engine *env, env_recv_t *er) {
   msg->orphan = 1;
 }
 
-gmpi_status_t gmpi_env_cancel(struct gmpi_envelope_engine *env, gmpi_request_t req,
-                              int *cancelled) {
+static void cancel_recv(struct gmpi_envelope_engine *env, gmpi_request_t req, int *cancelled) {
   env_recv_t *er = req->be;
   *cancelled = 0;
-  if (req->done || !er || req->args.dir != GMPI_P2P_RECV || er->msg) return GMPI_SUCCESS;
-  if (!gmpi_match_cancel(&env->match, &er->m)) return GMPI_SUCCESS;
+  if (req->done || !er || req->args.dir != GMPI_P2P_RECV || er->msg) return;
+  if (!gmpi_match_cancel(&env->match, &er->m)) return;
   free(er);
   req->be = NULL;
   *cancelled = 1;
+}
+
+gmpi_status_t gmpi_env_cancel(struct gmpi_envelope_engine *env, gmpi_request_t req,
+                              int *cancelled) {
+  pthread_mutex_lock(&env->lock);
+  cancel_recv(env, req, cancelled);
+  pthread_mutex_unlock(&env->lock);
   return GMPI_SUCCESS;
 }
 
@@ -729,11 +851,7 @@ gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void 
   env->oob = comm->oob.ops;
   env->mover = mover;
   env->mctx = mover_ctx;
-  pthread_mutexattr_t recursive;
-  pthread_mutexattr_init(&recursive);
-  pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
-  pthread_mutex_init(&env->lock, &recursive);
-  pthread_mutexattr_destroy(&recursive);
+  pthread_mutex_init(&env->lock, NULL);
   gmpi_status_t st = GMPI_SUCCESS;
   env->peers = calloc((size_t)comm->size, sizeof(*env->peers));
   if (!env->peers) {
@@ -753,8 +871,20 @@ static void free_msgs(env_msg_t *msg, const struct gmpi_envelope_engine *env) {
   while (msg) {
     env_msg_t *next = msg->next;
     if (msg->handle) env->mover->cancel(env->mctx, msg->handle);
+    if (msg->filling) env->mover->cancel(env->mctx, msg->filling);
     free_msg(msg);
     msg = next;
+  }
+}
+
+/* Envelopes never sent: their copies or exposures are cancelled first (the mover then no
+ * longer writes their payload). */
+static void free_held(out_msg_t *o, const struct gmpi_envelope_engine *env) {
+  while (o) {
+    out_msg_t *next = o->next;
+    if (o->ready) env->mover->cancel(env->mctx, o->ready);
+    free(o);
+    o = next;
   }
 }
 
@@ -785,8 +915,11 @@ void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
     free_msg((env_msg_t *)m);
   }
   free_msgs(env->moving, env);
-  for (int p = 0; env->peers && p < env->comm->size; p++)
+  free_msgs(env->self_held, env);
+  for (int p = 0; env->peers && p < env->comm->size; p++) {
     free_msgs(env->peers[p].awaiting_go, env);
+    free_held(env->peers[p].held, env);
+  }
   env->mover->destroy(env->mctx);
   env->oob->chan_close(env->ctrl, env->comm->failure != GMPI_SUCCESS);
   free(env->peers);

@@ -5,8 +5,8 @@
  * Every message starts with an envelope on a control channel (core/oob.h). What follows depends
  * on its size:
  *  - eager (at most GMPI_ENV_EAGER_BYTES): the data rides inside the envelope. The send is
- *    complete once posted (the engine holds a copy), like MPI's eager protocol, so a blocking
- *    send of an eager message completes with no receive posted.
+ *    complete once the engine holds a copy (the mover's copy, tested by progress), like MPI's
+ *    eager protocol, so a blocking send of an eager message completes with no receive posted.
  *  - rendezvous (larger): nothing moves until the receiver has matched the message to a
  *    receive. Then either
  *      * pull: the receiver copies straight from the sender's buffer (CUDA IPC between ranks
@@ -16,7 +16,8 @@
  *        link's order that the lower rank of the pair (the link's "leader") assigns. Both ranks
  *        issue the link's transfers in that one order, so no transfer on a link ever waits for
  *        one issued after it, and links are independent of each other: no wait cycle can form.
- * Self messages never touch a mover. */
+ * Self messages never touch a link or a pull. Nothing posted here waits: the mover's copies
+ * and exposures start, and progress tests them (core/mover.h). */
 #ifndef GMPI_CORE_ENVELOPE_H
 #define GMPI_CORE_ENVELOPE_H
 

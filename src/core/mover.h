@@ -2,8 +2,9 @@
 /* The data mover: what a device (or its model) gives core to build point to point on. It moves
  * bytes and knows nothing of tags, sources or order; core's envelope engine (core/envelope.h)
  * matches messages as MPI does and decides when each transfer starts. A mover never calls
- * back into the engine: every call returns at once unless it says, and the engine tests what
- * it started. */
+ * back into the engine, nor into anything that waits: every call starts what it is asked and
+ * returns, and the engine tests what it started (docs/design.md, "Where waits drive
+ * progress"). */
 #ifndef GMPI_CORE_MOVER_H
 #define GMPI_CORE_MOVER_H
 
@@ -15,18 +16,25 @@
 /* Largest mover introduction or buffer description an envelope carries. */
 #define GMPI_MOVER_BLOB_BYTES 128
 
-/* How data moves. Handles are the mover's own; every call returns at once unless it says. */
+/* How data moves. Handles are the mover's own. No call waits for the program's device work or
+ * for a peer, nor drives progress: a post into the engine only queues, so the engine is never
+ * re-entered. A call that starts a copy or a transfer returns a handle the engine tests in its
+ * progress; *handle NULL means it finished before the call returned. */
 typedef struct gmpi_mover {
   const char *name; /* "mpi-model", "cuda": logs */
-  /* Copies between user buffers and host memory (eager data, staging); complete on return. */
-  gmpi_status_t (*to_host)(void *ctx, void *host, const void *buf, size_t bytes);
-  gmpi_status_t (*from_host)(void *ctx, void *buf, const void *host, size_t bytes);
-  /* A self message, from the sender's buffer to the receiver's; complete on return. */
-  gmpi_status_t (*self_copy)(void *ctx, void *dst, const void *src, size_t bytes);
-  /* Pull (NULL when the mover has none). expose: describe buf so that peer can read it; 0 when
-   * peer cannot (another host, memory that cannot be shared): the engine then uses the link.
-   * pull: start copying bytes described by blob into dst. */
-  size_t (*expose)(void *ctx, int peer, const void *buf, size_t bytes, void *blob);
+  /* Start copying between a user buffer and the engine's host memory (eager data), or from a
+   * self message's sender buffer to its receiver's. The source is read and the destination
+   * written until the handle tests done. */
+  gmpi_status_t (*to_host)(void *ctx, void *host, const void *buf, size_t bytes, void **handle);
+  gmpi_status_t (*from_host)(void *ctx, void *buf, const void *host, size_t bytes, void **handle);
+  gmpi_status_t (*self_copy)(void *ctx, void *dst, const void *src, size_t bytes, void **handle);
+  /* Describe buf so that peer can read it, into blob; returns its length, 0 when peer cannot
+   * (another host, memory that cannot be shared): the engine then uses the link. *ready
+   * (whatever the length): NULL when buf's data may be read now, else a handle that tests done
+   * once it may (the program's stream has reached the send); until then the engine tells the
+   * peer nothing of the message, nor of later ones to it. NULL: every rendezvous takes the link.
+   * pull: start copying bytes described by blob into dst (NULL when expose never describes). */
+  size_t (*expose)(void *ctx, int peer, const void *buf, size_t bytes, void *blob, void **ready);
   gmpi_status_t (*pull)(void *ctx, int peer, const void *blob, size_t len, void *dst, size_t bytes,
                         void **handle);
   /* Links. The leader opens the link to peer and writes the introduction the follower needs
@@ -38,9 +46,12 @@ typedef struct gmpi_mover {
                              void **handle);
   gmpi_status_t (*link_recv)(void *ctx, int peer, uint64_t k, void *buf, size_t bytes,
                              void **handle);
-  /* Has a pull or link transfer finished? Releases the handle when it has. */
+  /* Has a copy, an exposure or a transfer finished? Releases the handle when it has. */
   gmpi_status_t (*test)(void *ctx, void *handle, int *done);
-  /* Forget a transfer that will not be waited (timeout, finalize). */
+  /* Forget a handle that will not be tested again (timeout, finalize, a failed send). From
+   * its return the mover touches no memory of the engine's (its host buffers may be freed); a
+   * copy or transfer already running may still touch the user's buffers, as MPI allows for a
+   * request given up. */
   void (*cancel)(void *ctx, void *handle);
   /* Push work waiting inside the mover (links being connected). NULL when none. */
   gmpi_status_t (*progress)(void *ctx);

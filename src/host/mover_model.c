@@ -9,6 +9,12 @@
  *  3. a send completes only once the peer has issued the matching receive (MPI_Issend).
  * Each transfer's MPI tag is its link position, so two ranks that issued a link's transfers in
  * different orders never pair the wrong ones: they wait, and the test that did it times out.
+ *  4. copies and exposures finish later than they start, as a device's do (the program's
+ *     stream decides when): each is done at its second test, the copy made only then, so a
+ *     destination read before its copy landed holds stale bytes and a source released before
+ *     it was read is a use after free (the sanitizer runs see it). Exposure never describes a
+ *     buffer (MPI gives no one-sided read to model CUDA IPC with), but its delay holds the
+ *     rendezvous envelope as a device's pull envelope is held.
  * Used under GMPI_P2P=envelope (the deadlock finder). */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +28,11 @@
 
 #define HELLO_TAG 32767 /* positions use tags 0 .. 32766 (MPI guarantees 32767) */
 
+/* What a handle is: both kinds start with it. */
+typedef enum { MODEL_LINK_OP = 1, MODEL_COPY } model_kind_t;
+
 typedef struct model_op {
+  model_kind_t kind; /* MODEL_LINK_OP */
   int is_send;
   int peer;
   uint64_t k;
@@ -48,10 +58,46 @@ typedef struct {
   model_link_t *links; /* per peer */
 } model_t;
 
-static gmpi_status_t host_copy(void *ctx, void *dst, const void *src, size_t bytes) {
-  (void)ctx;
-  memcpy(dst, src, bytes);
+/* A copy (or, with no bytes, an exposure) the engine must test twice. */
+typedef struct {
+  model_kind_t kind; /* MODEL_COPY */
+  int tests;
+  void *dst;
+  const void *src;
+  size_t bytes;
+} model_copy_t;
+
+static gmpi_status_t start_copy(void *dst, const void *src, size_t bytes, void **handle) {
+  model_copy_t *c = calloc(1, sizeof(*c));
+  if (!c) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a copy");
+  *c = (model_copy_t){.kind = MODEL_COPY, .dst = dst, .src = src, .bytes = bytes};
+  *handle = c;
   return GMPI_SUCCESS;
+}
+
+static gmpi_status_t host_copy(void *ctx, void *dst, const void *src, size_t bytes, void **handle) {
+  (void)ctx;
+  return start_copy(dst, src, bytes, handle);
+}
+
+static gmpi_status_t copy_test(model_copy_t *c, int *done) {
+  *done = ++c->tests >= 2;
+  if (!*done) return GMPI_SUCCESS;
+  if (c->bytes) memcpy(c->dst, c->src, c->bytes);
+  free(c);
+  return GMPI_SUCCESS;
+}
+
+/* No pull: every rendezvous takes the link, once the "program's stream" reached the send. */
+static size_t model_expose(void *ctx, int peer, const void *buf, size_t bytes, void *blob,
+                           void **ready) {
+  (void)ctx;
+  (void)peer;
+  (void)buf;
+  (void)bytes;
+  (void)blob;
+  if (start_copy(NULL, NULL, 0, ready) != GMPI_SUCCESS) *ready = NULL; /* ready now, then */
+  return 0;
 }
 
 static gmpi_status_t connect(model_t *m, int peer) {
@@ -122,7 +168,8 @@ static gmpi_status_t issue(model_t *m, int is_send, int peer, uint64_t k, void *
     return gmpi_error(GMPI_ERR_INTERNAL, "model link to rank %d used before it was opened", peer);
   model_op_t *op = calloc(1, sizeof(*op));
   if (!op) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
-  *op = (model_op_t){.is_send = is_send, .peer = peer, .k = k, .buf = buf, .bytes = bytes};
+  *op = (model_op_t){
+      .kind = MODEL_LINK_OP, .is_send = is_send, .peer = peer, .k = k, .buf = buf, .bytes = bytes};
   op->req = MPI_REQUEST_NULL;
   op->type = MPI_DATATYPE_NULL;
   if (l->tail)
@@ -145,6 +192,7 @@ static gmpi_status_t model_recv(void *ctx, int peer, uint64_t k, void *buf, size
 }
 
 static gmpi_status_t model_test(void *ctx, void *handle, int *done) {
+  if (*(model_kind_t *)handle == MODEL_COPY) return copy_test(handle, done);
   model_op_t *op = handle;
   GMPI_CHECK(pump(ctx, &((model_t *)ctx)->links[op->peer]));
   *done = op->done;
@@ -153,9 +201,13 @@ static gmpi_status_t model_test(void *ctx, void *handle, int *done) {
 }
 
 /* A transfer given up stays in its link's order (the peer's counterpart is issued): it is
- * freed when it completes, or with the mover. */
+ * freed when it completes, or with the mover. A copy given up is never made. */
 static void model_cancel(void *ctx, void *handle) {
   (void)ctx;
+  if (*(model_kind_t *)handle == MODEL_COPY) {
+    free(handle);
+    return;
+  }
   model_op_t *op = handle;
   if (op->done)
     free(op);
@@ -184,6 +236,7 @@ static const gmpi_mover_t model_mover = {
     .to_host = host_copy,
     .from_host = host_copy,
     .self_copy = host_copy,
+    .expose = model_expose,
     .link_open = model_open,
     .link_join = model_join,
     .link_send = model_send,

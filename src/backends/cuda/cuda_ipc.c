@@ -50,7 +50,10 @@ size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob) {
   return sizeof(b);
 }
 
-/* Close every mapping of peer's memory, after the pulls in flight (they run on p->stream). */
+/* Close every mapping of peer's memory, after the pulls in flight (they run on p->stream).
+ * Not covered: a pull into host memory still waiting for the program's stream (not yet issued
+ * on host_copies) from a mapping closed here would read it after the close; it needs a comm
+ * matching across kinds, a host receive buffer and the peer reusing freed memory meanwhile. */
 static void close_peer(cuda_p2p_t *p, int peer) {
   cudaStreamSynchronize(p->stream);
   for (opened_t **link = &p->ipc->opened; *link;) {
@@ -110,6 +113,9 @@ gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t le
   memcpy(&b, blob, sizeof(b));
   char *base = NULL;
   GMPI_CHECK(open_peer_buffer(p, peer, &b.handle, &base));
+  /* Into host memory (matching across kinds) CUDA would hold the host until the copy landed,
+   * after whatever the program's stream holds: a copy issued once the stream got here. */
+  if (cuda_p2p_is_host(p, dst)) return cuda_copy_start(p, dst, base + b.offset, bytes, 1, handle);
   pull_t *x = calloc(1, sizeof(*x));
   if (!x) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
   x->kind = XFER_PULL;
@@ -121,7 +127,6 @@ gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t le
     GMPI_CUDA_CHECK_GOTO(cudaStreamWaitEvent(p->stream, x->done, 0), st, destroy_event);
   }
   GMPI_CHECK_GOTO(cuda_after_default_stream(p->cc, p->stream), st, destroy_event);
-  /* dst may be host memory (matching across kinds): the copy then lands before it returns. */
   GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(dst, base + b.offset, bytes, cudaMemcpyDefault, p->stream),
                        st, destroy_event);
   GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->done, p->stream), st, destroy_event);

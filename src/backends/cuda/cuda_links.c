@@ -33,12 +33,13 @@ typedef struct xfer {
   int is_send;
   void *buf;
   size_t bytes;
-  cudaEvent_t ready; /* stream-ordered mode: the user's stream reached the post */
-  cudaEvent_t done;  /* recorded right after the NCCL call */
-  int issued;        /* handed to NCCL */
-  void *stage;       /* a host end's device copy (matching across memory kinds), or NULL */
-  void *host;        /* a receive's host buffer, filled from stage when the transfer is done */
-  cudaStream_t copy_stream; /* the p2p stream: stage copies, off the link's order */
+  cudaEvent_t ready;  /* the program's stream reached the post */
+  cudaEvent_t staged; /* a host end's device copy is allocated (and filled, for a send) */
+  cudaEvent_t done;   /* recorded right after the NCCL call */
+  int issued;         /* handed to NCCL */
+  void *stage;        /* a host end's device copy (matching across memory kinds), or NULL */
+  void *host;         /* a receive's host buffer, filled from stage when the transfer is done */
+  cudaStream_t copy_stream; /* the p2p host_copies stream: stage copies, off the link's order */
   int cancelled;            /* given up before it was issued: freed when the queue drains */
   struct xfer *next;        /* the link's queue until issued */
 } xfer_t;
@@ -149,8 +150,10 @@ gmpi_status_t cuda_link_join(cuda_p2p_t *p, int peer, const void *blob, size_t l
 /* ---- transfers --------------------------------------------------------------------------- */
 
 static void free_xfer(xfer_t *x) {
-  if (x->stage) cudaFreeAsync(x->stage, x->link->stream); /* after whatever NCCL still does */
+  /* after whatever NCCL still does with it, or (never issued) after its staging copy */
+  if (x->stage) cudaFreeAsync(x->stage, x->issued ? x->link->stream : x->copy_stream);
   if (x->ready) cudaEventDestroy(x->ready);
+  if (x->staged) cudaEventDestroy(x->staged);
   cudaEventDestroy(x->done);
   free(x);
 }
@@ -158,6 +161,7 @@ static void free_xfer(xfer_t *x) {
 static gmpi_status_t issue(xfer_t *x) {
   link_t *link = x->link;
   if (x->ready) GMPI_CUDA_CHECK(cudaStreamWaitEvent(link->stream, x->ready, 0));
+  if (x->staged) GMPI_CUDA_CHECK(cudaStreamWaitEvent(link->stream, x->staged, 0));
   int to = 1 - link->my_rank;
   ncclResult_t r = x->is_send ? ncclSend(x->buf, x->bytes, ncclUint8, to, link->nccl, link->stream)
                               : ncclRecv(x->buf, x->bytes, ncclUint8, to, link->nccl, link->stream);
@@ -202,20 +206,25 @@ gmpi_status_t cuda_links_progress(cuda_p2p_t *p) {
 }
 
 /* A host end of a message (a comm matching across memory kinds): NCCL moves device memory, so
- * the transfer goes through a device copy from the stream-ordered allocator. A send fills it
- * now; a receive empties it into the host buffer once the transfer is done. The p2p stream is
- * waited, not the link's: nothing there waits for a peer. */
+ * the transfer goes through a device copy from the stream-ordered allocator, on the
+ * host_copies stream (nothing there waits for the program or a peer). A send fills it now --
+ * from pageable memory CUDA has read the whole buffer when the call returns -- and the link's
+ * stream waits for it on the device; a receive empties it into the host buffer once the
+ * transfer is done. The host waits for neither. */
 static gmpi_status_t stage_host_end(cuda_p2p_t *p, xfer_t *x) {
-  GMPI_CUDA_CHECK(cudaMallocAsync(&x->stage, x->bytes ? x->bytes : 1, p->stream));
+  cudaStream_t s = p->host_copies;
+  x->copy_stream = s;
+  GMPI_CUDA_CHECK(cudaMallocAsync(&x->stage, x->bytes ? x->bytes : 1, s));
   if (x->is_send)
-    GMPI_CUDA_CHECK(cudaMemcpyAsync(x->stage, x->buf, x->bytes, cudaMemcpyHostToDevice, p->stream));
-  GMPI_CUDA_CHECK(cudaStreamSynchronize(p->stream)); /* before the link's stream uses it */
+    GMPI_CUDA_CHECK(cudaMemcpyAsync(x->stage, x->buf, x->bytes, cudaMemcpyHostToDevice, s));
+  GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&x->staged, cudaEventDisableTiming));
+  GMPI_CUDA_CHECK(cudaEventRecord(x->staged, s));
   if (!x->is_send) x->host = x->buf;
   x->buf = x->stage;
-  x->copy_stream = p->stream;
   return GMPI_SUCCESS;
 }
 
+/* The transfer is done (its event passed): the copy waits for the copy engine alone. */
 static gmpi_status_t unstage_receive(xfer_t *x) {
   GMPI_CUDA_CHECK(
       cudaMemcpyAsync(x->host, x->stage, x->bytes, cudaMemcpyDeviceToHost, x->copy_stream));
@@ -252,7 +261,8 @@ gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, s
   link->tail = x;
   return link_pump(link);
 destroy_ready:
-  if (x->stage) cudaFreeAsync(x->stage, p->stream);
+  if (x->stage) cudaFreeAsync(x->stage, p->host_copies);
+  if (x->staged) cudaEventDestroy(x->staged);
   if (x->ready) cudaEventDestroy(x->ready);
 destroy_done:
   cudaEventDestroy(x->done);
@@ -274,10 +284,10 @@ gmpi_status_t cuda_link_test(void *handle, int *done) {
     return GMPI_SUCCESS;
   }
   if (e != cudaSuccess) return gmpi_cuda_error(e, "cudaEventQuery");
-  gmpi_status_t st = x->host ? unstage_receive(x) : GMPI_SUCCESS;
+  if (x->host) GMPI_CHECK(unstage_receive(x)); /* failed: still the engine's, to cancel */
   free_xfer(x);
-  *done = st == GMPI_SUCCESS;
-  return st;
+  *done = 1;
+  return GMPI_SUCCESS;
 }
 
 /* A transfer not yet issued keeps its place in the link's order (its peer issues the other

@@ -20,40 +20,163 @@ int cuda_p2p_is_host(cuda_p2p_t *p, const void *ptr) {
   return cuda_classify(p->comm, ptr, "buf", &kind) == GMPI_SUCCESS && kind != GMPI_MEM_DEVICE;
 }
 
-/* Copies on the p2p stream (after the user's stream in stream-ordered mode), waited here. Host
- * to host (a comm matching across memory kinds moves host messages here too) is a memcpy. */
-static gmpi_status_t copy_now(cuda_p2p_t *p, void *dst, const void *src, size_t bytes,
-                              const char *what) {
-  if (cuda_p2p_is_host(p, dst) && cuda_p2p_is_host(p, src)) {
-    memcpy(dst, src, bytes);
-    return GMPI_SUCCESS;
+/* ---- copies and exposures: started here, tested by the engine ---------------------------- */
+
+/* A copy, or (no bytes) an exposure: done when the program's stream has reached the post and,
+ * for a copy, the bytes have landed. */
+typedef struct {
+  xfer_kind_t kind; /* XFER_COPY */
+  cuda_p2p_t *p;
+  cudaEvent_t ready; /* a host end or an exposure: where the program's stream was at the post */
+  cudaEvent_t done;  /* after the copy, once issued; NULL before */
+  void *dst;
+  const void *src;
+  size_t bytes;
+} copy_t;
+
+/* The stream a post is ordered on: the user's in stream-ordered mode, else the p2p stream
+ * after the work the program queued on the legacy default stream. */
+static gmpi_status_t post_stream(cuda_p2p_t *p, cudaStream_t *s) {
+  *s = p->cc->user_stream ? p->cc->user_stream : p->stream;
+  return cuda_after_default_stream(p->cc, *s);
+}
+
+static void copy_release(copy_t *c) {
+  if (c->ready) cuda_event_give(c->p->cc, c->ready);
+  if (c->done) cuda_event_give(c->p->cc, c->done);
+  free(c);
+}
+
+/* Between two device buffers the copy is queued in the stream's order at once: nothing on the
+ * host waits for it. With a host end CUDA would hold the host until the stream reached the
+ * copy (into pageable memory it returns only once the copy has landed), and that stream may
+ * hold work that ends only when a peer joins it -- a peer that may be waiting for this rank's
+ * envelopes. So only the stream's position is recorded; copy_test issues the copy once the
+ * stream has passed it, on host_copies, which holds nothing else that could wait. */
+gmpi_status_t cuda_copy_start(cuda_p2p_t *p, void *dst, const void *src, size_t bytes, int host_end,
+                              void **handle) {
+  *handle = NULL;
+  copy_t *c = calloc(1, sizeof(*c));
+  if (!c) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a copy");
+  *c = (copy_t){.kind = XFER_COPY, .p = p, .dst = dst, .src = src, .bytes = bytes};
+  cudaStream_t s;
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CHECK_GOTO(post_stream(p, &s), st, release_c);
+  if (host_end) {
+    GMPI_CHECK_GOTO(cuda_event_take(p->cc, &c->ready), st, release_c);
+    GMPI_CUDA_CHECK_GOTO(cudaEventRecord(c->ready, s), st, release_c);
+  } else {
+    GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), st, release_c);
+    GMPI_CHECK_GOTO(cuda_event_take(p->cc, &c->done), st, release_c);
+    GMPI_CUDA_CHECK_GOTO(cudaEventRecord(c->done, s), st, release_c);
   }
-  cudaStream_t s = p->cc->user_stream ? p->cc->user_stream : p->stream;
-  GMPI_CHECK(cuda_after_default_stream(p->cc, s));
-  GMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
-  return cuda_wait_stream(p->comm, s, what);
+  *handle = c;
+  return GMPI_SUCCESS;
+release_c:
+  copy_release(c);
+  return st;
 }
 
-static gmpi_status_t dev_to_host(void *ctx, void *host, const void *buf, size_t bytes) {
-  return copy_now(ctx, host, buf, bytes, "an eager message's copy to host memory");
-}
-static gmpi_status_t host_to_dev(void *ctx, void *buf, const void *host, size_t bytes) {
-  return copy_now(ctx, buf, host, bytes, "an eager message's copy to the receive buffer");
-}
-static gmpi_status_t dev_self_copy(void *ctx, void *dst, const void *src, size_t bytes) {
-  return copy_now(ctx, dst, src, bytes, "a self message's copy");
+/* Has the event passed? *passed 0 while the device has not got there. */
+static gmpi_status_t event_passed(cudaEvent_t ev, int *passed) {
+  cudaError_t e = cudaEventQuery(ev);
+  *passed = e == cudaSuccess;
+  if (e != cudaSuccess && e != cudaErrorNotReady) return gmpi_cuda_error(e, "cudaEventQuery");
+  return GMPI_SUCCESS;
 }
 
-static size_t expose(void *ctx, int peer, const void *buf, size_t bytes, void *blob) {
+/* A host end's copy, its source ready: on host_copies, an event after it. A failure leaves
+ * it unissued (the engine cancels it). */
+static gmpi_status_t copy_issue(copy_t *c) {
+  cudaStream_t s = c->p->host_copies;
+  cudaEvent_t done;
+  GMPI_CHECK(cuda_event_take(c->p->cc, &done));
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDefault, s), st,
+                       give_done);
+  GMPI_CUDA_CHECK_GOTO(cudaEventRecord(done, s), st, give_done);
+  c->done = done;
+  return GMPI_SUCCESS;
+give_done:
+  cuda_event_give(c->p->cc, done);
+  return st;
+}
+
+static gmpi_status_t copy_test(copy_t *c, int *done) {
+  *done = 0;
+  if (!c->done) { /* waits for its post's place on the program's stream */
+    int passed = 0;
+    GMPI_CHECK(event_passed(c->ready, &passed));
+    if (!passed) return GMPI_SUCCESS;
+    if (c->bytes) GMPI_CHECK(copy_issue(c)); /* it waits for the copy engine alone */
+  }
+  int passed = 1;
+  if (c->done) GMPI_CHECK(event_passed(c->done, &passed));
+  if (!passed) return GMPI_SUCCESS;
+  *done = 1;
+  copy_release(c);
+  return GMPI_SUCCESS;
+}
+
+/* Nothing of the engine's is touched after this: a copy into or out of its host memory is
+ * pageable on both sides, which CUDA finishes reading (to a staging buffer) or writing before
+ * cudaMemcpyAsync returns; one not issued yet never is. The events may still be recorded
+ * work: destroyed, not reused (CUDA releases them when it is done). */
+static void copy_cancel(copy_t *c) {
+  if (c->ready) cudaEventDestroy(c->ready);
+  if (c->done) cudaEventDestroy(c->done);
+  free(c);
+}
+
+/* Host to host (a comm matching across memory kinds moves host messages here too) is a
+ * memcpy, done at once. */
+static gmpi_status_t copy(cuda_p2p_t *p, void *dst, const void *src, size_t bytes, void **handle) {
+  int dst_host = cuda_p2p_is_host(p, dst), src_host = cuda_p2p_is_host(p, src);
+  *handle = NULL;
+  if (!dst_host || !src_host)
+    return cuda_copy_start(p, dst, src, bytes, dst_host || src_host, handle);
+  memcpy(dst, src, bytes);
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t dev_to_host(void *ctx, void *host, const void *buf, size_t bytes,
+                                 void **handle) {
+  return copy(ctx, host, buf, bytes, handle);
+}
+static gmpi_status_t host_to_dev(void *ctx, void *buf, const void *host, size_t bytes,
+                                 void **handle) {
+  return copy(ctx, buf, host, bytes, handle);
+}
+static gmpi_status_t dev_self_copy(void *ctx, void *dst, const void *src, size_t bytes,
+                                   void **handle) {
+  return copy(ctx, dst, src, bytes, handle);
+}
+
+/* The receiver reads buf as soon as it matches: its data must be there first, i.e. the
+ * program's stream (the user's in stream-ordered mode, else the legacy default stream) must
+ * have reached the send. *ready is that point; the engine sends the envelope after it. */
+static size_t expose(void *ctx, int peer, const void *buf, size_t bytes, void *blob, void **ready) {
   cuda_p2p_t *p = ctx;
   (void)bytes;
+  *ready = NULL;
   if (!p->can_pull[peer] || cuda_p2p_is_host(p, buf)) return 0; /* host memory: the link */
-  /* The receiver reads buf as soon as it matches: in stream-ordered mode the data must be
-   * there first. */
-  cudaStream_t ready = p->cc->user_stream ? p->cc->user_stream : cudaStreamLegacy;
-  if (cuda_wait_stream(p->comm, ready, "the program's stream before a send") != GMPI_SUCCESS)
+  size_t len = cuda_ipc_expose(p, buf, blob);
+  if (!len) return 0;
+  copy_t *c = calloc(1, sizeof(*c));
+  cudaStream_t s = p->cc->user_stream ? p->cc->user_stream : cudaStreamLegacy;
+  if (!c || cuda_event_take(p->cc, &c->ready) != GMPI_SUCCESS) {
+    free(c);
+    return 0; /* the link, which orders itself after the program's stream */
+  }
+  c->kind = XFER_COPY;
+  c->p = p;
+  if (cudaEventRecord(c->ready, s) != cudaSuccess) {
+    cudaGetLastError();
+    copy_release(c);
     return 0;
-  return cuda_ipc_expose(p, buf, blob);
+  }
+  *ready = c;
+  return len;
 }
 
 static gmpi_status_t pull(void *ctx, int peer, const void *blob, size_t len, void *dst,
@@ -80,15 +203,19 @@ static gmpi_status_t link_recv(void *ctx, int peer, uint64_t k, void *buf, size_
 
 static gmpi_status_t xfer_test(void *ctx, void *handle, int *done) {
   (void)ctx;
-  return *(xfer_kind_t *)handle == XFER_PULL ? cuda_ipc_test(handle, done)
-                                             : cuda_link_test(handle, done);
+  switch (*(xfer_kind_t *)handle) {
+  case XFER_COPY: return copy_test(handle, done);
+  case XFER_PULL: return cuda_ipc_test(handle, done);
+  default: return cuda_link_test(handle, done);
+  }
 }
 static void xfer_cancel(void *ctx, void *handle) {
   (void)ctx;
-  if (*(xfer_kind_t *)handle == XFER_PULL)
-    cuda_ipc_cancel(handle);
-  else
-    cuda_link_cancel(handle);
+  switch (*(xfer_kind_t *)handle) {
+  case XFER_COPY: copy_cancel(handle); break;
+  case XFER_PULL: cuda_ipc_cancel(handle); break;
+  default: cuda_link_cancel(handle);
+  }
 }
 
 static gmpi_status_t progress(void *ctx) { return cuda_links_progress(ctx); }
@@ -96,9 +223,12 @@ static gmpi_status_t progress(void *ctx) { return cuda_links_progress(ctx); }
 static void destroy(void *ctx) {
   cuda_p2p_t *p = ctx;
   if (p->cc->p2p == p) p->cc->p2p = NULL; /* the comm's usage no longer counts its links */
-  if (p->stream) (void)cuda_stream_drained(p->stream, p->comm->cfg.timeout_s); /* local copies */
+  /* local copies, then the links (whose host ends' staging copies run on host_copies) */
+  if (p->stream) (void)cuda_stream_drained(p->stream, p->comm->cfg.timeout_s);
   cuda_ipc_close(p);
   cuda_links_close(p);
+  if (p->host_copies) (void)cuda_stream_drained(p->host_copies, p->comm->cfg.timeout_s);
+  if (p->host_copies) cudaStreamDestroy(p->host_copies);
   if (p->stream) cudaStreamDestroy(p->stream);
   free(p->can_pull);
   free(p);
@@ -146,6 +276,8 @@ gmpi_status_t cuda_mover_open(gmpi_comm_t comm, const gmpi_mover_t **mover, void
     goto destroy_p;
   }
   GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking), st, destroy_p);
+  GMPI_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&p->host_copies, cudaStreamNonBlocking), st,
+                       destroy_p);
   GMPI_CHECK_GOTO(find_pullable(p), st, destroy_p);
   GMPI_CHECK_GOTO(cuda_links_create(p), st, destroy_p);
   cc->p2p = p;

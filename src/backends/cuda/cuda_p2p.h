@@ -8,12 +8,16 @@
 
 #include "cuda.h"
 
-typedef enum { XFER_PULL = 1, XFER_LINK } xfer_kind_t;
+typedef enum { XFER_COPY = 1, XFER_PULL, XFER_LINK } xfer_kind_t;
 
 typedef struct cuda_p2p {
   gmpi_comm_t comm;
   cuda_comm_t *cc;
-  cudaStream_t stream;     /* eager copies and IPC pulls */
+  cudaStream_t stream; /* device-to-device copies and IPC pulls (ordered after stream 0) */
+  /* Copies with a host end (eager data, a link's staging, a pull into host memory), each
+   * issued only once its device end is ready: CUDA holds the host until such a copy lands, so
+   * this stream carries nothing that waits for the program or a peer. */
+  cudaStream_t host_copies;
   unsigned char *can_pull; /* per peer: shares this host, so CUDA IPC reaches its memory */
   struct cuda_ipc *ipc;    /* peer buffers opened so far */
   struct cuda_links *links;
@@ -21,6 +25,11 @@ typedef struct cuda_p2p {
 
 /* Is ptr host memory (a host end of a message on a comm matching across memory kinds)? */
 int cuda_p2p_is_host(cuda_p2p_t *p, const void *ptr);
+/* Start copying bytes from src to dst after the program's work queued before the post, never
+ * waiting for it; host_end: one of them is host memory. *handle is tested and cancelled as a
+ * transfer. */
+gmpi_status_t cuda_copy_start(cuda_p2p_t *p, void *dst, const void *src, size_t bytes, int host_end,
+                              void **handle);
 
 /* ---- CUDA IPC (cuda_ipc.c) ---- */
 /* Describe buf for a peer of this host; 0 when it cannot be shared (not cudaMalloc memory). */
