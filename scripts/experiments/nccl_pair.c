@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Experiment (not part of the library): what gmpi's cuda comm costs, one GPU, one rank, each
  * piece alone, so that the per-call path can be cut where it costs (docs/performance.md).
- *   1. device memory and build time of one blocking communicator, against gmpi's pair (a
- *      nonblocking control communicator with splitShare, the blocking data communicator split
- *      from it), with peers connected at build or at first use (NCCL_RUNTIME_CONNECT, read once
- *      per process: run the program once with each value);
+ *   1. device memory and build time of one blocking communicator (what a gmpi comm holds since
+ *      the second session; the nonblocking pair it replaced is gone), with peers connected at
+ *      build or at first use (NCCL_RUNTIME_CONNECT, read once per process: run the program
+ *      once with each value);
  *   2. per-call host cost of the pieces of a blocking device call: cudaPointerGetAttributes on
  *      device and host memory, ordering after the legacy default stream (event record + stream
- *      wait), an 8-byte ncclAllReduce on each communicator plus its stream wait.
+ *      wait, GMPI_DEFAULT_STREAM_ORDER=1; or first asking whether stream 0 is busy,
+ *      cudaStreamQuery, =pending), an 8-byte ncclAllReduce plus its stream wait.
  *   nvcc -O2 -o nccl_pair nccl_pair.c -lnccl
  *   NCCL_RUNTIME_CONNECT=0 ./nccl_pair; NCCL_RUNTIME_CONNECT=1 ./nccl_pair */
 #include <cuda_runtime.h>
@@ -26,12 +27,6 @@ static size_t free_bytes(void) {
   size_t f = 0, t = 0;
   cudaMemGetInfo(&f, &t);
   return f;
-}
-
-static ncclResult_t settle(ncclComm_t c, ncclResult_t r) {
-  while (r == ncclInProgress)
-    ncclCommGetAsyncError(c, &r);
-  return r;
 }
 
 static void report(const char *what, double t0, size_t before) {
@@ -76,12 +71,8 @@ int main(void) {
   cudaMalloc(&buf, 64);
 
   ncclUniqueId id;
-  /* a config is not reused: NCCL may write into the one it was given */
-  ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER, child = NCCL_CONFIG_INITIALIZER,
-               control = NCCL_CONFIG_INITIALIZER;
-  blocking.blocking = child.blocking = 1;
-  control.blocking = 0;
-  control.splitShare = 1;
+  ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
+  blocking.blocking = 1;
 
   ncclGetUniqueId(&id);
   size_t before = free_bytes();
@@ -93,28 +84,6 @@ int main(void) {
   t0 = now();
   double single_us = per_call_us(single, s, buf, 2000);
   report("  its first 2010 allreduces (connections)", t0, before);
-
-  ncclGetUniqueId(&id);
-  before = free_bytes();
-  t0 = now();
-  ncclComm_t ctl, data = NULL;
-  ncclResult_t r = ncclCommInitRankConfig(&ctl, 1, id, 0, &control);
-  r = r == ncclSuccess || r == ncclInProgress ? settle(ctl, ncclInProgress) : r;
-  if (r == ncclSuccess) r = settle(ctl, ncclCommSplit(ctl, 0, 0, &data, &child));
-  /* the child's handle is written when its build ends, which the parent's state may precede */
-  for (double until = now() + 10; r == ncclSuccess && !data && now() < until;)
-    ncclCommGetAsyncError(ctl, &r);
-  double pair_us = -1;
-  if (r != ncclSuccess || !data) {
-    printf("gmpi's pair could not be built: %s (data communicator %p)\n", ncclGetErrorString(r),
-           (void *)data);
-  } else {
-    report("gmpi's pair (control + shared data): build", t0, before);
-    before = free_bytes();
-    t0 = now();
-    pair_us = per_call_us(data, s, buf, 2000);
-    report("  its first 2010 allreduces (connections)", t0, before);
-  }
 
   struct cudaPointerAttributes attr;
   cudaEvent_t mark;
@@ -135,12 +104,16 @@ int main(void) {
   }
   cudaStreamSynchronize(s);
   double legacy = (now() - t0) / n * 1e6;
+  t0 = now();
+  int busy = 0;
+  for (int i = 0; i < n; i++)
+    busy += cudaStreamQuery(cudaStreamLegacy) == cudaErrorNotReady;
+  double query = (now() - t0) / n * 1e6;
 
-  printf("per call, us: allreduce 8 B + stream wait: one blocking %.2f, gmpi's data %.2f\n",
-         single_us, pair_us);
+  printf("per call, us: allreduce 8 B + stream wait %.2f\n", single_us);
   printf("per call, us: cudaPointerGetAttributes device %.3f host %.3f; legacy-stream order "
-         "(record + wait) %.3f\n",
-         attr_dev, attr_host, legacy);
+         "(record + wait) %.3f; asking stream 0 (cudaStreamQuery, idle) %.3f (%d busy)\n",
+         attr_dev, attr_host, legacy, query, busy);
   /* the pieces together: legacy order + allreduce + stream wait, as gmpi's blocking call */
   t0 = now();
   for (int i = 0; i < 2000; i++) {
@@ -150,12 +123,21 @@ int main(void) {
     while (cudaStreamQuery(s) == cudaErrorNotReady)
       ;
   }
-  printf("per call, us: legacy order + allreduce 8 B + stream wait %.2f; with "
-         "cudaStreamSynchronize instead of the poll %.2f\n",
-         (now() - t0) / 2000 * 1e6, synced_us(single, s, buf, 2000));
-  if (data) ncclCommDestroy(data);
-  settle(ctl, ncclCommFinalize(ctl));
-  ncclCommDestroy(ctl);
+  double ordered = (now() - t0) / 2000 * 1e6;
+  t0 = now(); /* =pending with stream 0 idle: the question, no event */
+  for (int i = 0; i < 2000; i++) {
+    if (cudaStreamQuery(cudaStreamLegacy) == cudaErrorNotReady) {
+      cudaEventRecord(mark, cudaStreamLegacy);
+      cudaStreamWaitEvent(s, mark, 0);
+    }
+    ncclAllReduce(buf, buf, 2, ncclFloat32, ncclSum, single, s);
+    while (cudaStreamQuery(s) == cudaErrorNotReady)
+      ;
+  }
+  double asked = (now() - t0) / 2000 * 1e6;
+  printf("per call, us: allreduce 8 B + stream wait, after legacy order %.2f, after asking "
+         "stream 0 %.2f; with cudaStreamSynchronize instead of the poll %.2f\n",
+         ordered, asked, synced_us(single, s, buf, 2000));
   ncclCommDestroy(single);
   return 0;
 }
