@@ -438,6 +438,11 @@ gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nran
                       "malformed envelope from rank %d: blob_len %u, more than the %d bytes "
                       "an envelope carries",
                       src, (unsigned)w->blob_len, GMPI_MOVER_BLOB_BYTES);
+  /* a message's dtype divides its bytes (probe, status): 0 would be a division by zero */
+  int message = w->kind == W_EAGER || w->kind == W_RTS_PULL || w->kind == W_RTS_LINK;
+  if (message && !gmpi_dtype_in_range((gmpi_dtype_t)w->dtype))
+    return gmpi_error(GMPI_ERR_INTERNAL, "malformed envelope from rank %d: dtype %d", src,
+                      (int)w->dtype);
   return GMPI_SUCCESS;
 }
 
