@@ -169,8 +169,12 @@ static gmpi_status_t issue(xfer_t *x) {
     link->state = LINK_FAILED;
     return gmpi_nccl_error(r, link->nccl, x->is_send ? "ncclSend (link)" : "ncclRecv (link)");
   }
-  GMPI_CUDA_CHECK(cudaEventRecord(x->done, link->stream));
-  x->issued = 1;
+  x->issued = 1; /* NCCL has the buffers: what frees them follows the link's stream */
+  cudaError_t e = cudaEventRecord(x->done, link->stream);
+  if (e != cudaSuccess) { /* done would read as passed: the link is failed instead */
+    link->state = LINK_FAILED;
+    return gmpi_cuda_error(e, "cudaEventRecord (link transfer)");
+  }
   if (x->is_send && x->stage) {
     GMPI_CUDA_CHECK(cudaFreeAsync(x->stage, link->stream));
     x->stage = NULL;
@@ -190,12 +194,17 @@ static gmpi_status_t link_pump(link_t *link) {
                       link->peer, link->setup_error);
   gmpi_log(GMPI_LOG_INFO, "NCCL link with rank %d ready (%.1f MiB of device memory)", link->peer,
            (double)link->device_bytes / (1 << 20));
-  for (xfer_t *x = link->head, *next; x; x = next) {
-    next = x->next;
-    GMPI_CHECK(issue(x));
+  /* The queue holds what was never issued (link_close frees it), never a transfer freed here. */
+  while (link->head) {
+    xfer_t *x = link->head;
+    gmpi_status_t st = issue(x);
+    if (st != GMPI_SUCCESS) link->state = LINK_FAILED;
+    if (!x->issued) return st; /* failed before NCCL had it: stays queued */
+    link->head = x->next;
+    if (!link->head) link->tail = NULL;
     if (x->cancelled) free_xfer(x); /* NCCL has the call; CUDA releases events when done */
+    GMPI_CHECK(st);
   }
-  link->head = link->tail = NULL;
   return GMPI_SUCCESS;
 }
 
@@ -252,8 +261,16 @@ gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, s
       cudaEventRecord(x->ready, p->cc->user_stream ? p->cc->user_stream : cudaStreamLegacy), st,
       destroy_ready);
   if (cuda_p2p_is_host(p, buf)) GMPI_CHECK_GOTO(stage_host_end(p, x), st, destroy_ready);
-  *handle = x;
-  if (link->state == LINK_READY) return issue(x);
+  if (link->state == LINK_READY) {
+    st = issue(x);
+    if (st != GMPI_SUCCESS) { /* the engine gets no handle for it: freed after what NCCL has */
+      free_xfer(x);
+      return st;
+    }
+    *handle = x;
+    return GMPI_SUCCESS;
+  }
+  *handle = x; /* queued: the engine's from here, whatever the pump says */
   if (link->tail)
     link->tail->next = x;
   else
@@ -275,6 +292,9 @@ gmpi_status_t cuda_link_test(void *handle, int *done) {
   xfer_t *x = handle;
   *done = 0;
   if (!x->issued) GMPI_CHECK(link_pump(x->link));
+  if (x->link->state == LINK_FAILED) /* its set-up or an issue failed: it may never run */
+    return gmpi_error(GMPI_ERR_BACKEND, "the NCCL link with rank %d failed (a %s of %zu bytes)",
+                      x->link->peer, x->is_send ? "send" : "receive", x->bytes);
   if (!x->issued) return GMPI_SUCCESS;
   cudaError_t e = cudaEventQuery(x->done);
   if (e == cudaErrorNotReady) {
@@ -310,14 +330,16 @@ size_t cuda_links_device_bytes(const cuda_p2p_t *p) {
 /* Close a link. Its transfers have completed (every rank arrived at the comm's free first:
  * close_engines in src/api/init.c), so the communicator is aborted rather than finalized: abort
  * needs no cooperation from the peer, whose links close in another order. */
-static void link_close(link_t *link, double timeout_s) {
-  if (link->state == LINK_NONE) return;
+/* Returns 0 when its set-up thread is still running: the link is left to it. */
+static int link_close(link_t *link, double timeout_s) {
+  if (link->state == LINK_NONE) return 1;
   for (xfer_t *x = link->head, *n; x; x = n)
     n = x->next, free_xfer(x);
+  link->head = link->tail = NULL;
   if (link->state == LINK_STARTING) {
     if (atomic_load(&link->setup_state) == LINK_STARTING) {
       pthread_detach(link->setup); /* blocked in NCCL, waiting for a peer that is gone */
-      return;
+      return 0;
     }
     pthread_join(link->setup, NULL);
   }
@@ -332,13 +354,17 @@ static void link_close(link_t *link, double timeout_s) {
   cuda_lib_free(link->warm, 2);
   if (link->stream) cudaStreamDestroy(link->stream);
   memset(link, 0, sizeof(*link));
+  return 1;
 }
 
 void cuda_links_close(cuda_p2p_t *p) {
   if (!p->links) return;
+  int all_closed = 1;
   for (int r = 0; r < p->links->size; r++)
-    link_close(&p->links->by_peer[r], p->comm->cfg.timeout_s);
-  free(p->links->by_peer);
+    all_closed &= link_close(&p->links->by_peer[r], p->comm->cfg.timeout_s);
+  /* A set-up thread still blocked in NCCL writes its link when (if) it returns: the links stay
+   * allocated for it, left to the process with it. */
+  if (all_closed) free(p->links->by_peer);
   free(p->links);
   p->links = NULL;
 }
