@@ -27,9 +27,10 @@ typedef struct cuda_p2p {
 int cuda_p2p_is_host(cuda_p2p_t *p, const void *ptr);
 /* Start copying bytes from src to dst after the program's work queued before the post, never
  * waiting for it; host_end: one of them is host memory. *handle is tested and cancelled as a
- * transfer. */
+ * transfer. reading (or NULL): a count of copies reading src's mapping, held until the copy is
+ * tested done (or cancelled before it was issued). */
 gmpi_status_t cuda_copy_start(cuda_p2p_t *p, void *dst, const void *src, size_t bytes, int host_end,
-                              void **handle);
+                              int *reading, void **handle);
 
 /* ---- CUDA IPC (cuda_ipc.c) ---- */
 /* Describe buf for a peer of this host; 0 when it cannot be shared (not cudaMalloc memory). */
