@@ -704,7 +704,8 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
     st = post_eager(env, a, es, bytes);
   else
     st = post_rendezvous(env, a, es, bytes);
-  if (st != GMPI_SUCCESS) {
+  if (st != GMPI_SUCCESS) { /* no envelope carries its number: the next message takes it */
+    env->peers[a->peer].next_out_seq--;
     req->be = NULL;
     free(es);
     return st;
