@@ -9,7 +9,7 @@
  *  3. a send completes only once the peer has issued the matching receive (MPI_Issend).
  * Each transfer's MPI tag is its link position, so two ranks that issued a link's transfers in
  * different orders never pair the wrong ones: they wait, and the test that did it times out.
- *  4. copies and exposures finish later than they start, as a device's do (the program's
+ *  4. copies, exposures and marks finish later than they start, as a device's do (the program's
  *     stream decides when): each is done at its second test, the copy made only then, so a
  *     destination read before its copy landed holds stale bytes and a source released before
  *     it was read is a use after free (the sanitizer runs see it). Exposure never describes a
@@ -86,6 +86,12 @@ static gmpi_status_t copy_test(model_copy_t *c, int *done) {
   if (c->bytes) memcpy(c->dst, c->src, c->bytes);
   free(c);
   return GMPI_SUCCESS;
+}
+
+/* A post's place on the "program's stream": passed at its second test, like a copy. */
+static gmpi_status_t model_mark(void *ctx, void **handle) {
+  (void)ctx;
+  return start_copy(NULL, NULL, 0, handle);
 }
 
 /* No pull: every rendezvous takes the link, once the "program's stream" reached the send. */
@@ -236,6 +242,7 @@ static const gmpi_mover_t model_mover = {
     .to_host = host_copy,
     .from_host = host_copy,
     .self_copy = host_copy,
+    .mark = model_mark,
     .expose = model_expose,
     .link_open = model_open,
     .link_join = model_join,

@@ -115,22 +115,17 @@ gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t le
   opened_t *from = NULL;
   GMPI_CHECK(open_peer_buffer(p, peer, &b.handle, &from));
   char *base = from->base;
-  /* Into host memory (matching across kinds) CUDA would hold the host until the copy landed,
-   * after whatever the program's stream holds: a copy issued once the stream got here. */
+  /* The program's stream passed the receive's post (its mark, core/mover.h) and the sender's
+   * (its exposure): the copy waits for nothing of the program's. Into host memory (matching
+   * across kinds) it goes on host_copies, where CUDA holding the host waits for copies alone. */
   if (cuda_p2p_is_host(p, dst))
-    return cuda_copy_start(p, dst, base + b.offset, bytes, 1, &from->reading, handle);
+    return cuda_copy_start(p, dst, base + b.offset, bytes, 1, 0, &from->reading, handle);
   pull_t *x = calloc(1, sizeof(*x));
   if (!x) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
   x->kind = XFER_PULL;
   x->from = from;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming), st, free_x);
-  if (p->cc->user_stream) { /* stream-ordered: the receive buffer is ours once the user's
-                               stream reaches this point */
-    GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->done, p->cc->user_stream), st, destroy_event);
-    GMPI_CUDA_CHECK_GOTO(cudaStreamWaitEvent(p->stream, x->done, 0), st, destroy_event);
-  }
-  GMPI_CHECK_GOTO(cuda_after_default_stream(p->cc, p->stream), st, destroy_event);
   GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(dst, base + b.offset, bytes, cudaMemcpyDefault, p->stream),
                        st, destroy_event);
   GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->done, p->stream), st, destroy_event);

@@ -33,7 +33,6 @@ typedef struct xfer {
   int is_send;
   void *buf;
   size_t bytes;
-  cudaEvent_t ready;  /* the program's stream reached the post */
   cudaEvent_t staged; /* a host end's device copy is allocated (and filled, for a send) */
   cudaEvent_t done;   /* recorded right after the NCCL call */
   int issued;         /* handed to NCCL */
@@ -152,7 +151,6 @@ gmpi_status_t cuda_link_join(cuda_p2p_t *p, int peer, const void *blob, size_t l
 static void free_xfer(xfer_t *x) {
   /* after whatever NCCL still does with it, or (never issued) after its staging copy */
   if (x->stage) cudaFreeAsync(x->stage, x->issued ? x->link->stream : x->copy_stream);
-  if (x->ready) cudaEventDestroy(x->ready);
   if (x->staged) cudaEventDestroy(x->staged);
   cudaEventDestroy(x->done);
   free(x);
@@ -160,7 +158,6 @@ static void free_xfer(xfer_t *x) {
 
 static gmpi_status_t issue(xfer_t *x) {
   link_t *link = x->link;
-  if (x->ready) GMPI_CUDA_CHECK(cudaStreamWaitEvent(link->stream, x->ready, 0));
   if (x->staged) GMPI_CUDA_CHECK(cudaStreamWaitEvent(link->stream, x->staged, 0));
   int to = 1 - link->my_rank;
   ncclResult_t r = x->is_send ? ncclSend(x->buf, x->bytes, ncclUint8, to, link->nccl, link->stream)
@@ -252,15 +249,10 @@ gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, s
   if (!x) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
   *x = (xfer_t){.kind = XFER_LINK, .link = link, .is_send = is_send, .buf = buf, .bytes = bytes};
   gmpi_status_t st = GMPI_SUCCESS;
+  /* The program's stream has passed both ends' posts (the engine's marks, core/mover.h): the
+   * data is ready and the buffer free to fill, so the link waits for nothing of the program's. */
   GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming), st, free_x);
-  /* The data is ready (and the buffer free to fill) when the program's stream gets here: the
-   * user's in stream-ordered mode, else the legacy default stream (cuda_after_default_stream). */
-  GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->ready, cudaEventDisableTiming), st,
-                       destroy_done);
-  GMPI_CUDA_CHECK_GOTO(
-      cudaEventRecord(x->ready, p->cc->user_stream ? p->cc->user_stream : cudaStreamLegacy), st,
-      destroy_ready);
-  if (cuda_p2p_is_host(p, buf)) GMPI_CHECK_GOTO(stage_host_end(p, x), st, destroy_ready);
+  if (cuda_p2p_is_host(p, buf)) GMPI_CHECK_GOTO(stage_host_end(p, x), st, destroy_staging);
   if (link->state == LINK_READY) {
     st = issue(x);
     if (st != GMPI_SUCCESS) { /* the engine gets no handle for it: freed after what NCCL has */
@@ -277,11 +269,9 @@ gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, s
     link->head = x;
   link->tail = x;
   return link_pump(link);
-destroy_ready:
+destroy_staging:
   if (x->stage) cudaFreeAsync(x->stage, p->host_copies);
   if (x->staged) cudaEventDestroy(x->staged);
-  if (x->ready) cudaEventDestroy(x->ready);
-destroy_done:
   cudaEventDestroy(x->done);
 free_x:
   free(x);
