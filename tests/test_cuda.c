@@ -162,7 +162,8 @@ static void stream_ordered(void) {
  * partner that joins it only once its blocking call returned (a hang found in review).
  * Rounds 0-1: the first rank receives (even ranks, then odd); rounds 2-3: it sends. */
 static void stream_ordered_p2p(void) {
-  enum { N = 1 << 18, M = 256 };
+  /* M as stream_ordered's allreduce: NCCL has connected that one, so the call only queues */
+  enum { N = 1 << 18, M = 1024 };
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   int *buf = t_alloc(N * sizeof(int)), *sum = t_alloc(M * sizeof(int));
