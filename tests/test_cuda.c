@@ -153,6 +153,69 @@ static void stream_ordered(void) {
   cudaStreamDestroy(s);
 }
 
+/* Stream-ordered point to point: a message's buffer is read, and a receive's written, once the
+ * user's stream has passed the call -- not once it passed whatever was queued after it. In
+ * each pair one rank posts its half of a 1 MiB message (a pull, or a link between hosts),
+ * queues an allreduce on the stream, and only then lets its partner (a plain MPI token)
+ * make the other half, blocking, before the partner's allreduce. The message is matched after
+ * the first rank's allreduce was queued: ordered after that allreduce, it would wait for a
+ * partner that joins it only once its blocking call returned (a hang found in review).
+ * Rounds 0-1: the first rank receives (even ranks, then odd); rounds 2-3: it sends. */
+static void stream_ordered_p2p(void) {
+  /* M as stream_ordered's allreduce: NCCL has connected that one, so the call only queues */
+  enum { N = 1 << 18, M = 1024 };
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  int *buf = t_alloc(N * sizeof(int)), *sum = t_alloc(M * sizeof(int));
+  int *h = malloc(N * sizeof(int));
+  int peer = rank ^ 1, paired = peer < size;
+  T_OK(gmpi_comm_set_stream(comm, s));
+  for (int round = 0; round < 4; round++) {
+    int first = paired && rank % 2 == round % 2, receiver = (round < 2) == first;
+    int sender_rank = receiver ? peer : rank, token = round;
+    cudaMemsetAsync(sum, 1, M * sizeof(int), s);
+    cudaMemsetAsync(buf, receiver ? 0 : round + 1 + sender_rank, N * sizeof(int), s);
+    gmpi_request_t rq = NULL;
+    if (first) {
+      if (receiver)
+        T_OK(gmpi_irecv(buf, N, GMPI_INT32, peer, 11, comm, &rq));
+      else
+        T_OK(gmpi_isend(buf, N, GMPI_INT32, peer, 11, comm, &rq));
+      T_OK(gmpi_allreduce(sum, sum, M, GMPI_INT32, GMPI_SUM, comm)); /* queued on s */
+      MPI_Send(&token, 1, MPI_INT, peer, 77, MPI_COMM_WORLD);
+      T_OK(gmpi_wait(&rq, NULL));
+    } else if (paired) {
+      MPI_Recv(&token, 1, MPI_INT, peer, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (receiver)
+        T_OK(gmpi_recv(buf, N, GMPI_INT32, peer, 11, comm, NULL));
+      else
+        T_OK(gmpi_send(buf, N, GMPI_INT32, peer, 11, comm));
+      T_OK(gmpi_allreduce(sum, sum, M, GMPI_INT32, GMPI_SUM, comm));
+    } else {
+      T_OK(gmpi_allreduce(sum, sum, M, GMPI_INT32, GMPI_SUM, comm));
+    }
+    T_EQ_INT(cudaStreamSynchronize(s), cudaSuccess);
+    T_EQ_INT(token, round);
+    t_get(h, sum, M * sizeof(int));
+    int bad = 0;
+    for (int i = 0; i < M; i++)
+      bad += h[i] != 0x01010101 * size;
+    T_EQ_INT(bad, 0);
+    if (!paired) continue;
+    t_get(h, buf, N * sizeof(int)); /* the receiver's data, and the sender's still intact */
+    int want = (round + 1 + sender_rank) * 0x01010101;
+    bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += h[i] != want;
+    T_EQ_INT(bad, 0);
+  }
+  T_OK(gmpi_comm_set_stream(comm, NULL));
+  free(h);
+  t_free(buf);
+  t_free(sum);
+  cudaStreamDestroy(s);
+}
+
 /* A buffer written by cudaMemcpy from pageable memory (which may return before its copy lands)
  * or a kernel-free cudaMemset on the default stream, then passed at once -- no synchronize --
  * to a blocking allreduce and a send: gmpi must order its work after the default stream's
@@ -260,6 +323,7 @@ int main(int argc, char **argv) {
   mixing();
   other_device();
   stream_ordered();
+  stream_ordered_p2p();
   after_default_stream();
   nonblocking_default_stream();
   return t_finish("cuda");

@@ -58,6 +58,17 @@ int main(void) {
   go.blob_len = 16;
   CHECK_EQ(check(&go, sizeof(go), 0, &said), GMPI_SUCCESS);
 
+  /* A message's dtype out of range: probe would divide its bytes by an element size of 0. */
+  rts.blob_len = 0;
+  rts.dtype = 1000;
+  CHECK_EQ(check(&rts, sizeof(rts), 2, &said), GMPI_ERR_INTERNAL);
+  CHECK_EQ(says(said, "dtype 1000"), 1);
+  rts.dtype = -1;
+  CHECK_EQ(check(&rts, sizeof(rts), 2, &said), GMPI_ERR_INTERNAL);
+  w.dtype = GMPI_DTYPE_COUNT;
+  memcpy(buf, &w, sizeof(w));
+  CHECK_EQ(check(buf, sizeof(wire_t) + 16, 1, &said), GMPI_ERR_INTERNAL);
+
   free(buf);
   printf("unit_envelope: %s (%d failed checks)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;

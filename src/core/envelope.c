@@ -46,16 +46,19 @@ typedef struct env_msg {
   gmpi_request_t self_send; /* P_SELF: the send whose buffer holds the data */
   void *dst;                /* rendezvous: the receive's buffer, kept if the receive is given up */
   void *handle;             /* pull, link transfer or copy into the receive buffer in flight */
-  void *filling;            /* self eager: the copy from the sender's buffer into data */
+  void *filling; /* self: the eager copy into data, or the sender's post mark (core/mover.h) */
   struct env_send *fill_send; /* self eager: the send that copy completes (NULL: abandoned) */
   int orphan;                 /* its receive was abandoned while the data moved */
-  struct env_msg *next; /* the moving list, its peer's awaiting-GO list, or the held self list */
+  void *mark;                 /* its receive's post mark, until it passes (the marked list) */
+  gmpi_status_t verdict;      /* judge's, kept while the mark is pending */
+  struct env_msg *next;       /* the moving, marked, awaiting-GO or held self list */
 } env_msg_t;
 
 typedef struct {
   gmpi_match_recv_t m; /* first: the matcher's view */
   env_msg_t *msg;      /* matched message, or NULL while posted */
   gmpi_request_t req;  /* the request this receive belongs to */
+  void *mark;          /* where the program's stream was at the post (mover's), until matched */
 } env_recv_t;
 
 /* A send, sender side. */
@@ -90,10 +93,11 @@ struct gmpi_envelope_engine {
   env_peer_t *peers; /* one per rank */
   unsigned char *in_buf[N_POSTED];
   gmpi_chan_op_t *in_op[N_POSTED];
-  int in_head;                           /* the posted receive the channel fills next */
-  out_msg_t *out;                        /* envelopes the channel is still sending */
-  env_msg_t *moving;                     /* receiver side transfers and copies in flight */
-  int n_held;                            /* message envelopes held, all peers */
+  int in_head;       /* the posted receive the channel fills next */
+  out_msg_t *out;    /* envelopes the channel is still sending */
+  env_msg_t *moving; /* receiver side transfers and copies in flight */
+  env_msg_t *marked; /* matched, waiting for the program's stream to pass the receive's post */
+  int n_held;        /* message envelopes held, all peers */
   env_msg_t *self_held, *self_held_tail; /* self messages not yet known to the matcher */
   /* Everything above, the mover's context and the control channel are touched only under
    * this lock. A thread takes it to post, test, probe, cancel and abandon; a wait of any
@@ -218,15 +222,14 @@ static gmpi_status_t landed(struct gmpi_envelope_engine *env, env_msg_t *msg,
  * the copy into the receive buffer; the receive is done when it has landed. */
 static gmpi_status_t deliver_local(struct gmpi_envelope_engine *env, env_msg_t *msg,
                                    gmpi_status_t verdict) {
-  gmpi_request_t req = msg->req;
   gmpi_status_t st = verdict;
   void *copy = NULL;
   if (st == GMPI_SUCCESS && msg->m.bytes) {
     if (msg->data)
-      st = env->mover->from_host(env->mctx, req->args.buf, msg->data, msg->m.bytes, &copy);
+      st = env->mover->from_host(env->mctx, msg->dst, msg->data, msg->m.bytes, &copy);
     else if (msg->self_send)
-      st = env->mover->self_copy(env->mctx, req->args.buf, msg->self_send->args.buf, msg->m.bytes,
-                                 &copy);
+      st =
+          env->mover->self_copy(env->mctx, msg->dst, msg->self_send->args.buf, msg->m.bytes, &copy);
     else
       st = gmpi_error(GMPI_ERR_STATE,
                       "irecv from rank %d tag %d: the matching send was abandoned after a failure",
@@ -273,16 +276,15 @@ static gmpi_status_t link_follow(struct gmpi_envelope_engine *env, int peer, con
 static gmpi_status_t start_rendezvous(struct gmpi_envelope_engine *env, env_msg_t *msg,
                                       gmpi_status_t verdict) {
   int src = msg->m.source;
-  gmpi_request_t req = msg->req;
   if (verdict != GMPI_SUCCESS) { /* nothing moves; the sender is done */
     GMPI_CHECK(send_ctrl(env, src, W_FIN, msg->m.seq, 0, NULL, 0));
-    complete_recv(req, msg, verdict);
+    if (!msg->orphan) complete_recv(msg->req, msg, verdict);
     free_msg(msg);
     return GMPI_SUCCESS;
   }
   if (msg->proto == P_PULL) {
-    GMPI_CHECK(env->mover->pull(env->mctx, src, msg->blob, msg->blob_len, req->args.buf,
-                                msg->m.bytes, &msg->handle));
+    GMPI_CHECK(env->mover->pull(env->mctx, src, msg->blob, msg->blob_len, msg->dst, msg->m.bytes,
+                                &msg->handle));
     start_moving(env, msg);
     return GMPI_SUCCESS;
   }
@@ -296,19 +298,32 @@ static gmpi_status_t start_rendezvous(struct gmpi_envelope_engine *env, env_msg_
   uint8_t blob[GMPI_MOVER_BLOB_BYTES];
   size_t blob_len;
   GMPI_CHECK(link_position(env, src, &k, blob, &blob_len));
-  GMPI_CHECK(env->mover->link_recv(env->mctx, src, k, req->args.buf, msg->m.bytes, &msg->handle));
+  GMPI_CHECK(env->mover->link_recv(env->mctx, src, k, msg->dst, msg->m.bytes, &msg->handle));
   start_moving(env, msg);
   return send_ctrl(env, src, W_CTS, msg->m.seq, k, blob, blob_len);
 }
 
-/* A message met its receive (at arrival, or when the receive was posted). */
+/* A matched message whose receive's post the program's stream has passed: start moving it. */
+static gmpi_status_t start_matched(struct gmpi_envelope_engine *env, env_msg_t *msg) {
+  if (msg->proto == P_EAGER || msg->proto == P_SELF) return deliver_local(env, msg, msg->verdict);
+  return start_rendezvous(env, msg, msg->verdict);
+}
+
+/* A message met its receive (at arrival, or when the receive was posted). Nothing is written
+ * into the receive buffer (nor a link position taken for it) before the program's stream has
+ * passed the receive's post: its mark, tested by progress (core/mover.h). */
 static gmpi_status_t bind(struct gmpi_envelope_engine *env, env_msg_t *msg, gmpi_request_t req) {
+  env_recv_t *er = req->be;
   msg->req = req;
   msg->dst = req->args.buf;
-  ((env_recv_t *)req->be)->msg = msg;
-  gmpi_status_t verdict = judge(env, msg, req);
-  if (msg->proto == P_EAGER || msg->proto == P_SELF) return deliver_local(env, msg, verdict);
-  return start_rendezvous(env, msg, verdict);
+  er->msg = msg;
+  msg->mark = er->mark;
+  er->mark = NULL;
+  msg->verdict = judge(env, msg, req);
+  if (!msg->mark) return start_matched(env, msg);
+  msg->next = env->marked;
+  env->marked = msg;
+  return GMPI_SUCCESS;
 }
 
 static gmpi_status_t test_moving(struct gmpi_envelope_engine *env) {
@@ -438,6 +453,11 @@ gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nran
                       "malformed envelope from rank %d: blob_len %u, more than the %d bytes "
                       "an envelope carries",
                       src, (unsigned)w->blob_len, GMPI_MOVER_BLOB_BYTES);
+  /* a message's dtype divides its bytes (probe, status): 0 would be a division by zero */
+  int message = w->kind == W_EAGER || w->kind == W_RTS_PULL || w->kind == W_RTS_LINK;
+  if (message && !gmpi_dtype_in_range((gmpi_dtype_t)w->dtype))
+    return gmpi_error(GMPI_ERR_INTERNAL, "malformed envelope from rank %d: dtype %d", src,
+                      (int)w->dtype);
   return GMPI_SUCCESS;
 }
 
@@ -546,6 +566,23 @@ static gmpi_status_t flush_self(struct gmpi_envelope_engine *env) {
   return GMPI_SUCCESS;
 }
 
+/* Matched messages whose receive's mark has passed start moving. */
+static gmpi_status_t test_marked(struct gmpi_envelope_engine *env) {
+  for (env_msg_t **link = &env->marked; *link;) {
+    env_msg_t *msg = *link;
+    int ready = 0;
+    GMPI_CHECK(ready_now(env, &msg->mark, &ready));
+    if (!ready) {
+      link = &msg->next;
+      continue;
+    }
+    *link = msg->next;
+    msg->next = NULL;
+    GMPI_CHECK(start_matched(env, msg));
+  }
+  return GMPI_SUCCESS;
+}
+
 static gmpi_status_t flush_held(struct gmpi_envelope_engine *env) {
   GMPI_CHECK(flush_self(env));
   for (int p = 0; env->n_held && p < env->comm->size; p++)
@@ -561,6 +598,7 @@ static gmpi_status_t progress(struct gmpi_envelope_engine *env) {
   GMPI_CHECK(poll_envelopes(env));
   if (env->mover->progress) GMPI_CHECK(env->mover->progress(env->mctx));
   GMPI_CHECK(flush_held(env));
+  GMPI_CHECK(test_marked(env));
   GMPI_CHECK(test_moving(env));
   return test_out(env);
 }
@@ -593,6 +631,13 @@ static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t 
   er->m.source = req->args.peer;
   er->m.tag = req->args.tag;
   er->req = req;
+  if (env->mover->mark) {
+    gmpi_status_t st = env->mover->mark(env->mctx, &er->mark);
+    if (st != GMPI_SUCCESS) {
+      free(er);
+      return st;
+    }
+  }
   req->be = er;
   gmpi_match_msg_t *m = gmpi_match_post(&env->match, &er->m);
   if (m) GMPI_CHECK(bind(env, (env_msg_t *)m, req));
@@ -618,15 +663,16 @@ static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_reque
       st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %zu-byte self message", bytes);
     if (st == GMPI_SUCCESS && bytes)
       st = env->mover->to_host(env->mctx, msg->data, a->buf, bytes, &msg->filling);
-  } else {
+  } else { /* read from the sender's buffer once the program's stream passed the send */
     msg->self_send = req;
     es->self_msg = msg;
+    if (env->mover->mark) st = env->mover->mark(env->mctx, &msg->filling);
   }
   if (st != GMPI_SUCCESS) {
     free_msg(msg);
     return st;
   }
-  if (msg->filling) { /* complete once the copy has the data */
+  if (msg->filling && !msg->self_send) { /* complete once the copy has the data */
     msg->fill_send = es;
     es->held_self = msg;
   } else if (!msg->self_send) {
@@ -670,6 +716,14 @@ static gmpi_status_t post_rendezvous(struct gmpi_envelope_engine *env, const gmp
   size_t blob_len = env->mover->expose ? env->mover->expose(env->mctx, a->peer, a->buf, bytes,
                                                             o->w.blob, &o->ready)
                                        : 0;
+  /* the link reads the buffer at the peer's answer: the envelope waits for the send's mark */
+  if (!o->ready && env->mover->mark) {
+    gmpi_status_t st = env->mover->mark(env->mctx, &o->ready);
+    if (st != GMPI_SUCCESS) {
+      free(o);
+      return st;
+    }
+  }
   es->proto = blob_len ? P_PULL : P_LINK;
   o->w.kind = blob_len ? W_RTS_PULL : W_RTS_LINK;
   o->w.tag = a->tag;
@@ -699,7 +753,8 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
     st = post_eager(env, a, es, bytes);
   else
     st = post_rendezvous(env, a, es, bytes);
-  if (st != GMPI_SUCCESS) {
+  if (st != GMPI_SUCCESS) { /* no envelope carries its number: the next message takes it */
+    env->peers[a->peer].next_out_seq--;
     req->be = NULL;
     free(es);
     return st;
@@ -788,6 +843,8 @@ static void abandon_send(struct gmpi_envelope_engine *env, env_send_t *es) {
 /* A receive given up: its message, if one is moving into the buffer, lands and is dropped. */
 static void abandon_recv(struct gmpi_envelope_engine *env, env_recv_t *er) {
   env_msg_t *msg = er->msg;
+  if (er->mark) env->mover->cancel(env->mctx, er->mark); /* still posted */
+  er->mark = NULL;
   if (gmpi_match_cancel(&env->match, &er->m) || !msg) return;
   msg->req = NULL;
   msg->orphan = 1;
@@ -798,6 +855,7 @@ static void cancel_recv(struct gmpi_envelope_engine *env, gmpi_request_t req, in
   *cancelled = 0;
   if (req->done || !er || req->args.dir != GMPI_P2P_RECV || er->msg) return;
   if (!gmpi_match_cancel(&env->match, &er->m)) return;
+  if (er->mark) env->mover->cancel(env->mctx, er->mark);
   free(er);
   req->be = NULL;
   *cancelled = 1;
@@ -872,6 +930,7 @@ static void free_msgs(env_msg_t *msg, const struct gmpi_envelope_engine *env) {
     env_msg_t *next = msg->next;
     if (msg->handle) env->mover->cancel(env->mctx, msg->handle);
     if (msg->filling) env->mover->cancel(env->mctx, msg->filling);
+    if (msg->mark) env->mover->cancel(env->mctx, msg->mark);
     free_msg(msg);
     msg = next;
   }
@@ -915,6 +974,7 @@ void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
     free_msg((env_msg_t *)m);
   }
   free_msgs(env->moving, env);
+  free_msgs(env->marked, env);
   free_msgs(env->self_held, env);
   for (int p = 0; env->peers && p < env->comm->size; p++) {
     free_msgs(env->peers[p].awaiting_go, env);

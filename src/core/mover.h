@@ -19,20 +19,33 @@
 /* How data moves. Handles are the mover's own. No call waits for the program's device work or
  * for a peer, nor drives progress: a post into the engine only queues, so the engine is never
  * re-entered. A call that starts a copy or a transfer returns a handle the engine tests in its
- * progress; *handle NULL means it finished before the call returned. */
+ * progress; *handle NULL means it finished before the call returned.
+ *
+ * Where the program's stream was at a post is taken at the post (to_host, expose, mark), never
+ * later: a mark taken when the message is matched would also wait for work the program queued
+ * after the post -- in stream-ordered mode a collective that a peer joins only once this very
+ * transfer let its blocking send return. So from_host, self_copy, pull, link_send and link_recv
+ * are called only once the program's stream has passed the posts of both ends, and order
+ * nothing after the program themselves. */
 typedef struct gmpi_mover {
   const char *name; /* "mpi-model", "cuda": logs */
   /* Start copying between a user buffer and the engine's host memory (eager data), or from a
    * self message's sender buffer to its receiver's. The source is read and the destination
-   * written until the handle tests done. */
+   * written until the handle tests done. to_host is called at the send's post and reads buf
+   * once the program's stream has passed it. */
   gmpi_status_t (*to_host)(void *ctx, void *host, const void *buf, size_t bytes, void **handle);
   gmpi_status_t (*from_host)(void *ctx, void *buf, const void *host, size_t bytes, void **handle);
   gmpi_status_t (*self_copy)(void *ctx, void *dst, const void *src, size_t bytes, void **handle);
+  /* Record where the program's stream is now (a receive's post, a send's whose buffer is read
+   * later): *handle tests done once the stream has passed it; NULL when it has (or the mover
+   * orders nothing after the program). NULL: no ordering. */
+  gmpi_status_t (*mark)(void *ctx, void **handle);
   /* Describe buf so that peer can read it, into blob; returns its length, 0 when peer cannot
    * (another host, memory that cannot be shared): the engine then uses the link. *ready
    * (whatever the length): NULL when buf's data may be read now, else a handle that tests done
    * once it may (the program's stream has reached the send); until then the engine tells the
-   * peer nothing of the message, nor of later ones to it. NULL: every rendezvous takes the link.
+   * peer nothing of the message, nor of later ones to it (a NULL *ready with length 0: the
+   * engine takes a mark). NULL: every rendezvous takes the link.
    * pull: start copying bytes described by blob into dst (NULL when expose never describes). */
   size_t (*expose)(void *ctx, int peer, const void *buf, size_t bytes, void *blob, void **ready);
   gmpi_status_t (*pull)(void *ctx, int peer, const void *blob, size_t len, void *dst, size_t bytes,

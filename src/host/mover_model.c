@@ -9,12 +9,14 @@
  *  3. a send completes only once the peer has issued the matching receive (MPI_Issend).
  * Each transfer's MPI tag is its link position, so two ranks that issued a link's transfers in
  * different orders never pair the wrong ones: they wait, and the test that did it times out.
- *  4. copies and exposures finish later than they start, as a device's do (the program's
+ *  4. copies, exposures and marks finish later than they start, as a device's do (the program's
  *     stream decides when): each is done at its second test, the copy made only then, so a
  *     destination read before its copy landed holds stale bytes and a source released before
  *     it was read is a use after free (the sanitizer runs see it). Exposure never describes a
  *     buffer (MPI gives no one-sided read to model CUDA IPC with), but its delay holds the
- *     rendezvous envelope as a device's pull envelope is held.
+ *     rendezvous envelope as a device's pull envelope is held. Every third copy is done at
+ *     once and every other exposure leaves its envelope to the engine's mark, as cuda's copy
+ *     between host buffers and its link sends do.
  * Used under GMPI_P2P=envelope (the deadlock finder). */
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,8 @@ typedef struct {
   size_t chunk;
   int size;
   model_link_t *links; /* per peer */
+  unsigned exposures;  /* counts expose calls: every other one leaves the mark to the engine */
+  unsigned copies;     /* counts copies: every third is done at once */
 } model_t;
 
 /* A copy (or, with no bytes, an exposure) the engine must test twice. */
@@ -75,8 +79,15 @@ static gmpi_status_t start_copy(void *dst, const void *src, size_t bytes, void *
   return GMPI_SUCCESS;
 }
 
+/* Every third copy is done before the call returns (no handle), as cuda's between two host
+ * buffers is: CI runs the engine's paths for both. */
 static gmpi_status_t host_copy(void *ctx, void *dst, const void *src, size_t bytes, void **handle) {
-  (void)ctx;
+  model_t *m = ctx;
+  if (m->copies++ % 3 == 2) {
+    *handle = NULL;
+    memcpy(dst, src, bytes);
+    return GMPI_SUCCESS;
+  }
   return start_copy(dst, src, bytes, handle);
 }
 
@@ -88,15 +99,25 @@ static gmpi_status_t copy_test(model_copy_t *c, int *done) {
   return GMPI_SUCCESS;
 }
 
-/* No pull: every rendezvous takes the link, once the "program's stream" reached the send. */
+/* A post's place on the "program's stream": passed at its second test, like a copy. */
+static gmpi_status_t model_mark(void *ctx, void **handle) {
+  (void)ctx;
+  return start_copy(NULL, NULL, 0, handle);
+}
+
+/* No pull: every rendezvous takes the link, once the "program's stream" reached the send. Half
+ * the exposures hold the envelope themselves (as cuda's pull exposure does), half leave it to
+ * the engine's mark (as cuda does for a link): CI runs both of the engine's paths. */
 static size_t model_expose(void *ctx, int peer, const void *buf, size_t bytes, void *blob,
                            void **ready) {
-  (void)ctx;
+  model_t *m = ctx;
   (void)peer;
   (void)buf;
   (void)bytes;
   (void)blob;
-  if (start_copy(NULL, NULL, 0, ready) != GMPI_SUCCESS) *ready = NULL; /* ready now, then */
+  *ready = NULL;
+  if (m->exposures++ % 2 == 0 && start_copy(NULL, NULL, 0, ready) != GMPI_SUCCESS)
+    *ready = NULL; /* the engine's mark, then */
   return 0;
 }
 
@@ -236,6 +257,7 @@ static const gmpi_mover_t model_mover = {
     .to_host = host_copy,
     .from_host = host_copy,
     .self_copy = host_copy,
+    .mark = model_mark,
     .expose = model_expose,
     .link_open = model_open,
     .link_join = model_join,

@@ -22,6 +22,7 @@ typedef struct opened {
   int peer;
   cudaIpcMemHandle_t handle;
   char *base;
+  int reading; /* pulls from it not yet tested done (a cancelled one that ran keeps its count) */
   struct opened *next;
 } opened_t;
 
@@ -32,6 +33,7 @@ struct cuda_ipc {
 typedef struct {
   xfer_kind_t kind; /* XFER_PULL */
   cudaEvent_t done;
+  opened_t *from; /* the mapping it reads */
 } pull_t;
 
 size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob) {
@@ -50,15 +52,14 @@ size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob) {
   return sizeof(b);
 }
 
-/* Close every mapping of peer's memory, after the pulls in flight (they run on p->stream).
- * Not covered: a pull into host memory still waiting for the program's stream (not yet issued
- * on host_copies) from a mapping closed here would read it after the close; it needs a comm
- * matching across kinds, a host receive buffer and the peer reusing freed memory meanwhile. */
+/* Close peer's mappings that no pull reads: one of them is stale. A mapping a pull still reads
+ * is not -- its sender keeps that buffer until the pull's FIN -- and closing it would let the
+ * pull (a copy into host memory not yet issued, or one on p->stream) read an unmapped or
+ * re-mapped range. Nothing here waits for a stream: this runs inside the engine's progress. */
 static void close_peer(cuda_p2p_t *p, int peer) {
-  cudaStreamSynchronize(p->stream);
   for (opened_t **link = &p->ipc->opened; *link;) {
     opened_t *o = *link;
-    if (o->peer != peer) {
+    if (o->peer != peer || o->reading) {
       link = &o->next;
       continue;
     }
@@ -66,18 +67,18 @@ static void close_peer(cuda_p2p_t *p, int peer) {
     cudaIpcCloseMemHandle(o->base);
     free(o);
   }
-  GMPI_TRACE("closed the stale CUDA IPC mappings of rank %d", peer);
+  GMPI_TRACE("closed the CUDA IPC mappings of rank %d that no pull reads", peer);
 }
 
 /* The peer's allocation, opened once and kept until the comm closes (or until the peer reuses
  * its memory for a new allocation: close_peer). */
 static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemHandle_t *h,
-                                      char **base) {
+                                      opened_t **out) {
   if (!p->ipc && !(p->ipc = calloc(1, sizeof(*p->ipc))))
     return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
   for (opened_t *o = p->ipc->opened; o; o = o->next) {
     if (o->peer == peer && !memcmp(&o->handle, h, sizeof(*h))) {
-      *base = o->base;
+      *out = o;
       return GMPI_SUCCESS;
     }
   }
@@ -100,7 +101,7 @@ static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemH
   o->next = p->ipc->opened;
   p->ipc->opened = o;
   GMPI_TRACE("opened a device allocation of rank %d by CUDA IPC", peer);
-  *base = o->base;
+  *out = o;
   return GMPI_SUCCESS;
 }
 
@@ -111,25 +112,24 @@ gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t le
     return gmpi_error(GMPI_ERR_INTERNAL, "buffer description from rank %d has %zu bytes", peer,
                       len);
   memcpy(&b, blob, sizeof(b));
-  char *base = NULL;
-  GMPI_CHECK(open_peer_buffer(p, peer, &b.handle, &base));
-  /* Into host memory (matching across kinds) CUDA would hold the host until the copy landed,
-   * after whatever the program's stream holds: a copy issued once the stream got here. */
-  if (cuda_p2p_is_host(p, dst)) return cuda_copy_start(p, dst, base + b.offset, bytes, 1, handle);
+  opened_t *from = NULL;
+  GMPI_CHECK(open_peer_buffer(p, peer, &b.handle, &from));
+  char *base = from->base;
+  /* The program's stream passed the receive's post (its mark, core/mover.h) and the sender's
+   * (its exposure): the copy waits for nothing of the program's. Into host memory (matching
+   * across kinds) it goes on host_copies, where CUDA holding the host waits for copies alone. */
+  if (cuda_p2p_is_host(p, dst))
+    return cuda_copy_start(p, dst, base + b.offset, bytes, 1, 0, &from->reading, handle);
   pull_t *x = calloc(1, sizeof(*x));
   if (!x) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
   x->kind = XFER_PULL;
+  x->from = from;
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming), st, free_x);
-  if (p->cc->user_stream) { /* stream-ordered: the receive buffer is ours once the user's
-                               stream reaches this point */
-    GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->done, p->cc->user_stream), st, destroy_event);
-    GMPI_CUDA_CHECK_GOTO(cudaStreamWaitEvent(p->stream, x->done, 0), st, destroy_event);
-  }
-  GMPI_CHECK_GOTO(cuda_after_default_stream(p->cc, p->stream), st, destroy_event);
   GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(dst, base + b.offset, bytes, cudaMemcpyDefault, p->stream),
                        st, destroy_event);
   GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->done, p->stream), st, destroy_event);
+  from->reading++;
   *handle = x;
   return GMPI_SUCCESS;
 destroy_event:
@@ -144,11 +144,14 @@ gmpi_status_t cuda_ipc_test(void *handle, int *done) {
   cudaError_t e = cudaEventQuery(x->done);
   *done = e == cudaSuccess;
   if (e != cudaSuccess && e != cudaErrorNotReady) return gmpi_cuda_error(e, "cudaEventQuery");
-  if (*done) cuda_ipc_cancel(x);
+  if (!*done) return GMPI_SUCCESS;
+  x->from->reading--;
+  cuda_ipc_cancel(x);
   return GMPI_SUCCESS;
 }
 
-/* The copy may still run: the event is released when it is done (CUDA defers it). */
+/* The copy may still run: the event is released when it is done (CUDA defers it), and the
+ * mapping keeps the pull's count, so close_peer never closes it under the copy. */
 void cuda_ipc_cancel(void *handle) {
   pull_t *x = handle;
   cudaEventDestroy(x->done);

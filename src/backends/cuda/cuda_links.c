@@ -33,7 +33,6 @@ typedef struct xfer {
   int is_send;
   void *buf;
   size_t bytes;
-  cudaEvent_t ready;  /* the program's stream reached the post */
   cudaEvent_t staged; /* a host end's device copy is allocated (and filled, for a send) */
   cudaEvent_t done;   /* recorded right after the NCCL call */
   int issued;         /* handed to NCCL */
@@ -152,7 +151,6 @@ gmpi_status_t cuda_link_join(cuda_p2p_t *p, int peer, const void *blob, size_t l
 static void free_xfer(xfer_t *x) {
   /* after whatever NCCL still does with it, or (never issued) after its staging copy */
   if (x->stage) cudaFreeAsync(x->stage, x->issued ? x->link->stream : x->copy_stream);
-  if (x->ready) cudaEventDestroy(x->ready);
   if (x->staged) cudaEventDestroy(x->staged);
   cudaEventDestroy(x->done);
   free(x);
@@ -160,7 +158,6 @@ static void free_xfer(xfer_t *x) {
 
 static gmpi_status_t issue(xfer_t *x) {
   link_t *link = x->link;
-  if (x->ready) GMPI_CUDA_CHECK(cudaStreamWaitEvent(link->stream, x->ready, 0));
   if (x->staged) GMPI_CUDA_CHECK(cudaStreamWaitEvent(link->stream, x->staged, 0));
   int to = 1 - link->my_rank;
   ncclResult_t r = x->is_send ? ncclSend(x->buf, x->bytes, ncclUint8, to, link->nccl, link->stream)
@@ -169,8 +166,12 @@ static gmpi_status_t issue(xfer_t *x) {
     link->state = LINK_FAILED;
     return gmpi_nccl_error(r, link->nccl, x->is_send ? "ncclSend (link)" : "ncclRecv (link)");
   }
-  GMPI_CUDA_CHECK(cudaEventRecord(x->done, link->stream));
-  x->issued = 1;
+  x->issued = 1; /* NCCL has the buffers: what frees them follows the link's stream */
+  cudaError_t e = cudaEventRecord(x->done, link->stream);
+  if (e != cudaSuccess) { /* done would read as passed: the link is failed instead */
+    link->state = LINK_FAILED;
+    return gmpi_cuda_error(e, "cudaEventRecord (link transfer)");
+  }
   if (x->is_send && x->stage) {
     GMPI_CUDA_CHECK(cudaFreeAsync(x->stage, link->stream));
     x->stage = NULL;
@@ -190,12 +191,17 @@ static gmpi_status_t link_pump(link_t *link) {
                       link->peer, link->setup_error);
   gmpi_log(GMPI_LOG_INFO, "NCCL link with rank %d ready (%.1f MiB of device memory)", link->peer,
            (double)link->device_bytes / (1 << 20));
-  for (xfer_t *x = link->head, *next; x; x = next) {
-    next = x->next;
-    GMPI_CHECK(issue(x));
+  /* The queue holds what was never issued (link_close frees it), never a transfer freed here. */
+  while (link->head) {
+    xfer_t *x = link->head;
+    gmpi_status_t st = issue(x);
+    if (st != GMPI_SUCCESS) link->state = LINK_FAILED;
+    if (!x->issued) return st; /* failed before NCCL had it: stays queued */
+    link->head = x->next;
+    if (!link->head) link->tail = NULL;
     if (x->cancelled) free_xfer(x); /* NCCL has the call; CUDA releases events when done */
+    GMPI_CHECK(st);
   }
-  link->head = link->tail = NULL;
   return GMPI_SUCCESS;
 }
 
@@ -243,28 +249,29 @@ gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, s
   if (!x) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
   *x = (xfer_t){.kind = XFER_LINK, .link = link, .is_send = is_send, .buf = buf, .bytes = bytes};
   gmpi_status_t st = GMPI_SUCCESS;
+  /* The program's stream has passed both ends' posts (the engine's marks, core/mover.h): the
+   * data is ready and the buffer free to fill, so the link waits for nothing of the program's. */
   GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming), st, free_x);
-  /* The data is ready (and the buffer free to fill) when the program's stream gets here: the
-   * user's in stream-ordered mode, else the legacy default stream (cuda_after_default_stream). */
-  GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->ready, cudaEventDisableTiming), st,
-                       destroy_done);
-  GMPI_CUDA_CHECK_GOTO(
-      cudaEventRecord(x->ready, p->cc->user_stream ? p->cc->user_stream : cudaStreamLegacy), st,
-      destroy_ready);
-  if (cuda_p2p_is_host(p, buf)) GMPI_CHECK_GOTO(stage_host_end(p, x), st, destroy_ready);
-  *handle = x;
-  if (link->state == LINK_READY) return issue(x);
+  if (cuda_p2p_is_host(p, buf)) GMPI_CHECK_GOTO(stage_host_end(p, x), st, destroy_staging);
+  if (link->state == LINK_READY) {
+    st = issue(x);
+    if (st != GMPI_SUCCESS) { /* the engine gets no handle for it: freed after what NCCL has */
+      free_xfer(x);
+      return st;
+    }
+    *handle = x;
+    return GMPI_SUCCESS;
+  }
+  *handle = x; /* queued: the engine's from here, whatever the pump says */
   if (link->tail)
     link->tail->next = x;
   else
     link->head = x;
   link->tail = x;
   return link_pump(link);
-destroy_ready:
+destroy_staging:
   if (x->stage) cudaFreeAsync(x->stage, p->host_copies);
   if (x->staged) cudaEventDestroy(x->staged);
-  if (x->ready) cudaEventDestroy(x->ready);
-destroy_done:
   cudaEventDestroy(x->done);
 free_x:
   free(x);
@@ -275,6 +282,9 @@ gmpi_status_t cuda_link_test(void *handle, int *done) {
   xfer_t *x = handle;
   *done = 0;
   if (!x->issued) GMPI_CHECK(link_pump(x->link));
+  if (x->link->state == LINK_FAILED) /* its set-up or an issue failed: it may never run */
+    return gmpi_error(GMPI_ERR_BACKEND, "the NCCL link with rank %d failed (a %s of %zu bytes)",
+                      x->link->peer, x->is_send ? "send" : "receive", x->bytes);
   if (!x->issued) return GMPI_SUCCESS;
   cudaError_t e = cudaEventQuery(x->done);
   if (e == cudaErrorNotReady) {
@@ -310,14 +320,16 @@ size_t cuda_links_device_bytes(const cuda_p2p_t *p) {
 /* Close a link. Its transfers have completed (every rank arrived at the comm's free first:
  * close_engines in src/api/init.c), so the communicator is aborted rather than finalized: abort
  * needs no cooperation from the peer, whose links close in another order. */
-static void link_close(link_t *link, double timeout_s) {
-  if (link->state == LINK_NONE) return;
+/* Returns 0 when its set-up thread is still running: the link is left to it. */
+static int link_close(link_t *link, double timeout_s) {
+  if (link->state == LINK_NONE) return 1;
   for (xfer_t *x = link->head, *n; x; x = n)
     n = x->next, free_xfer(x);
+  link->head = link->tail = NULL;
   if (link->state == LINK_STARTING) {
     if (atomic_load(&link->setup_state) == LINK_STARTING) {
       pthread_detach(link->setup); /* blocked in NCCL, waiting for a peer that is gone */
-      return;
+      return 0;
     }
     pthread_join(link->setup, NULL);
   }
@@ -332,13 +344,17 @@ static void link_close(link_t *link, double timeout_s) {
   cuda_lib_free(link->warm, 2);
   if (link->stream) cudaStreamDestroy(link->stream);
   memset(link, 0, sizeof(*link));
+  return 1;
 }
 
 void cuda_links_close(cuda_p2p_t *p) {
   if (!p->links) return;
+  int all_closed = 1;
   for (int r = 0; r < p->links->size; r++)
-    link_close(&p->links->by_peer[r], p->comm->cfg.timeout_s);
-  free(p->links->by_peer);
+    all_closed &= link_close(&p->links->by_peer[r], p->comm->cfg.timeout_s);
+  /* A set-up thread still blocked in NCCL writes its link when (if) it returns: the links stay
+   * allocated for it, left to the process with it. */
+  if (all_closed) free(p->links->by_peer);
   free(p->links);
   p->links = NULL;
 }

@@ -22,8 +22,8 @@ int cuda_p2p_is_host(cuda_p2p_t *p, const void *ptr) {
 
 /* ---- copies and exposures: started here, tested by the engine ---------------------------- */
 
-/* A copy, or (no bytes) an exposure: done when the program's stream has reached the post and,
- * for a copy, the bytes have landed. */
+/* A copy, or (no bytes) a mark: done when the program's stream has reached the post (an
+ * ordered copy, a mark) and, for a copy, the bytes have landed. */
 typedef struct {
   xfer_kind_t kind; /* XFER_COPY */
   cuda_p2p_t *p;
@@ -32,6 +32,7 @@ typedef struct {
   void *dst;
   const void *src;
   size_t bytes;
+  int *reading; /* the count of src's IPC mapping (cuda_copy_start), or NULL */
 } copy_t;
 
 /* The stream a post is ordered on: the user's in stream-ordered mode, else the p2p stream
@@ -47,22 +48,28 @@ static void copy_release(copy_t *c) {
   free(c);
 }
 
+static gmpi_status_t copy_issue(copy_t *c);
+
 /* Between two device buffers the copy is queued in the stream's order at once: nothing on the
  * host waits for it. With a host end CUDA would hold the host until the stream reached the
  * copy (into pageable memory it returns only once the copy has landed), and that stream may
  * hold work that ends only when a peer joins it -- a peer that may be waiting for this rank's
- * envelopes. So only the stream's position is recorded; copy_test issues the copy once the
- * stream has passed it, on host_copies, which holds nothing else that could wait. */
+ * envelopes. So an ordered copy only records the stream's position; copy_test issues the copy
+ * once the stream has passed it, on host_copies, which holds nothing else that could wait. An
+ * unordered one (the program's stream passed both posts already: core/mover.h) is issued on
+ * host_copies at once, or between device buffers on the p2p stream. */
 gmpi_status_t cuda_copy_start(cuda_p2p_t *p, void *dst, const void *src, size_t bytes, int host_end,
-                              void **handle) {
+                              int ordered, int *reading, void **handle) {
   *handle = NULL;
   copy_t *c = calloc(1, sizeof(*c));
   if (!c) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a copy");
   *c = (copy_t){.kind = XFER_COPY, .p = p, .dst = dst, .src = src, .bytes = bytes};
-  cudaStream_t s;
+  cudaStream_t s = p->stream;
   gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_CHECK_GOTO(post_stream(p, &s), st, release_c);
-  if (host_end) {
+  if (ordered) GMPI_CHECK_GOTO(post_stream(p, &s), st, release_c);
+  if (host_end && !ordered) {
+    GMPI_CHECK_GOTO(copy_issue(c), st, release_c);
+  } else if (host_end) {
     GMPI_CHECK_GOTO(cuda_event_take(p->cc, &c->ready), st, release_c);
     GMPI_CUDA_CHECK_GOTO(cudaEventRecord(c->ready, s), st, release_c);
   } else {
@@ -70,6 +77,8 @@ gmpi_status_t cuda_copy_start(cuda_p2p_t *p, void *dst, const void *src, size_t 
     GMPI_CHECK_GOTO(cuda_event_take(p->cc, &c->done), st, release_c);
     GMPI_CUDA_CHECK_GOTO(cudaEventRecord(c->done, s), st, release_c);
   }
+  c->reading = reading;
+  if (reading) (*reading)++;
   *handle = c;
   return GMPI_SUCCESS;
 release_c:
@@ -114,6 +123,7 @@ static gmpi_status_t copy_test(copy_t *c, int *done) {
   if (c->done) GMPI_CHECK(event_passed(c->done, &passed));
   if (!passed) return GMPI_SUCCESS;
   *done = 1;
+  if (c->reading) (*c->reading)--;
   copy_release(c);
   return GMPI_SUCCESS;
 }
@@ -123,38 +133,68 @@ static gmpi_status_t copy_test(copy_t *c, int *done) {
  * cudaMemcpyAsync returns; one not issued yet never is. The events may still be recorded
  * work: destroyed, not reused (CUDA releases them when it is done). */
 static void copy_cancel(copy_t *c) {
+  if (c->reading && !c->done) (*c->reading)--; /* never issued: it reads nothing */
   if (c->ready) cudaEventDestroy(c->ready);
   if (c->done) cudaEventDestroy(c->done);
   free(c);
 }
 
 /* Host to host (a comm matching across memory kinds moves host messages here too) is a
- * memcpy, done at once. */
-static gmpi_status_t copy(cuda_p2p_t *p, void *dst, const void *src, size_t bytes, void **handle) {
+ * memcpy, done at once. ordered: the program's stream has not passed the post yet (to_host). */
+static gmpi_status_t copy(cuda_p2p_t *p, void *dst, const void *src, size_t bytes, int ordered,
+                          void **handle) {
   int dst_host = cuda_p2p_is_host(p, dst), src_host = cuda_p2p_is_host(p, src);
   *handle = NULL;
   if (!dst_host || !src_host)
-    return cuda_copy_start(p, dst, src, bytes, dst_host || src_host, handle);
+    return cuda_copy_start(p, dst, src, bytes, dst_host || src_host, ordered, NULL, handle);
   memcpy(dst, src, bytes);
   return GMPI_SUCCESS;
 }
 
 static gmpi_status_t dev_to_host(void *ctx, void *host, const void *buf, size_t bytes,
                                  void **handle) {
-  return copy(ctx, host, buf, bytes, handle);
+  return copy(ctx, host, buf, bytes, 1, handle); /* at the send's post */
 }
 static gmpi_status_t host_to_dev(void *ctx, void *buf, const void *host, size_t bytes,
                                  void **handle) {
-  return copy(ctx, buf, host, bytes, handle);
+  return copy(ctx, buf, host, bytes, 0, handle); /* the receive's mark has passed */
 }
 static gmpi_status_t dev_self_copy(void *ctx, void *dst, const void *src, size_t bytes,
                                    void **handle) {
-  return copy(ctx, dst, src, bytes, handle);
+  return copy(ctx, dst, src, bytes, 0, handle); /* both marks have passed */
+}
+
+/* Where the program's stream is now: the user's in stream-ordered mode, else the legacy
+ * default stream (not at all under GMPI_DEFAULT_STREAM_ORDER=0, nor under =pending while it
+ * is idle, as cuda_after_default_stream). A handle with no bytes. */
+static gmpi_status_t mark(void *ctx, void **handle) {
+  cuda_p2p_t *p = ctx;
+  cuda_comm_t *cc = p->cc;
+  *handle = NULL;
+  if (!cc->user_stream && cc->default_stream_order == GMPI_STREAM_ORDER_NONE) return GMPI_SUCCESS;
+  if (!cc->user_stream && cc->default_stream_order == GMPI_STREAM_ORDER_PENDING) {
+    cudaError_t e = cudaStreamQuery(cudaStreamLegacy);
+    if (e == cudaSuccess) return GMPI_SUCCESS;
+    if (e != cudaErrorNotReady) return gmpi_cuda_error(e, "cudaStreamQuery(cudaStreamLegacy)");
+  }
+  copy_t *c = calloc(1, sizeof(*c));
+  if (!c) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a stream mark");
+  *c = (copy_t){.kind = XFER_COPY, .p = p};
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CHECK_GOTO(cuda_event_take(cc, &c->ready), st, release_c);
+  GMPI_CUDA_CHECK_GOTO(
+      cudaEventRecord(c->ready, cc->user_stream ? cc->user_stream : cudaStreamLegacy), st,
+      release_c);
+  *handle = c;
+  return GMPI_SUCCESS;
+release_c:
+  copy_release(c);
+  return st;
 }
 
 /* The receiver reads buf as soon as it matches: its data must be there first, i.e. the
- * program's stream (the user's in stream-ordered mode, else the legacy default stream) must
- * have reached the send. *ready is that point; the engine sends the envelope after it. */
+ * program's stream must have reached the send. *ready is that point (a mark); the engine sends
+ * the envelope after it. */
 static size_t expose(void *ctx, int peer, const void *buf, size_t bytes, void *blob, void **ready) {
   cuda_p2p_t *p = ctx;
   (void)bytes;
@@ -162,20 +202,11 @@ static size_t expose(void *ctx, int peer, const void *buf, size_t bytes, void *b
   if (!p->can_pull[peer] || cuda_p2p_is_host(p, buf)) return 0; /* host memory: the link */
   size_t len = cuda_ipc_expose(p, buf, blob);
   if (!len) return 0;
-  copy_t *c = calloc(1, sizeof(*c));
-  cudaStream_t s = p->cc->user_stream ? p->cc->user_stream : cudaStreamLegacy;
-  if (!c || cuda_event_take(p->cc, &c->ready) != GMPI_SUCCESS) {
-    free(c);
-    return 0; /* the link, which orders itself after the program's stream */
-  }
-  c->kind = XFER_COPY;
-  c->p = p;
-  if (cudaEventRecord(c->ready, s) != cudaSuccess) {
+  if (mark(p, ready) != GMPI_SUCCESS) { /* the link then, after the engine's own mark */
     cudaGetLastError();
-    copy_release(c);
+    *ready = NULL;
     return 0;
   }
-  *ready = c;
   return len;
 }
 
@@ -239,6 +270,7 @@ static const gmpi_mover_t cuda_mover = {
     .to_host = dev_to_host,
     .from_host = host_to_dev,
     .self_copy = dev_self_copy,
+    .mark = mark,
     .expose = expose,
     .pull = pull,
     .link_open = link_open,
