@@ -119,7 +119,8 @@ void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
  * ready when it calls). GMPI_DEFAULT_STREAM_ORDER=pending asks the driver first whether stream
  * 0 still has unfinished work (cudaStreamQuery, no event recorded) and orders only then: work
  * the calling thread queued there before the call is either finished or still pending, so the
- * answer is exact for it. */
+ * answer is exact for it. Measured on an H100 it costs more than the event it saves (docs/
+ * performance.md), so it stays opt-in. */
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */

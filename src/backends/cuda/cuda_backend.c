@@ -106,7 +106,8 @@ gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
   GMPI_CUDA_CHECK(cudaEventRecord(cc->default_mark, cudaStreamLegacy));
   /* Recording first and querying the event, to skip the wait when stream 0 is idle, measured
    * worse on the H200 (1.17-1.25x raw NCCL per small allreduce against 1.04-1.14x for record +
-   * wait); `pending` queries the stream instead, before any record (not yet measured). A
+   * wait); `pending` queries the stream instead, before any record, and measured worse too on
+   * an H100 (1.15-1.20x against 1.09-1.15x for record + wait, 2026-12-05). A
    * blocking stream, which CUDA orders after stream 0 for nothing, measured 1.01-1.02x but makes
    * stream 0 wait for gmpi's pending work: cuda.h says why that deadlocks. */
   GMPI_CUDA_CHECK(cudaStreamWaitEvent(s, cc->default_mark, 0));
