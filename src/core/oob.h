@@ -74,6 +74,10 @@ typedef struct gmpi_oob_ops {
    * launcher is told to stop every rank where that is safe from this thread, else the process
    * exits and the launcher ends the job. Never returns. */
   void (*end_job)(int code) __attribute__((noreturn));
+  /* Nonzero when threads of this process may call gmpi at the same time on different comms
+   * (MPI granted MPI_THREAD_MULTIPLE): engines then keep apart what must not be touched by two
+   * threads at once, at some cost (the cuda backend's communicators share no NCCL resources). */
+  int (*concurrent_threads)(void);
 } gmpi_oob_ops_t;
 
 /* A comm's out-of-band channel: the functions, and their state for this comm. */

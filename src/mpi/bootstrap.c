@@ -23,6 +23,13 @@ void gmpi_mpi_end_job(int code) {
   _exit(code); /* mpiexec sees a rank end without MPI_Finalize and ends the others */
 }
 
+int gmpi_mpi_concurrent_threads(void) {
+  pthread_mutex_lock(&mpi_lock);
+  int multiple = thread_level == MPI_THREAD_MULTIPLE;
+  pthread_mutex_unlock(&mpi_lock);
+  return multiple;
+}
+
 gmpi_status_t gmpi_mpi_start(void) {
   gmpi_status_t st = GMPI_SUCCESS;
   pthread_mutex_lock(&mpi_lock);

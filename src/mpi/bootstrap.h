@@ -18,6 +18,8 @@ gmpi_status_t gmpi_mpi_stop(int after_failure, double timeout_s);
  * when MPI allows this thread to call it (MPI_THREAD_MULTIPLE), else the process exits and the
  * launcher ends the job. Never returns. */
 void gmpi_mpi_end_job(int code) __attribute__((noreturn));
+/* Whether MPI granted MPI_THREAD_MULTIPLE (the out-of-band concurrent_threads, core/oob.h). */
+int gmpi_mpi_concurrent_threads(void);
 /* This host's name (for locality and messages), always terminated. */
 void gmpi_mpi_host_name(char *host, size_t host_len);
 /* MPI_TAG_UB of this MPI library. */

@@ -318,4 +318,5 @@ static const gmpi_oob_ops_t oob_over_mpi = {
     .chan_test = gmpi_mpi_chan_test,
     .chan_cancel = gmpi_mpi_chan_cancel,
     .end_job = gmpi_mpi_end_job,
+    .concurrent_threads = gmpi_mpi_concurrent_threads,
 };

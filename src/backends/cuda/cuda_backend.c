@@ -135,11 +135,17 @@ static void warn_single_cpu(const gmpi_comm_t comm) {
 
 /* One blocking communicator per comm: NCCL launches inline, with no thread per call (cuda_wait.c
  * says why). splitShare: the communicators of gmpi_comm_split and gmpi_comm_dup are split from
- * it and share its resources, so a new comm costs little device memory. */
-static ncclConfig_t comm_config(void) {
+ * it and share its resources, so a new comm costs little device memory -- but NCCL forbids
+ * issuing to communicators that share resources from two threads at once, and orders their
+ * kernels one after another on the device, so two threads' collectives on two comms, issued in
+ * different orders on two ranks, would wait for each other for ever. Under
+ * MPI_THREAD_MULTIPLE (threads may call gmpi on different comms at once, gmpi.h) every comm
+ * has resources of its own (docs/design.md, "Threads and NCCL"; a segfault inside
+ * ncclAllReduce in test_threads at 2 ranks, H100). */
+static ncclConfig_t comm_config(const gmpi_comm_t comm) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;
-  config.splitShare = 1;
+  config.splitShare = !comm->oob.ops->concurrent_threads();
   return config;
 }
 
@@ -176,7 +182,7 @@ static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   if (comm->rank == 0) GMPI_NCCL_CHECK(ncclGetUniqueId(&id), NULL);
   GMPI_CHECK(comm->oob.ops->bcast(comm, &id, sizeof(id), 0));
   GMPI_CHECK(gmpi_vote(comm, GMPI_SUCCESS, 0, NULL, "arrive at gmpi_init's NCCL init"));
-  ncclConfig_t config = comm_config();
+  ncclConfig_t config = comm_config(comm);
   size_t free_before = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
   choose_connection(comm);
@@ -196,7 +202,7 @@ static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
 static gmpi_status_t nccl_split(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_comm_t parent, int color,
                                 int key) {
   cuda_comm_t *pc = parent->be;
-  ncclConfig_t config = comm_config();
+  ncclConfig_t config = comm_config(parent);
   ncclComm_t child = NULL;
   size_t free_before = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
