@@ -317,14 +317,20 @@ int main(int argc, char **argv) {
              gmpi_last_error());
     return t_skip("cuda", why);
   }
-  binding();
-  interop();
-  budget();
-  mixing();
-  other_device();
-  stream_ordered();
-  stream_ordered_p2p();
-  after_default_stream();
-  nonblocking_default_stream();
+  /* Each step named as it starts (rank 0), so that a run cut off says where it stopped. */
+#define STEP(f)                                                                                    \
+  do {                                                                                             \
+    if (rank == 0) fprintf(stderr, "test_cuda: %s\n", #f);                                        \
+    f();                                                                                           \
+  } while (0)
+  STEP(binding);
+  STEP(interop);
+  STEP(budget);
+  STEP(mixing);
+  STEP(other_device);
+  STEP(stream_ordered);
+  STEP(stream_ordered_p2p);
+  STEP(after_default_stream);
+  STEP(nonblocking_default_stream);
   return t_finish("cuda");
 }
