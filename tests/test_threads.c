@@ -11,11 +11,11 @@
 #include "test_util.h"
 
 #define THREADS 2
-#define ITERS   2000
+#define ITERS   2000 /* default; argv[1] gives another (compute-sanitizer runs fewer) */
 #define SMALL   100   /* ints: eager */
 #define LARGE   12000 /* ints: 48 KB, rendezvous */
 
-static int rank, size;
+static int rank, size, iters = ITERS;
 static atomic_int failures;
 
 #define CHECK(cond, ...)                                                                           \
@@ -105,7 +105,7 @@ static void sum_ranks(worker_t *w, int it) {
 
 static void *work(void *arg) {
   worker_t *w = arg;
-  for (int it = 0; it < ITERS; it++) {
+  for (int it = 0; it < iters; it++) {
     ring(w, it);
     if (it % 10 == 3) probe_self(w, it);
     if (it % 10 == 7) sum_ranks(w, it);
@@ -119,6 +119,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   t_rank_ = rank;
+  if (argc > 1 && (iters = atoi(argv[1])) <= 0) iters = ITERS;
   if (provided < MPI_THREAD_MULTIPLE) return t_skip("test_threads", "MPI lacks THREAD_MULTIPLE");
   if (gmpi_init(MPI_COMM_WORLD, &t_comm_) != GMPI_SUCCESS) {
     fprintf(stderr, "[rank %d] gmpi_init: %s\n", rank, gmpi_last_error());
