@@ -219,10 +219,19 @@ static void stream_ordered_p2p(void) {
 /* A buffer written by cudaMemcpy from pageable memory (which may return before its copy lands)
  * or a kernel-free cudaMemset on the default stream, then passed at once -- no synchronize --
  * to a blocking allreduce and a send: gmpi must order its work after the default stream's
- * (mpi_bench found stale elements on the H200 before it did). 4 MiB, so the copy is long. */
-static void after_default_stream(void) {
+ * (mpi_bench found stale elements on the H200 before it did). 4 MiB, so the copy is long.
+ * foreign: the buffers come from the program's own cudaMalloc, not gmpi_mem_alloc (under
+ * GMPI_DEFAULT_STREAM_ORDER=memops gmpi makes them synchronous when it first sees them). */
+static void after_default_stream_from(int foreign) {
   enum { N = 1 << 20 };
-  int *h = malloc(N * sizeof(int)), *d = t_alloc(N * sizeof(int)), *r = t_alloc(N * sizeof(int));
+  int *h = malloc(N * sizeof(int)), *d = NULL, *r = NULL;
+  if (foreign) {
+    T_EQ_INT(cudaMalloc((void **)&d, N * sizeof(int)), cudaSuccess);
+    T_EQ_INT(cudaMalloc((void **)&r, N * sizeof(int)), cudaSuccess);
+  } else {
+    d = t_alloc(N * sizeof(int));
+    r = t_alloc(N * sizeof(int));
+  }
   for (int round = 0; round < 3; round++) {
     for (int i = 0; i < N; i++)
       h[i] = round * 1000 + rank + i % 13;
@@ -247,8 +256,18 @@ static void after_default_stream(void) {
     T_EQ_INT(bad, 0);
   }
   free(h);
-  t_free(d);
-  t_free(r);
+  if (foreign) {
+    cudaFree(d);
+    cudaFree(r);
+  } else {
+    t_free(d);
+    t_free(r);
+  }
+}
+
+static void after_default_stream(void) {
+  after_default_stream_from(0);
+  after_default_stream_from(1);
 }
 
 /* Nonblocking collectives and the default stream. (1) One posted right after a cudaMemcpy from

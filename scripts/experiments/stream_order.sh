@@ -3,13 +3,14 @@
 # What ordering after CUDA's legacy default stream costs per device call (issue 23, item 3):
 # gmpi-bench against raw NCCL in the same run, for each GMPI_DEFAULT_STREAM_ORDER value, the
 # values alternated pass by pass (the machine is noisy). One rank per GPU.
-#   scripts/experiments/stream_order.sh BUILD_DIR OUT_DIR [PASSES]
+#   scripts/experiments/stream_order.sh BUILD_DIR OUT_DIR [PASSES [ORDERS [MODES]]]
+#   ORDERS: the values compared (default "1 pending memops 0"); MODES: "eager nonblocking"
 set -uo pipefail
-build=$1 out=$2 passes=${3:-3}
+build=$1 out=$2 passes=${3:-3} orders=${4:-1 pending memops 0} modes=${5:-eager nonblocking}
 mkdir -p "$out"
 for pass in $(seq "$passes"); do
-  for order in 1 pending 0; do
-    for mode in eager nonblocking; do
+  for order in $orders; do
+    for mode in $modes; do
       flags=()
       [ $mode = nonblocking ] && flags=(--nonblocking)
       echo "=== GMPI_DEFAULT_STREAM_ORDER=$order $mode pass $pass"

@@ -38,6 +38,7 @@ static const config_word_t bool_words[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
 static const config_word_t stream_order_words[] = {{"0", GMPI_STREAM_ORDER_NONE},
                                                    {"1", GMPI_STREAM_ORDER_EVENT},
                                                    {"pending", GMPI_STREAM_ORDER_PENDING},
+                                                   {"memops", GMPI_STREAM_ORDER_MEMOPS},
                                                    {NULL, 0}};
 static const config_word_t timeout_action_words[] = {
     {"end", GMPI_TIMEOUT_END_JOB}, {"status", GMPI_TIMEOUT_STATUS}, {NULL, 0}};
@@ -122,7 +123,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   GMPI_CHECK(read_word("GMPI_DEVICE_P2P", device_p2p_words, "one of auto, nccl", &device_p2p));
   GMPI_CHECK(read_word("GMPI_CHECK", bool_words, "0 or 1", &c.check));
   GMPI_CHECK(read_word("GMPI_PLAN_FUSE", bool_words, "0 or 1", &c.plan_fuse));
-  GMPI_CHECK(read_word("GMPI_DEFAULT_STREAM_ORDER", stream_order_words, "one of 0, 1, pending",
+  GMPI_CHECK(read_word("GMPI_DEFAULT_STREAM_ORDER", stream_order_words, "one of 0, 1, pending, memops",
                        &stream_order));
   GMPI_CHECK(read_word("GMPI_TIMEOUT_ACTION", timeout_action_words, "one of end, status",
                        &timeout_action));

@@ -35,7 +35,9 @@ typedef enum {
 typedef enum {
   GMPI_STREAM_ORDER_NONE = 0, /* not at all: the program's buffers are ready when it calls */
   GMPI_STREAM_ORDER_EVENT,    /* an event recorded on stream 0, waited by gmpi's stream */
-  GMPI_STREAM_ORDER_PENDING   /* the same, only when stream 0 still has unfinished work */
+  GMPI_STREAM_ORDER_PENDING,  /* the same, only when stream 0 still has unfinished work */
+  GMPI_STREAM_ORDER_MEMOPS    /* CUDA-aware MPI's rule: cudaMemcpy and cudaMemset into device
+                               * buffers made synchronous (SYNC_MEMOPS); no event */
 } gmpi_stream_order_t;
 
 /* GMPI_TIMEOUT_ACTION: what a host collective that cannot complete within GMPI_TIMEOUT gets. */

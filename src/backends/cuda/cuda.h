@@ -122,6 +122,25 @@ void cuda_abort(gmpi_comm_t comm, cuda_comm_t *cc, gmpi_status_t why);
  * answer is exact for it. Measured on an H100 it costs more than the event it saves (docs/
  * performance.md), so it stays opt-in. */
 gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s);
+/* Whether this call orders after stream 0 (outside stream-ordered mode), by
+ * GMPI_DEFAULT_STREAM_ORDER: 0 never, 1 always, pending when stream 0 has unfinished work,
+ * memops only when one of the call's device buffers could not be given SYNC_MEMOPS
+ * (cuda_memops_unsure, which it resets). */
+gmpi_status_t cuda_default_stream_wanted(cuda_comm_t *cc, int *wanted);
+/* GMPI_DEFAULT_STREAM_ORDER=memops, CUDA-aware MPI's rule (Open MPI's and MVAPICH's CUDA
+ * support do the same): every device buffer gmpi is handed gets the driver's
+ * CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, which makes the program's cudaMemcpy and cudaMemset into it
+ * return only once they are done -- the two calls that otherwise return with the copy still in
+ * flight (a copy from pageable memory, a memset of device memory) -- so nothing is left on
+ * stream 0 for gmpi to wait for. Work the program queued itself (kernels, *Async calls) must be
+ * finished before the call, as every CUDA-aware MPI asks. A buffer the driver refuses the
+ * attribute (managed memory, a VMM block that does not take it) sets cuda_memops_unsure, and
+ * that call orders after stream 0 with the event. Per thread: one call classifies its buffers
+ * and orders, on one thread. */
+extern _Thread_local int cuda_memops_unsure;
+/* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the allocation holding p (cuda_mem.c); 1 if the driver
+ * took it. */
+int cuda_sync_memops(const void *p);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */
 /* NCCL groups of sends and receives. A group is ended whatever became of the calls in it:

@@ -94,15 +94,26 @@ static gmpi_status_t default_stream_pending(int *pending) {
   return gmpi_cuda_error(e, "cudaStreamQuery(cudaStreamLegacy)");
 }
 
-gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
-  if (cc->user_stream || cc->default_stream_order == GMPI_STREAM_ORDER_NONE) return GMPI_SUCCESS;
-  /* a capture cannot wait on stream 0; other streams (another thread's point to point) can */
-  if (s == cc->stream && atomic_load(&cc->capturing)) return GMPI_SUCCESS;
-  if (cc->default_stream_order == GMPI_STREAM_ORDER_PENDING) {
-    int pending;
-    GMPI_CHECK(default_stream_pending(&pending));
-    if (!pending) return GMPI_SUCCESS;
+_Thread_local int cuda_memops_unsure;
+
+gmpi_status_t cuda_default_stream_wanted(cuda_comm_t *cc, int *wanted) {
+  int unsure = cuda_memops_unsure;
+  cuda_memops_unsure = 0; /* it spoke of this call's buffers only */
+  *wanted = 0;
+  if (cc->user_stream) return GMPI_SUCCESS;
+  switch (cc->default_stream_order) {
+  case GMPI_STREAM_ORDER_NONE: return GMPI_SUCCESS;
+  case GMPI_STREAM_ORDER_MEMOPS: *wanted = unsure; return GMPI_SUCCESS;
+  case GMPI_STREAM_ORDER_PENDING: return default_stream_pending(wanted);
+  default: *wanted = 1; return GMPI_SUCCESS;
   }
+}
+
+gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s) {
+  int wanted;
+  GMPI_CHECK(cuda_default_stream_wanted(cc, &wanted));
+  /* a capture cannot wait on stream 0; other streams (another thread's point to point) can */
+  if (!wanted || (s == cc->stream && atomic_load(&cc->capturing))) return GMPI_SUCCESS;
   GMPI_CUDA_CHECK(cudaEventRecord(cc->default_mark, cudaStreamLegacy));
   /* Recording first and querying the event, to skip the wait when stream 0 is idle, measured
    * worse on the H200 (1.17-1.25x raw NCCL per small allreduce against 1.04-1.14x for record +

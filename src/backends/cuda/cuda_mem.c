@@ -11,6 +11,7 @@
  * a symmetric window (ncclCommWindowRegister), which is collective over the comm, so that
  * gmpi_mem_alloc then is too. A registration is undone before its block goes back and before
  * its comm's NCCL communicator is destroyed (cuda_mem_release_comm). */
+#include <cuda.h> /* the driver's types and attribute names; its calls are looked up */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -39,6 +40,7 @@ typedef struct {
   size_t size;         /* what the budget counts: ncclMemAlloc's blocks at their granularity */
   int used;            /* pool blocks only: free blocks stay in the list to be merged */
   int nccl;            /* an ncclMemAlloc of its own (not a slice of the pool) */
+  int sync_memops;     /* the driver made its synchronous memory calls synchronous */
   gmpi_nccl_mem_t reg; /* GMPI_NCCL_MEM_REGISTER or _WINDOW while registered, else _OFF */
   void *handle;        /* ncclCommRegister's handle, or the ncclWindow_t */
   cuda_comm_t *owner;  /* the comm whose communicator holds the registration */
@@ -52,6 +54,7 @@ static struct {
   size_t budget, user_bytes, lib_bytes;
   void *pool;      /* preallocated budget, or NULL */
   int pool_nccl;   /* the pool is one ncclMemAlloc (GMPI_NCCL_MEM of the first comm) */
+  int pool_sync_memops; /* the pool's synchronous memory calls are synchronous */
   block_t *blocks; /* user blocks sorted by base (pool: all blocks, used or free) */
   size_t n_blocks, cap_blocks;
 } mem = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -118,6 +121,7 @@ gmpi_status_t cuda_mem_setup(const gmpi_config_t *cfg, int device) {
       GMPI_CUDA_CHECK_GOTO(cudaMalloc(&mem.pool, mem.budget), st, undo_ref);
     GMPI_CHECK_GOTO(blocks_insert(0, (block_t){.base = (uintptr_t)mem.pool, .size = mem.budget}),
                     st, free_pool);
+    mem.pool_sync_memops = cuda_sync_memops(mem.pool);
     gmpi_log(GMPI_LOG_INFO, "reserved %zu bytes of device %d for gmpi_mem_alloc (%s)", mem.budget,
              device, mem.pool_nccl ? "ncclMemAlloc" : "cudaMalloc");
   }
@@ -185,23 +189,36 @@ static void pool_free(size_t i) {
   }
 }
 
-/* The driver's cuMemGetAddressRange, found at run time: libgmpi does not link libcuda, so it
- * loads on machines without a GPU driver. */
+/* Driver calls, found at run time: libgmpi does not link libcuda, so it loads on machines
+ * without a GPU driver. Each is looked up once (a driver without it is not asked again). */
 typedef int (*range_fn_t)(unsigned long long *base, size_t *size, unsigned long long ptr);
+typedef int (*set_attribute_fn_t)(const void *value, CUpointer_attribute attribute,
+                                  CUdeviceptr ptr);
 
-/* Looked up once (a driver without it is not asked again). */
-static range_fn_t range_fn(void) {
-  static _Atomic(range_fn_t) fn;
-  static atomic_int looked;
-  if (atomic_load(&looked)) return atomic_load(&fn);
+static void *driver_fn(const char *name, _Atomic(void *) *fn, atomic_int *looked) {
+  if (atomic_load(looked)) return atomic_load(fn);
   void *found = NULL;
   enum cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &found, 12000, cudaEnableDefault,
-                                       &q) == cudaSuccess &&
+  if (cudaGetDriverEntryPointByVersion(name, &found, 12000, cudaEnableDefault, &q) ==
+          cudaSuccess &&
       q == cudaDriverEntryPointSuccess)
-    atomic_store(&fn, (range_fn_t)found);
-  atomic_store(&looked, 1);
-  return atomic_load(&fn);
+    atomic_store(fn, found);
+  atomic_store(looked, 1);
+  return atomic_load(fn);
+}
+
+static range_fn_t range_fn(void) {
+  static _Atomic(void *) fn;
+  static atomic_int looked;
+  return (range_fn_t)driver_fn("cuMemGetAddressRange", &fn, &looked);
+}
+
+int cuda_sync_memops(const void *p) {
+  static _Atomic(void *) fn;
+  static atomic_int looked;
+  set_attribute_fn_t set = (set_attribute_fn_t)driver_fn("cuPointerSetAttribute", &fn, &looked);
+  unsigned int on = 1;
+  return set && set(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)(uintptr_t)p) == 0;
 }
 
 int cuda_alloc_range(const void *p, uintptr_t *base, size_t *size) {
@@ -240,7 +257,8 @@ static gmpi_status_t own_block(int nccl, size_t rounded, void **ptr, size_t *tak
     at++;
   if (st == GMPI_SUCCESS)
     st =
-        blocks_insert(at, (block_t){.base = (uintptr_t)p, .size = *taken, .used = 1, .nccl = nccl});
+        blocks_insert(at, (block_t){.base = (uintptr_t)p, .size = *taken, .used = 1, .nccl = nccl,
+                                    .sync_memops = cuda_sync_memops(p)});
   if (st != GMPI_SUCCESS)
     (void)release_device_memory(p, nccl);
   else
@@ -470,10 +488,13 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
     *kind = GMPI_MEM_NONE;
     return GMPI_SUCCESS;
   }
+  int memops = cc->default_stream_order == GMPI_STREAM_ORDER_MEMOPS && !cc->user_stream;
   pthread_mutex_lock(&mem.lock);
   long hit = blocks_find((uintptr_t)ptr);
+  int synchronous = hit >= 0 && (mem.pool ? mem.pool_sync_memops : mem.blocks[hit].sync_memops);
   pthread_mutex_unlock(&mem.lock);
   if (hit >= 0) {
+    if (memops && !synchronous) cuda_memops_unsure = 1;
     *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
   }
@@ -490,9 +511,14 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
       return gmpi_error(GMPI_ERR_INVALID_ARG,
                         "argument '%s' = %p is memory of device %d, but this rank uses device %d",
                         arg, ptr, attr.device, cc->device);
+    /* the program's cudaMemcpy and cudaMemset into it now return once done */
+    if (memops && !cuda_sync_memops(ptr)) cuda_memops_unsure = 1;
     *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
-  case cudaMemoryTypeManaged: *kind = GMPI_MEM_DEVICE; return GMPI_SUCCESS;
+  case cudaMemoryTypeManaged:
+    if (memops) cuda_memops_unsure = 1; /* pages may move: ordered by the event instead */
+    *kind = GMPI_MEM_DEVICE;
+    return GMPI_SUCCESS;
   default: *kind = GMPI_MEM_HOST; return GMPI_SUCCESS;
   }
 }

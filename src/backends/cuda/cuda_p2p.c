@@ -165,18 +165,15 @@ static gmpi_status_t dev_self_copy(void *ctx, void *dst, const void *src, size_t
 }
 
 /* Where the program's stream is now: the user's in stream-ordered mode, else the legacy
- * default stream (not at all under GMPI_DEFAULT_STREAM_ORDER=0, nor under =pending while it
- * is idle, as cuda_after_default_stream). A handle with no bytes. */
+ * default stream where GMPI_DEFAULT_STREAM_ORDER wants it (cuda_default_stream_wanted). A
+ * handle with no bytes. */
 static gmpi_status_t mark(void *ctx, void **handle) {
   cuda_p2p_t *p = ctx;
   cuda_comm_t *cc = p->cc;
   *handle = NULL;
-  if (!cc->user_stream && cc->default_stream_order == GMPI_STREAM_ORDER_NONE) return GMPI_SUCCESS;
-  if (!cc->user_stream && cc->default_stream_order == GMPI_STREAM_ORDER_PENDING) {
-    cudaError_t e = cudaStreamQuery(cudaStreamLegacy);
-    if (e == cudaSuccess) return GMPI_SUCCESS;
-    if (e != cudaErrorNotReady) return gmpi_cuda_error(e, "cudaStreamQuery(cudaStreamLegacy)");
-  }
+  int wanted = 1;
+  if (!cc->user_stream) GMPI_CHECK(cuda_default_stream_wanted(cc, &wanted));
+  if (!wanted) return GMPI_SUCCESS;
   copy_t *c = calloc(1, sizeof(*c));
   if (!c) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a stream mark");
   *c = (copy_t){.kind = XFER_COPY, .p = p};
