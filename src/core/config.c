@@ -35,6 +35,7 @@ static const config_word_t nccl_mem_words[] = {{"off", GMPI_NCCL_MEM_OFF},
                                                {"window", GMPI_NCCL_MEM_WINDOW},
                                                {NULL, 0}};
 static const config_word_t bool_words[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
+static const config_word_t auto_bool_words[] = {{"auto", -1}, {"0", 0}, {"1", 1}, {NULL, 0}};
 static const config_word_t stream_order_words[] = {{"0", GMPI_STREAM_ORDER_NONE},
                                                    {"1", GMPI_STREAM_ORDER_EVENT},
                                                    {"pending", GMPI_STREAM_ORDER_PENDING},
@@ -110,6 +111,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
                      .max_chunk = (size_t)1 << 30,
                      .gpu_mem_fraction = 0.75,
                      .gpu_preallocate = 0,
+                     .split_share = -1,
                      .flight_records = 16};
   int backend = (int)c.backend, debug = (int)c.debug, p2p = (int)c.p2p;
   int device_p2p = (int)GMPI_DEVICE_P2P_AUTO, timeout_action = (int)GMPI_TIMEOUT_END_JOB;
@@ -128,6 +130,8 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   GMPI_CHECK(read_word("GMPI_TIMEOUT_ACTION", timeout_action_words, "one of end, status",
                        &timeout_action));
   GMPI_CHECK(read_word("GMPI_GPU_PREALLOCATE", bool_words, "0 or 1", &c.gpu_preallocate));
+  GMPI_CHECK(read_word("GMPI_NCCL_SPLIT_SHARE", auto_bool_words, "one of auto, 0, 1",
+                       &c.split_share));
   GMPI_CHECK(
       read_word("GMPI_NCCL_MEM", nccl_mem_words, "one of off, alloc, register, window", &nccl_mem));
   GMPI_CHECK(

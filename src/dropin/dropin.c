@@ -303,6 +303,9 @@ static void start(void) {
     if (dropin.mode == INTERPOSE_ALL) PMPI_Abort(MPI_COMM_WORLD, 2);
     return; /* device mode: the program runs on MPI alone */
   }
+  /* The layer grants at most MPI_THREAD_SERIALIZED (MPI_Init_thread below), so its comms may
+   * share NCCL resources whatever MPI itself granted; a user's own setting stands. */
+  setenv("GMPI_NCCL_SPLIT_SHARE", "1", 0);
   gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &dropin.world);
   gmpi_backend_t backend = GMPI_BACKEND_CPU;
   if (st == GMPI_SUCCESS)

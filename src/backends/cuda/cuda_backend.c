@@ -152,11 +152,13 @@ static void warn_single_cpu(const gmpi_comm_t comm) {
  * different orders on two ranks, would wait for each other for ever. Under
  * MPI_THREAD_MULTIPLE (threads may call gmpi on different comms at once, gmpi.h) every comm
  * has resources of its own (docs/design.md, "Threads and NCCL"; a segfault inside
- * ncclAllReduce in test_threads at 2 ranks, H100). */
+ * ncclAllReduce in test_threads at 2 ranks, H100). GMPI_NCCL_SPLIT_SHARE=1 or 0 decides instead
+ * (1: a program granted MPI_THREAD_MULTIPLE that calls gmpi from one thread at a time). */
 static ncclConfig_t comm_config(const gmpi_comm_t comm) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;
-  config.splitShare = !comm->oob.ops->concurrent_threads();
+  config.splitShare = comm->cfg.split_share >= 0 ? comm->cfg.split_share
+                                                 : !comm->oob.ops->concurrent_threads();
   return config;
 }
 
