@@ -16,7 +16,10 @@
  * the one that started them, one thread at a time. gmpi_init, gmpi_comm_split, gmpi_comm_dup,
  * gmpi_comm_free and gmpi_finalize are collective over their parent: the threads of one
  * process must not call them concurrently on comms sharing ranks in different orders (MPI's
- * rule for collectives). Tested under -fsanitize=thread (tests/test_threads.c).
+ * rule for collectives). Tested under -fsanitize=thread (tests/test_threads.c). On cuda a
+ * thread other than gmpi_init's makes the rank's device current (cudaSetDevice with
+ * gmpi_comm_device's answer) before it calls gmpi: gmpi allocates and creates events on the
+ * calling thread's current device, and does not change it behind the program's back.
  */
 #ifndef GMPI_H
 #define GMPI_H
