@@ -7,6 +7,9 @@
  * -fsanitize=thread in CI (.ci/run). */
 #include <pthread.h>
 #include <stdatomic.h>
+#ifdef GMPI_TEST_CUDART
+#include <cuda_runtime.h>
+#endif
 
 #include "test_util.h"
 
@@ -105,6 +108,10 @@ static void sum_ranks(worker_t *w, int it) {
 
 static void *work(void *arg) {
   worker_t *w = arg;
+#ifdef GMPI_TEST_CUDART
+  int dev = -1; /* a new thread starts on device 0: the rank's device first (gmpi.h, Threads) */
+  if (gmpi_comm_device(w->comm, &dev) == GMPI_SUCCESS && dev >= 0) cudaSetDevice(dev);
+#endif
   for (int it = 0; it < iters; it++) {
     ring(w, it);
     if (it % 10 == 3) probe_self(w, it);
