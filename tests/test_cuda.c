@@ -339,7 +339,7 @@ int main(int argc, char **argv) {
   /* Each step named as it starts (rank 0), so that a run cut off says where it stopped. */
 #define STEP(f)                                                                                    \
   do {                                                                                             \
-    if (rank == 0) fprintf(stderr, "test_cuda: %s\n", #f);                                        \
+    if (rank == 0) fprintf(stderr, "test_cuda: %s\n", #f);                                         \
     f();                                                                                           \
   } while (0)
   STEP(binding);

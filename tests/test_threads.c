@@ -14,7 +14,7 @@
 #include "test_util.h"
 
 #define THREADS 2
-#define ITERS   2000 /* default; argv[1] gives another (compute-sanitizer runs fewer) */
+#define ITERS   2000  /* default; argv[1] gives another (compute-sanitizer runs fewer) */
 #define SMALL   100   /* ints: eager */
 #define LARGE   12000 /* ints: 48 KB, rendezvous */
 

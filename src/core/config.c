@@ -125,13 +125,13 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   GMPI_CHECK(read_word("GMPI_DEVICE_P2P", device_p2p_words, "one of auto, nccl", &device_p2p));
   GMPI_CHECK(read_word("GMPI_CHECK", bool_words, "0 or 1", &c.check));
   GMPI_CHECK(read_word("GMPI_PLAN_FUSE", bool_words, "0 or 1", &c.plan_fuse));
-  GMPI_CHECK(read_word("GMPI_DEFAULT_STREAM_ORDER", stream_order_words, "one of 0, 1, pending, memops",
-                       &stream_order));
+  GMPI_CHECK(read_word("GMPI_DEFAULT_STREAM_ORDER", stream_order_words,
+                       "one of 0, 1, pending, memops", &stream_order));
   GMPI_CHECK(read_word("GMPI_TIMEOUT_ACTION", timeout_action_words, "one of end, status",
                        &timeout_action));
   GMPI_CHECK(read_word("GMPI_GPU_PREALLOCATE", bool_words, "0 or 1", &c.gpu_preallocate));
-  GMPI_CHECK(read_word("GMPI_NCCL_SPLIT_SHARE", auto_bool_words, "one of auto, 0, 1",
-                       &c.split_share));
+  GMPI_CHECK(
+      read_word("GMPI_NCCL_SPLIT_SHARE", auto_bool_words, "one of auto, 0, 1", &c.split_share));
   GMPI_CHECK(
       read_word("GMPI_NCCL_MEM", nccl_mem_words, "one of off, alloc, register, window", &nccl_mem));
   GMPI_CHECK(

@@ -157,8 +157,8 @@ static void warn_single_cpu(const gmpi_comm_t comm) {
 static ncclConfig_t comm_config(const gmpi_comm_t comm) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;
-  config.splitShare = comm->cfg.split_share >= 0 ? comm->cfg.split_share
-                                                 : !comm->oob.ops->concurrent_threads();
+  config.splitShare =
+      comm->cfg.split_share >= 0 ? comm->cfg.split_share : !comm->oob.ops->concurrent_threads();
   return config;
 }
 

@@ -52,10 +52,10 @@ static struct {
   int refs; /* comms using the device */
   int device;
   size_t budget, user_bytes, lib_bytes;
-  void *pool;      /* preallocated budget, or NULL */
-  int pool_nccl;   /* the pool is one ncclMemAlloc (GMPI_NCCL_MEM of the first comm) */
+  void *pool;           /* preallocated budget, or NULL */
+  int pool_nccl;        /* the pool is one ncclMemAlloc (GMPI_NCCL_MEM of the first comm) */
   int pool_sync_memops; /* the pool's synchronous memory calls are synchronous */
-  block_t *blocks; /* user blocks sorted by base (pool: all blocks, used or free) */
+  block_t *blocks;      /* user blocks sorted by base (pool: all blocks, used or free) */
   size_t n_blocks, cap_blocks;
 } mem = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -199,8 +199,7 @@ static void *driver_fn(const char *name, _Atomic(void *) *fn, atomic_int *looked
   if (atomic_load(looked)) return atomic_load(fn);
   void *found = NULL;
   enum cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion(name, &found, 12000, cudaEnableDefault, &q) ==
-          cudaSuccess &&
+  if (cudaGetDriverEntryPointByVersion(name, &found, 12000, cudaEnableDefault, &q) == cudaSuccess &&
       q == cudaDriverEntryPointSuccess)
     atomic_store(fn, found);
   atomic_store(looked, 1);
@@ -256,9 +255,11 @@ static gmpi_status_t own_block(int nccl, size_t rounded, void **ptr, size_t *tak
   while (at < mem.n_blocks && mem.blocks[at].base < (uintptr_t)p)
     at++;
   if (st == GMPI_SUCCESS)
-    st =
-        blocks_insert(at, (block_t){.base = (uintptr_t)p, .size = *taken, .used = 1, .nccl = nccl,
-                                    .sync_memops = cuda_sync_memops(p)});
+    st = blocks_insert(at, (block_t){.base = (uintptr_t)p,
+                                     .size = *taken,
+                                     .used = 1,
+                                     .nccl = nccl,
+                                     .sync_memops = cuda_sync_memops(p)});
   if (st != GMPI_SUCCESS)
     (void)release_device_memory(p, nccl);
   else
