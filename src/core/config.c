@@ -35,6 +35,7 @@ static const config_word_t nccl_mem_words[] = {{"off", GMPI_NCCL_MEM_OFF},
                                                {"window", GMPI_NCCL_MEM_WINDOW},
                                                {NULL, 0}};
 static const config_word_t bool_words[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
+static const config_word_t links_words[] = {{"lazy", 0}, {"eager", 1}, {NULL, 0}};
 static const config_word_t auto_bool_words[] = {{"auto", -1}, {"0", 0}, {"1", 1}, {NULL, 0}};
 static const config_word_t stream_order_words[] = {{"0", GMPI_STREAM_ORDER_NONE},
                                                    {"1", GMPI_STREAM_ORDER_EVENT},
@@ -130,6 +131,7 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
   GMPI_CHECK(read_word("GMPI_TIMEOUT_ACTION", timeout_action_words, "one of end, status",
                        &timeout_action));
   GMPI_CHECK(read_word("GMPI_GPU_PREALLOCATE", bool_words, "0 or 1", &c.gpu_preallocate));
+  GMPI_CHECK(read_word("GMPI_LINKS", links_words, "one of lazy, eager", &c.links_eager));
   GMPI_CHECK(
       read_word("GMPI_NCCL_SPLIT_SHARE", auto_bool_words, "one of auto, 0, 1", &c.split_share));
   GMPI_CHECK(

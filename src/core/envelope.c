@@ -14,6 +14,7 @@
 #include "oob.h"
 #include "progress.h"
 #include "request.h"
+#include "vote.h"
 #include "wait.h"
 
 #define N_POSTED 8 /* envelope receives kept posted */
@@ -898,6 +899,93 @@ static gmpi_status_t open_channel(struct gmpi_envelope_engine *env) {
   return GMPI_SUCCESS;
 }
 
+/* GMPI_LINKS=eager: every link the comm will need, set up as it starts -- when no work of the
+ * program's can be pending on the device -- instead of at its first message, where NCCL's set-up
+ * can wait for a kernel that waits for the peer (docs/design.md, "Open: a link set up while").
+ * The leader of each pair opens the link, one allgather carries every leader's introductions,
+ * followers join, and each rank waits (GMPI_TIMEOUT) until its links are ready; a vote makes the
+ * outcome every rank's. Above EARLY_LINKS_MAX_RANKS the introductions (size^2 of them) and a
+ * link per peer cost too much: links stay lazy, said at info level. */
+#define EARLY_LINKS_MAX_RANKS 256
+typedef struct {
+  uint32_t present, len;
+  uint8_t blob[GMPI_MOVER_BLOB_BYTES];
+} intro_t;
+
+static gmpi_status_t settle_links(struct gmpi_envelope_engine *env) {
+  gmpi_comm_t comm = env->comm;
+  gmpi_deadline_t d;
+  gmpi_deadline_start(&d, comm->cfg.timeout_s);
+  for (;;) {
+    int waiting = 0;
+    for (int p = 0; p < comm->size; p++) {
+      int ready = 1;
+      if (p != comm->rank && env->peers[p].link_ready && env->mover->link_ready)
+        GMPI_CHECK(env->mover->link_ready(env->mctx, p, &ready));
+      waiting += !ready;
+    }
+    if (!waiting) return GMPI_SUCCESS;
+    if (gmpi_deadline_poll(&d))
+      return gmpi_error(GMPI_ERR_TIMEOUT,
+                        "GMPI_LINKS=eager: %d link(s) of this rank not set up within "
+                        "GMPI_TIMEOUT=%g s",
+                        waiting, comm->cfg.timeout_s);
+  }
+}
+
+static gmpi_status_t exchange_intros(struct gmpi_envelope_engine *env, intro_t *mine,
+                                     intro_t *all) {
+  gmpi_comm_t comm = env->comm;
+  int n = comm->size, me = comm->rank;
+  for (int p = me + 1; p < n; p++) {
+    if (!env->mover->link_wanted(env->mctx, p)) continue;
+    size_t len = 0;
+    GMPI_CHECK(env->mover->link_open(env->mctx, p, mine[p].blob, &len));
+    mine[p].present = 1;
+    mine[p].len = (uint32_t)len;
+    env->peers[p].link_ready = 1;
+  }
+  GMPI_CHECK(env->oob->allgather(comm, mine, all, (size_t)n * sizeof(*mine)));
+  for (int q = 0; q < me; q++) {
+    const intro_t *in = &all[(size_t)q * (size_t)n + (size_t)me];
+    if (!in->present) continue;
+    if (in->len > GMPI_MOVER_BLOB_BYTES) /* from another rank: checked before use */
+      return gmpi_error(GMPI_ERR_INTERNAL, "link introduction from rank %d has %u bytes", q,
+                        in->len);
+    GMPI_CHECK(env->mover->link_join(env->mctx, q, in->blob, in->len));
+    env->peers[q].link_ready = 1;
+  }
+  return settle_links(env);
+}
+
+static gmpi_status_t open_links_early(struct gmpi_envelope_engine *env) {
+  gmpi_comm_t comm = env->comm;
+  if (!comm->cfg.links_eager || !env->mover->link_wanted || comm->size < 2) return GMPI_SUCCESS;
+  if (comm->size > EARLY_LINKS_MAX_RANKS) {
+    gmpi_log(GMPI_LOG_INFO,
+             "GMPI_LINKS=eager: a comm of %d ranks (more than %d) sets its links "
+             "up lazily",
+             comm->size, EARLY_LINKS_MAX_RANKS);
+    return GMPI_SUCCESS;
+  }
+  size_t n = (size_t)comm->size;
+  intro_t *mine = calloc(n, sizeof(*mine)), *all = calloc(n * n, sizeof(*all));
+  gmpi_status_t st = mine && all ? exchange_intros(env, mine, all)
+                                 : gmpi_error(GMPI_ERR_NO_MEMORY,
+                                              "no memory for %zu link "
+                                              "introductions",
+                                              n * n);
+  free(mine);
+  free(all);
+  st = gmpi_vote(comm, st, 0, NULL, "set up its links (GMPI_LINKS=eager)");
+  if (st == GMPI_SUCCESS)
+    gmpi_log(GMPI_LOG_INFO,
+             "GMPI_LINKS=eager: %s engine's links set up with every peer that "
+             "needs one",
+             env->mover->name);
+  return st;
+}
+
 gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void *mover_ctx,
                               struct gmpi_envelope_engine **out) {
   struct gmpi_envelope_engine *env = calloc(1, sizeof(*env));
@@ -918,6 +1006,7 @@ gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void 
   }
   GMPI_CHECK_GOTO(open_channel(env), st, destroy_env);
   GMPI_CHECK_GOTO(gmpi_progress_add(progress_from_elsewhere, env), st, destroy_env);
+  GMPI_CHECK_GOTO(open_links_early(env), st, destroy_env);
   *out = env;
   return GMPI_SUCCESS;
 destroy_env:

@@ -55,6 +55,13 @@ typedef struct gmpi_mover {
    * the follower joins with it. Transfers are issued in the link's order, position k. */
   gmpi_status_t (*link_open)(void *ctx, int peer, void *blob, size_t *len);
   gmpi_status_t (*link_join)(void *ctx, int peer, const void *blob, size_t len);
+  /* GMPI_LINKS=eager (envelope.c, open_links_early): would rendezvous messages to peer take a
+   * link? Then the engine opens it when it starts instead of at the first such message.
+   * NULL: links only as messages need them. */
+  int (*link_wanted)(void *ctx, int peer);
+  /* Is the link to peer, opened or joined, ready for transfers? Drives its set-up; never
+   * blocks; an error when the set-up failed. NULL: ready as soon as it is opened. */
+  gmpi_status_t (*link_ready)(void *ctx, int peer, int *ready);
   gmpi_status_t (*link_send)(void *ctx, int peer, uint64_t k, const void *buf, size_t bytes,
                              void **handle);
   gmpi_status_t (*link_recv)(void *ctx, int peer, uint64_t k, void *buf, size_t bytes,

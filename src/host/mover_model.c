@@ -141,6 +141,13 @@ static gmpi_status_t model_join(void *ctx, int peer, const void *blob, size_t le
   return connect(ctx, peer);
 }
 
+/* Every rendezvous takes a link in the model (model_expose never describes a buffer). */
+static int model_link_wanted(void *ctx, int peer) {
+  (void)ctx;
+  (void)peer;
+  return 1;
+}
+
 static gmpi_status_t start_op(model_t *m, model_op_t *op) {
   int n;
   GMPI_CHECK(gmpi_mpi_bytes_type(op->bytes, m->chunk, &op->type, &n));
@@ -252,6 +259,14 @@ static void model_destroy(void *ctx) {
   free(m);
 }
 
+static gmpi_status_t model_link_ready(void *ctx, int peer, int *ready) {
+  model_t *m = ctx;
+  model_link_t *l = &m->links[peer];
+  GMPI_CHECK(pump(m, l));
+  *ready = l->state == 2;
+  return GMPI_SUCCESS;
+}
+
 static const gmpi_mover_t model_mover = {
     .name = "mpi-model",
     .to_host = host_copy,
@@ -261,6 +276,8 @@ static const gmpi_mover_t model_mover = {
     .expose = model_expose,
     .link_open = model_open,
     .link_join = model_join,
+    .link_wanted = model_link_wanted,
+    .link_ready = model_link_ready,
     .link_send = model_send,
     .link_recv = model_recv,
     .test = model_test,

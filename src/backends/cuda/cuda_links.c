@@ -240,6 +240,16 @@ static gmpi_status_t unstage_receive(xfer_t *x) {
   return GMPI_SUCCESS;
 }
 
+gmpi_status_t cuda_link_ready(cuda_p2p_t *p, int peer, int *ready) {
+  link_t *link = &p->links->by_peer[peer];
+  GMPI_CHECK(link_pump(link));
+  if (link->state == LINK_FAILED)
+    return gmpi_error(GMPI_ERR_BACKEND, "the NCCL link with rank %d could not be set up: %s", peer,
+                      link->setup_error);
+  *ready = link->state == LINK_READY;
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, size_t bytes,
                               void **handle) {
   link_t *link = &p->links->by_peer[peer];

@@ -218,6 +218,15 @@ static gmpi_status_t link_open(void *ctx, int peer, void *blob, size_t *len) {
 static gmpi_status_t link_join(void *ctx, int peer, const void *blob, size_t len) {
   return cuda_link_join(ctx, peer, blob, len);
 }
+/* Device messages to a peer of another host (or every peer under GMPI_DEVICE_P2P=nccl) take a
+ * link; host-buffer ends take one too, but only when matching across kinds, and lazily. */
+static int link_wanted(void *ctx, int peer) {
+  cuda_p2p_t *p = ctx;
+  return !p->can_pull[peer];
+}
+static gmpi_status_t link_ready(void *ctx, int peer, int *ready) {
+  return cuda_link_ready(ctx, peer, ready);
+}
 static gmpi_status_t link_send(void *ctx, int peer, uint64_t k, const void *buf, size_t bytes,
                                void **handle) {
   (void)k; /* the engine issues in link order; NCCL pairs by that order */
@@ -272,6 +281,8 @@ static const gmpi_mover_t cuda_mover = {
     .pull = pull,
     .link_open = link_open,
     .link_join = link_join,
+    .link_wanted = link_wanted,
+    .link_ready = link_ready,
     .link_send = link_send,
     .link_recv = link_recv,
     .test = xfer_test,

@@ -45,6 +45,8 @@ void cuda_ipc_close(cuda_p2p_t *p);
 gmpi_status_t cuda_links_create(cuda_p2p_t *p);
 gmpi_status_t cuda_link_open(cuda_p2p_t *p, int peer, void *blob, size_t *len);
 gmpi_status_t cuda_link_join(cuda_p2p_t *p, int peer, const void *blob, size_t len);
+/* *ready: the link to peer (opened or joined) is set up; drives it; an error once it failed. */
+gmpi_status_t cuda_link_ready(cuda_p2p_t *p, int peer, int *ready);
 gmpi_status_t cuda_link_issue(cuda_p2p_t *p, int is_send, int peer, void *buf, size_t bytes,
                               void **handle);
 gmpi_status_t cuda_link_test(void *handle, int *done);
