@@ -210,6 +210,7 @@ static void environment(gmpi_backend_t backend) {
       {"GMPI_PLAN_PACK_BYTES", "1.5", INV, "GMPI_PLAN_PACK_BYTES='1.5'"},
       {"GMPI_NCCL_MEM", "1", INV, "GMPI_NCCL_MEM='1'"},
       {"GMPI_NCCL_SPLIT_SHARE", "yes", INV, "GMPI_NCCL_SPLIT_SHARE='yes'"},
+      {"GMPI_LINKS", "early", INV, "GMPI_LINKS='early'"},
       {"GMPI_DEFAULT_STREAM_ORDER", "sync", INV, "GMPI_DEFAULT_STREAM_ORDER='sync'"},
       {"GMPI_BACKEND", "rocm", GMPI_ERR_NO_DEVICE, "ROCm"},
   };
