@@ -933,19 +933,24 @@ static gmpi_status_t settle_links(struct gmpi_envelope_engine *env) {
   }
 }
 
+/* A rank whose open fails still takes part in the allgather, so that the others learn it at the
+ * vote rather than after GMPI_TIMEOUT. */
 static gmpi_status_t exchange_intros(struct gmpi_envelope_engine *env, intro_t *mine,
                                      intro_t *all) {
   gmpi_comm_t comm = env->comm;
   int n = comm->size, me = comm->rank;
+  gmpi_status_t opened = GMPI_SUCCESS;
   for (int p = me + 1; p < n; p++) {
     if (!env->mover->link_wanted(env->mctx, p)) continue;
     size_t len = 0;
-    GMPI_CHECK(env->mover->link_open(env->mctx, p, mine[p].blob, &len));
+    opened = env->mover->link_open(env->mctx, p, mine[p].blob, &len);
+    if (opened != GMPI_SUCCESS) break;
     mine[p].present = 1;
     mine[p].len = (uint32_t)len;
     env->peers[p].link_ready = 1;
   }
   GMPI_CHECK(env->oob->allgather(comm, mine, all, (size_t)n * sizeof(*mine)));
+  GMPI_CHECK(opened);
   for (int q = 0; q < me; q++) {
     const intro_t *in = &all[(size_t)q * (size_t)n + (size_t)me];
     if (!in->present) continue;
