@@ -933,12 +933,14 @@ static gmpi_status_t settle_links(struct gmpi_envelope_engine *env) {
   }
 }
 
-/* A rank whose open fails still takes part in the allgather, so that the others learn it at the
- * vote rather than after GMPI_TIMEOUT. */
+/* The leaders' opens, one allgather of introductions (the diagonal entry says whether this
+ * rank's opens failed, so that every rank stops there together), the followers' joins and a
+ * vote on them, then each rank's wait for its links and a vote on that: every rank makes the
+ * same collective calls whatever fails where. */
 static gmpi_status_t exchange_intros(struct gmpi_envelope_engine *env, intro_t *mine,
                                      intro_t *all) {
   gmpi_comm_t comm = env->comm;
-  int n = comm->size, me = comm->rank;
+  int n = comm->size, me = comm->rank, failed = -1;
   gmpi_status_t opened = GMPI_SUCCESS;
   for (int p = me + 1; p < n; p++) {
     if (!env->mover->link_wanted(env->mctx, p)) continue;
@@ -949,18 +951,30 @@ static gmpi_status_t exchange_intros(struct gmpi_envelope_engine *env, intro_t *
     mine[p].len = (uint32_t)len;
     env->peers[p].link_ready = 1;
   }
+  mine[me].present = opened != GMPI_SUCCESS;
   GMPI_CHECK(env->oob->allgather(comm, mine, all, (size_t)n * sizeof(*mine)));
-  GMPI_CHECK(opened);
+  for (int r = 0; r < n && failed < 0; r++)
+    if (all[(size_t)r * (size_t)n + (size_t)r].present) failed = r;
+  if (opened != GMPI_SUCCESS) return opened;
+  if (failed >= 0)
+    return gmpi_error(GMPI_ERR_BACKEND,
+                      "GMPI_LINKS=eager: rank %d could not open its links; its log says why",
+                      failed);
+  gmpi_status_t joined = GMPI_SUCCESS;
   for (int q = 0; q < me; q++) {
     const intro_t *in = &all[(size_t)q * (size_t)n + (size_t)me];
     if (!in->present) continue;
-    if (in->len > GMPI_MOVER_BLOB_BYTES) /* from another rank: checked before use */
-      return gmpi_error(GMPI_ERR_INTERNAL, "link introduction from rank %d has %u bytes", q,
-                        in->len);
-    GMPI_CHECK(env->mover->link_join(env->mctx, q, in->blob, in->len));
-    env->peers[q].link_ready = 1;
+    gmpi_status_t st = in->len > GMPI_MOVER_BLOB_BYTES /* from another rank: checked before use */
+                           ? gmpi_error(GMPI_ERR_INTERNAL,
+                                        "link introduction from rank %d has %u bytes", q, in->len)
+                           : env->mover->link_join(env->mctx, q, in->blob, in->len);
+    if (st == GMPI_SUCCESS)
+      env->peers[q].link_ready = 1;
+    else if (joined == GMPI_SUCCESS)
+      joined = st;
   }
-  return settle_links(env);
+  GMPI_CHECK(gmpi_vote(comm, joined, 0, NULL, "join its links (GMPI_LINKS=eager)"));
+  return gmpi_vote(comm, settle_links(env), 0, NULL, "set up its links (GMPI_LINKS=eager)");
 }
 
 static gmpi_status_t open_links_early(struct gmpi_envelope_engine *env) {
@@ -968,21 +982,19 @@ static gmpi_status_t open_links_early(struct gmpi_envelope_engine *env) {
   if (!comm->cfg.links_eager || !env->mover->link_wanted || comm->size < 2) return GMPI_SUCCESS;
   if (comm->size > EARLY_LINKS_MAX_RANKS) {
     gmpi_log(GMPI_LOG_INFO,
-             "GMPI_LINKS=eager: a comm of %d ranks (more than %d) sets its links "
-             "up lazily",
+             "GMPI_LINKS=eager: a comm of %d ranks (more than %d) sets its links up lazily",
              comm->size, EARLY_LINKS_MAX_RANKS);
     return GMPI_SUCCESS;
   }
   size_t n = (size_t)comm->size;
   intro_t *mine = calloc(n, sizeof(*mine)), *all = calloc(n * n, sizeof(*all));
-  gmpi_status_t st = mine && all ? exchange_intros(env, mine, all)
-                                 : gmpi_error(GMPI_ERR_NO_MEMORY,
-                                              "no memory for %zu link "
-                                              "introductions",
-                                              n * n);
+  gmpi_status_t st =
+      mine && all ? GMPI_SUCCESS
+                  : gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %zu link introductions", n * n);
+  st = gmpi_vote(comm, st, 0, NULL, "find memory for link introductions (GMPI_LINKS=eager)");
+  if (st == GMPI_SUCCESS) st = exchange_intros(env, mine, all);
   free(mine);
   free(all);
-  st = gmpi_vote(comm, st, 0, NULL, "set up its links (GMPI_LINKS=eager)");
   if (st == GMPI_SUCCESS)
     gmpi_log(GMPI_LOG_INFO,
              "GMPI_LINKS=eager: %s engine's links set up with every peer that "
@@ -1010,8 +1022,9 @@ gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void 
     goto destroy_env;
   }
   GMPI_CHECK_GOTO(open_channel(env), st, destroy_env);
-  GMPI_CHECK_GOTO(gmpi_progress_add(progress_from_elsewhere, env), st, destroy_env);
+  /* before the engine is registered: no other thread's progress pumps its links meanwhile */
   GMPI_CHECK_GOTO(open_links_early(env), st, destroy_env);
+  GMPI_CHECK_GOTO(gmpi_progress_add(progress_from_elsewhere, env), st, destroy_env);
   *out = env;
   return GMPI_SUCCESS;
 destroy_env:

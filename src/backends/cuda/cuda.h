@@ -134,13 +134,15 @@ gmpi_status_t cuda_default_stream_wanted(cuda_comm_t *cc, int *wanted);
  * flight (a copy from pageable memory, a memset of device memory) -- so nothing is left on
  * stream 0 for gmpi to wait for. Work the program queued itself (kernels, *Async calls) must be
  * finished before the call, as every CUDA-aware MPI asks. A buffer the driver refuses the
- * attribute (managed memory, a VMM block that does not take it) sets cuda_memops_unsure, and
- * that call orders after stream 0 with the event. Per thread: one call classifies its buffers
- * and orders, on one thread. */
+ * attribute (managed memory, a VMM block that does not take it), or one it is set on only now
+ * (earlier copies were not synchronous), sets cuda_memops_unsure, and that call orders after
+ * stream 0 with the event; so does point to point when matching across kinds (not classified). Per
+ * thread: one call classifies its buffers and orders, on one thread. */
 extern _Thread_local int cuda_memops_unsure;
-/* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the allocation holding p (cuda_mem.c); 1 if the driver
- * took it. */
-int cuda_sync_memops(const void *p);
+/* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the allocation holding p (cuda_mem.c): it was set before,
+ * it is set now (memory calls made before may still run), or the driver refused it. */
+typedef enum { CUDA_MEMOPS_NO = 0, CUDA_MEMOPS_ALREADY, CUDA_MEMOPS_NOW } cuda_memops_t;
+cuda_memops_t cuda_sync_memops(const void *p);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */
 /* NCCL groups of sends and receives. A group is ended whatever became of the calls in it:

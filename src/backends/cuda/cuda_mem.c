@@ -121,7 +121,7 @@ gmpi_status_t cuda_mem_setup(const gmpi_config_t *cfg, int device) {
       GMPI_CUDA_CHECK_GOTO(cudaMalloc(&mem.pool, mem.budget), st, undo_ref);
     GMPI_CHECK_GOTO(blocks_insert(0, (block_t){.base = (uintptr_t)mem.pool, .size = mem.budget}),
                     st, free_pool);
-    mem.pool_sync_memops = cuda_sync_memops(mem.pool);
+    mem.pool_sync_memops = cuda_sync_memops(mem.pool) != CUDA_MEMOPS_NO;
     gmpi_log(GMPI_LOG_INFO, "reserved %zu bytes of device %d for gmpi_mem_alloc (%s)", mem.budget,
              device, mem.pool_nccl ? "ncclMemAlloc" : "cudaMalloc");
   }
@@ -194,6 +194,7 @@ static void pool_free(size_t i) {
 typedef int (*range_fn_t)(unsigned long long *base, size_t *size, unsigned long long ptr);
 typedef int (*set_attribute_fn_t)(const void *value, CUpointer_attribute attribute,
                                   CUdeviceptr ptr);
+typedef int (*get_attribute_fn_t)(void *value, CUpointer_attribute attribute, CUdeviceptr ptr);
 
 static void *driver_fn(const char *name, _Atomic(void *) *fn, atomic_int *looked) {
   if (atomic_load(looked)) return atomic_load(fn);
@@ -212,12 +213,19 @@ static range_fn_t range_fn(void) {
   return (range_fn_t)driver_fn("cuMemGetAddressRange", &fn, &looked);
 }
 
-int cuda_sync_memops(const void *p) {
-  static _Atomic(void *) fn;
-  static atomic_int looked;
-  set_attribute_fn_t set = (set_attribute_fn_t)driver_fn("cuPointerSetAttribute", &fn, &looked);
-  unsigned int on = 1;
-  return set && set(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)(uintptr_t)p) == 0;
+cuda_memops_t cuda_sync_memops(const void *p) {
+  static _Atomic(void *) get_fn, set_fn;
+  static atomic_int get_looked, set_looked;
+  get_attribute_fn_t get =
+      (get_attribute_fn_t)driver_fn("cuPointerGetAttribute", &get_fn, &get_looked);
+  set_attribute_fn_t set =
+      (set_attribute_fn_t)driver_fn("cuPointerSetAttribute", &set_fn, &set_looked);
+  CUdeviceptr at = (CUdeviceptr)(uintptr_t)p;
+  unsigned int on = 0;
+  if (!get || !set || get(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, at) != 0) return CUDA_MEMOPS_NO;
+  if (on) return CUDA_MEMOPS_ALREADY;
+  on = 1;
+  return set(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, at) == 0 ? CUDA_MEMOPS_NOW : CUDA_MEMOPS_NO;
 }
 
 int cuda_alloc_range(const void *p, uintptr_t *base, size_t *size) {
@@ -259,7 +267,7 @@ static gmpi_status_t own_block(int nccl, size_t rounded, void **ptr, size_t *tak
                                      .size = *taken,
                                      .used = 1,
                                      .nccl = nccl,
-                                     .sync_memops = cuda_sync_memops(p)});
+                                     .sync_memops = cuda_sync_memops(p) != CUDA_MEMOPS_NO});
   if (st != GMPI_SUCCESS)
     (void)release_device_memory(p, nccl);
   else
@@ -512,8 +520,9 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
       return gmpi_error(GMPI_ERR_INVALID_ARG,
                         "argument '%s' = %p is memory of device %d, but this rank uses device %d",
                         arg, ptr, attr.device, cc->device);
-    /* the program's cudaMemcpy and cudaMemset into it now return once done */
-    if (memops && !cuda_sync_memops(ptr)) cuda_memops_unsure = 1;
+    /* the program's cudaMemcpy and cudaMemset into it return once done -- from now on: ones
+     * made before the attribute was set may still be running, so this call takes the event */
+    if (memops && cuda_sync_memops(ptr) != CUDA_MEMOPS_ALREADY) cuda_memops_unsure = 1;
     *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
   case cudaMemoryTypeManaged:
