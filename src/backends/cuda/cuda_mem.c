@@ -55,6 +55,7 @@ static struct {
   void *pool;           /* preallocated budget, or NULL */
   int pool_nccl;        /* the pool is one ncclMemAlloc (GMPI_NCCL_MEM of the first comm) */
   int pool_sync_memops; /* the pool's synchronous memory calls are synchronous */
+  int memops;           /* GMPI_DEFAULT_STREAM_ORDER=memops (the first comm's): blocks get it */
   block_t *blocks;      /* user blocks sorted by base (pool: all blocks, used or free) */
   size_t n_blocks, cap_blocks;
 } mem = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -111,6 +112,7 @@ gmpi_status_t cuda_mem_setup(const gmpi_config_t *cfg, int device) {
   size_t free_b = 0, total = 0;
   GMPI_CUDA_CHECK_GOTO(cudaMemGetInfo(&free_b, &total), st, undo_ref);
   mem.device = device;
+  mem.memops = cfg->default_stream_order == GMPI_STREAM_ORDER_MEMOPS;
   mem.budget = (size_t)(cfg->gpu_mem_fraction * (double)total) / POOL_ALIGN * POOL_ALIGN;
   mem.user_bytes = mem.lib_bytes = 0;
   if (cfg->gpu_preallocate && mem.budget) {
@@ -121,7 +123,7 @@ gmpi_status_t cuda_mem_setup(const gmpi_config_t *cfg, int device) {
       GMPI_CUDA_CHECK_GOTO(cudaMalloc(&mem.pool, mem.budget), st, undo_ref);
     GMPI_CHECK_GOTO(blocks_insert(0, (block_t){.base = (uintptr_t)mem.pool, .size = mem.budget}),
                     st, free_pool);
-    mem.pool_sync_memops = cuda_sync_memops(mem.pool) != CUDA_MEMOPS_NO;
+    mem.pool_sync_memops = mem.memops && cuda_sync_memops(mem.pool) != CUDA_MEMOPS_NO;
     gmpi_log(GMPI_LOG_INFO, "reserved %zu bytes of device %d for gmpi_mem_alloc (%s)", mem.budget,
              device, mem.pool_nccl ? "ncclMemAlloc" : "cudaMalloc");
   }
@@ -263,11 +265,12 @@ static gmpi_status_t own_block(int nccl, size_t rounded, void **ptr, size_t *tak
   while (at < mem.n_blocks && mem.blocks[at].base < (uintptr_t)p)
     at++;
   if (st == GMPI_SUCCESS)
-    st = blocks_insert(at, (block_t){.base = (uintptr_t)p,
-                                     .size = *taken,
-                                     .used = 1,
-                                     .nccl = nccl,
-                                     .sync_memops = cuda_sync_memops(p) != CUDA_MEMOPS_NO});
+    st = blocks_insert(
+        at, (block_t){.base = (uintptr_t)p,
+                      .size = *taken,
+                      .used = 1,
+                      .nccl = nccl,
+                      .sync_memops = mem.memops && cuda_sync_memops(p) != CUDA_MEMOPS_NO});
   if (st != GMPI_SUCCESS)
     (void)release_device_memory(p, nccl);
   else
