@@ -222,6 +222,27 @@ static void stream_ordered_p2p(void) {
  * (mpi_bench found stale elements on the H200 before it did). 4 MiB, so the copy is long.
  * foreign: the buffers come from the program's own cudaMalloc, not gmpi_mem_alloc (under
  * GMPI_DEFAULT_STREAM_ORDER=memops gmpi makes them synchronous when it first sees them). */
+/* gmpi_sendrecv on two of the program's cudaMalloc buffers gmpi has not met before, each just
+ * memset: under memops both of its posts (the send's and the receive's) wait for stream 0. */
+static void sendrecv_first_seen(int round, int *h, int n) {
+  size_t bytes = (size_t)n * sizeof(int);
+  int *s = NULL, *r = NULL;
+  T_EQ_INT(cudaMalloc((void **)&s, bytes), cudaSuccess);
+  T_EQ_INT(cudaMalloc((void **)&r, bytes), cudaSuccess);
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  cudaMemset(r, 0, bytes);
+  cudaMemset(s, round + 2, bytes); /* every byte round + 2 */
+  T_OK(gmpi_sendrecv(s, n, GMPI_INT32, right, 6, r, n, GMPI_INT32, left, 6, comm, NULL));
+  t_get(h, r, bytes);
+  int bad = 0;
+  for (int i = 0; i < n; i++)
+    bad += h[i] != (round + 2) * 0x01010101;
+  T_EQ_INT(bad, 0);
+  T_OK(gmpi_barrier(comm)); /* the peer has read s before it goes */
+  cudaFree(s);
+  cudaFree(r);
+}
+
 static void after_default_stream_from(int foreign) {
   enum { N = 1 << 20 };
   int *h = malloc(N * sizeof(int)), *d = NULL, *r = NULL;
@@ -254,6 +275,7 @@ static void after_default_stream_from(int foreign) {
     for (int i = 0; i < N; i++)
       bad += h[i] != (round + 1) * 0x01010101;
     T_EQ_INT(bad, 0);
+    if (foreign) sendrecv_first_seen(round, h, N);
   }
   free(h);
   if (foreign) {

@@ -11,6 +11,7 @@
 
 static _Thread_local gmpi_call_ctx_t call_ctx = {.func = "gmpi", .rank = -1};
 static _Thread_local char last_error[GMPI_ERROR_LEN];
+static _Thread_local unsigned long call_serial; /* the last call_ctx.serial handed out */
 
 /* One entry per status: its name and its text. The hint at GMPI_DEBUG=info only where the log
  * says more than gmpi_last_error() (the flight record, NCCL's or MPI's own words). */
@@ -56,6 +57,7 @@ void gmpi_call_begin(const char *func, int rank) {
   call_ctx.func = func;
   call_ctx.rank = rank;
   call_ctx.described = 0;
+  call_ctx.serial = ++call_serial;
 }
 
 gmpi_call_ctx_t *gmpi_call_ctx(void) { return &call_ctx; }

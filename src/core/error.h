@@ -11,9 +11,11 @@
 
 /* Thread-local context of the public call in progress, used to prefix error details. */
 typedef struct {
-  const char *func; /* public function name, e.g. "gmpi_allreduce" */
-  int rank;         /* rank in the comm the call is on, -1 when unknown */
-  int described;    /* 1 once this call has described its failure */
+  const char *func;     /* public function name, e.g. "gmpi_allreduce" */
+  int rank;             /* rank in the comm the call is on, -1 when unknown */
+  int described;        /* 1 once this call has described its failure */
+  unsigned long serial; /* this thread's number for the call, from 1: state that speaks of one
+                         * call only compares it (the cuda backend's memops answer) */
 } gmpi_call_ctx_t;
 
 /* Start a public call: resets the "described" flag so the first failure below wins. */

@@ -125,7 +125,7 @@ gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s);
 /* Whether this call orders after stream 0 (outside stream-ordered mode), by
  * GMPI_DEFAULT_STREAM_ORDER: 0 never, 1 always, pending when stream 0 has unfinished work,
  * memops only when one of the call's device buffers could not be given SYNC_MEMOPS
- * (cuda_memops_unsure, which it resets). */
+ * (cuda_memops_unsure during the same public call). */
 gmpi_status_t cuda_default_stream_wanted(cuda_comm_t *cc, int *wanted);
 /* GMPI_DEFAULT_STREAM_ORDER=memops, CUDA-aware MPI's rule (Open MPI's and MVAPICH's CUDA
  * support do the same): every device buffer gmpi is handed gets the driver's
@@ -135,10 +135,11 @@ gmpi_status_t cuda_default_stream_wanted(cuda_comm_t *cc, int *wanted);
  * stream 0 for gmpi to wait for. Work the program queued itself (kernels, *Async calls) must be
  * finished before the call, as every CUDA-aware MPI asks. A buffer the driver refuses the
  * attribute (managed memory, a VMM block that does not take it), or one it is set on only now
- * (earlier copies were not synchronous), sets cuda_memops_unsure, and that call orders after
- * stream 0 with the event; so does point to point when matching across kinds (not classified). Per
- * thread: one call classifies its buffers and orders, on one thread. */
-extern _Thread_local int cuda_memops_unsure;
+ * (earlier copies were not synchronous), calls cuda_memops_unsure, and every ordering of that
+ * public call is after stream 0 with the event; so is point to point when matching across kinds
+ * (not classified) and a plan's replay. Per thread: one call classifies its buffers and orders,
+ * on one thread. */
+void cuda_memops_unsure(void);
 /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the allocation holding p (cuda_mem.c): it was set before,
  * it is set now (memory calls made before may still run), or the driver refused it. */
 typedef enum { CUDA_MEMOPS_NO = 0, CUDA_MEMOPS_ALREADY, CUDA_MEMOPS_NOW } cuda_memops_t;

@@ -94,11 +94,15 @@ static gmpi_status_t default_stream_pending(int *pending) {
   return gmpi_cuda_error(e, "cudaStreamQuery(cudaStreamLegacy)");
 }
 
-_Thread_local int cuda_memops_unsure;
+/* The public call (its serial) in which memops could not vouch for a buffer. Each ordering of
+ * that call reads it -- gmpi_sendrecv's two posts both, whichever buffer was met first -- and
+ * the next call does not: it speaks of that call's buffers only. */
+static _Thread_local unsigned long memops_unsure_call;
+
+void cuda_memops_unsure(void) { memops_unsure_call = gmpi_call_ctx()->serial; }
 
 gmpi_status_t cuda_default_stream_wanted(cuda_comm_t *cc, int *wanted) {
-  int unsure = cuda_memops_unsure;
-  cuda_memops_unsure = 0; /* it spoke of this call's buffers only */
+  int unsure = memops_unsure_call == gmpi_call_ctx()->serial;
   *wanted = 0;
   if (cc->user_stream) return GMPI_SUCCESS;
   switch (cc->default_stream_order) {

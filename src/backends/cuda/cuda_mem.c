@@ -506,7 +506,7 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
   int synchronous = hit >= 0 && (mem.pool ? mem.pool_sync_memops : mem.blocks[hit].sync_memops);
   pthread_mutex_unlock(&mem.lock);
   if (hit >= 0) {
-    if (memops && !synchronous) cuda_memops_unsure = 1;
+    if (memops && !synchronous) cuda_memops_unsure();
     *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
   }
@@ -525,11 +525,11 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
                         arg, ptr, attr.device, cc->device);
     /* the program's cudaMemcpy and cudaMemset into it return once done -- from now on: ones
      * made before the attribute was set may still be running, so this call takes the event */
-    if (memops && cuda_sync_memops(ptr) != CUDA_MEMOPS_ALREADY) cuda_memops_unsure = 1;
+    if (memops && cuda_sync_memops(ptr) != CUDA_MEMOPS_ALREADY) cuda_memops_unsure();
     *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
   case cudaMemoryTypeManaged:
-    if (memops) cuda_memops_unsure = 1; /* pages may move: ordered by the event instead */
+    if (memops) cuda_memops_unsure(); /* pages may move: ordered by the event instead */
     *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
   default: *kind = GMPI_MEM_HOST; return GMPI_SUCCESS;

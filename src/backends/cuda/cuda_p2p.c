@@ -175,7 +175,7 @@ static gmpi_status_t mark(void *ctx, void **handle) {
   /* matching across kinds routes without classifying the buffer, so memops knows nothing of
    * it: the event */
   if (p->comm->match_across_kinds && cc->default_stream_order == GMPI_STREAM_ORDER_MEMOPS)
-    cuda_memops_unsure = 1;
+    cuda_memops_unsure();
   if (!cc->user_stream) GMPI_CHECK(cuda_default_stream_wanted(cc, &wanted));
   if (!wanted) return GMPI_SUCCESS;
   copy_t *c = calloc(1, sizeof(*c));
@@ -205,8 +205,7 @@ static size_t expose(void *ctx, int peer, const void *buf, size_t bytes, void *b
   if (!len) return 0;
   if (mark(p, ready) != GMPI_SUCCESS) { /* the link then, after the engine's own mark */
     cudaGetLastError();
-    *ready = NULL;
-    cuda_memops_unsure = 1; /* this mark used up the call's answer: the engine's orders anyway */
+    *ready = NULL; /* the engine's own mark reads the same call's answer */
     return 0;
   }
   return len;

@@ -312,7 +312,7 @@ gmpi_status_t cuda_plan_replay(gmpi_comm_t comm, void *state, struct gmpi_plan *
   if (!cp->exec) return GMPI_SUCCESS; /* an empty plan */
   /* A replay classifies no buffer, so under memops nothing says whether its buffers took
    * SYNC_MEMOPS: one event per replay, as under 1 (cuda_default_stream_wanted). */
-  if (cc->default_stream_order == GMPI_STREAM_ORDER_MEMOPS) cuda_memops_unsure = 1;
+  if (cc->default_stream_order == GMPI_STREAM_ORDER_MEMOPS) cuda_memops_unsure();
   GMPI_CHECK(cuda_after_default_stream(cc, cuda_stream(cc)));
   GMPI_CUDA_CHECK(cudaGraphLaunch(cp->exec, cuda_stream(cc)));
   if (cc->user_stream) return GMPI_SUCCESS;
