@@ -178,7 +178,12 @@ GMPI_API gmpi_status_t gmpi_comm_nccl(gmpi_comm_t comm, void **nccl_comm);
 GMPI_API gmpi_status_t gmpi_comm_stream(gmpi_comm_t comm, void **stream);
 GMPI_API gmpi_status_t gmpi_comm_mpi(gmpi_comm_t comm, MPI_Comm *mpi_comm);
 /* cuda only: make the comm stream-ordered on a cudaStream_t (NULL returns to blocking mode).
- * Work gmpi queued before runs before work queued after, ordered on the device (no wait). */
+ * Work gmpi queued before runs before work queued after, ordered on the device (no wait).
+ * Outside stream mode a call reads and writes device buffers as CUDA-aware MPI does: what the
+ * program's cudaMemcpy and cudaMemset put there is seen (gmpi makes them synchronous on the
+ * buffers it is handed), but kernels and *Async work the program queued must be finished
+ * before the call. GMPI_DEFAULT_STREAM_ORDER=1 orders every call after CUDA's default stream
+ * too (docs/configuration.md). */
 GMPI_API gmpi_status_t gmpi_comm_set_stream(gmpi_comm_t comm, void *stream);
 /* Bytes of device memory the library itself holds on this rank (0 on cpu). */
 GMPI_API gmpi_status_t gmpi_comm_mem_usage(gmpi_comm_t comm, size_t *library_bytes,

@@ -107,12 +107,13 @@ gmpi_status_t gmpi_config_load(gmpi_config_t *cfg) {
                      .check = 0,
                      .plan_fuse = 1,
                      .plan_pack_bytes = GMPI_PLAN_PACK_BACKEND,
-                     .default_stream_order = GMPI_STREAM_ORDER_EVENT,
+                     .default_stream_order = GMPI_STREAM_ORDER_MEMOPS,
                      .p2p = GMPI_P2P_AUTO,
                      .max_chunk = (size_t)1 << 30,
                      .gpu_mem_fraction = 0.75,
                      .gpu_preallocate = 0,
                      .split_share = -1,
+                     .links_eager = 1,
                      .flight_records = 16};
   int backend = (int)c.backend, debug = (int)c.debug, p2p = (int)c.p2p;
   int device_p2p = (int)GMPI_DEVICE_P2P_AUTO, timeout_action = (int)GMPI_TIMEOUT_END_JOB;

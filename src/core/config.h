@@ -78,7 +78,8 @@ typedef struct {
   double gpu_mem_fraction;   /* GMPI_GPU_MEM_FRACTION: share of the device for gmpi_mem_alloc */
   int gpu_preallocate;       /* GMPI_GPU_PREALLOCATE: reserve that budget at init */
   gmpi_nccl_mem_t nccl_mem;  /* GMPI_NCCL_MEM: off, alloc, register, window */
-  int links_eager;           /* GMPI_LINKS: 1 (eager) sets every link up at comm creation */
+  int links_eager;           /* GMPI_LINKS: 1 (eager, the default) sets every link up at
+                              * comm creation; 0 (lazy) at its first message */
   int split_share;           /* GMPI_NCCL_SPLIT_SHARE: 1, 0, or -1 (auto: below
                               * MPI_THREAD_MULTIPLE) -- new comms share NCCL resources */
   int flight_records;        /* GMPI_FLIGHT_RECORDS: operations kept for the flight record */

@@ -899,14 +899,20 @@ static gmpi_status_t open_channel(struct gmpi_envelope_engine *env) {
   return GMPI_SUCCESS;
 }
 
-/* GMPI_LINKS=eager: every link the comm will need, set up as it starts -- when no work of the
- * program's can be pending on the device -- instead of at its first message, where NCCL's set-up
- * can wait for a kernel that waits for the peer (docs/design.md, "Open: a link set up while").
- * The leader of each pair opens the link, one allgather carries every leader's introductions,
- * followers join, and each rank waits (GMPI_TIMEOUT) until its links are ready; a vote makes the
- * outcome every rank's. Above EARLY_LINKS_MAX_RANKS the introductions (size^2 of them) and a
- * link per peer cost too much: links stay lazy, said at info level. */
+/* GMPI_LINKS=eager (the default): every link the comm will need, set up as it starts -- when no
+ * work of the program's can be pending on the device -- instead of at its first message, where
+ * NCCL's set-up can wait for a kernel that waits for the peer (docs/design.md, "Open: a link set up
+ * while"). The leader of each pair opens the link, one allgather carries every leader's
+ * introductions, followers join, and each rank waits (GMPI_TIMEOUT) until its links are ready; a
+ * vote makes the outcome every rank's. A comm no rank of which wants a link (all its peers on one
+ * host, reached by CUDA IPC) pays one allgather of a count. Above EARLY_LINKS_MAX_RANKS the
+ * introductions (size^2 of them), above EARLY_LINKS_MAX_PEERS the links, cost too much: links stay
+ * lazy, said at info level. */
 #define EARLY_LINKS_MAX_RANKS 256
+/* Nor when a rank wants more links than this: each is a two-rank NCCL communicator (cuda: about
+ * 262 MiB for a process's first, 12 MiB for each further one), set up whether or not the
+ * program ever sends to that peer. */
+#define EARLY_LINKS_MAX_PEERS 16
 typedef struct {
   uint32_t present, len;
   uint8_t blob[GMPI_MOVER_BLOB_BYTES];
@@ -977,6 +983,20 @@ static gmpi_status_t exchange_intros(struct gmpi_envelope_engine *env, intro_t *
   return gmpi_vote(comm, settle_links(env), 0, NULL, "set up its links (GMPI_LINKS=eager)");
 }
 
+/* The most links any rank of the comm wants (one allgather of a count each): every rank gets
+ * the same answer, so every rank takes the same way next. */
+static gmpi_status_t most_links_wanted(struct gmpi_envelope_engine *env, int *most) {
+  gmpi_comm_t comm = env->comm;
+  int counts[EARLY_LINKS_MAX_RANKS], mine = 0;
+  for (int p = 0; p < comm->size; p++)
+    mine += p != comm->rank && env->mover->link_wanted(env->mctx, p);
+  GMPI_CHECK(env->oob->allgather(comm, &mine, counts, sizeof(mine)));
+  *most = 0;
+  for (int r = 0; r < comm->size; r++)
+    if (counts[r] > *most) *most = counts[r];
+  return GMPI_SUCCESS;
+}
+
 static gmpi_status_t open_links_early(struct gmpi_envelope_engine *env) {
   gmpi_comm_t comm = env->comm;
   if (!comm->cfg.links_eager || !env->mover->link_wanted || comm->size < 2) return GMPI_SUCCESS;
@@ -984,6 +1004,16 @@ static gmpi_status_t open_links_early(struct gmpi_envelope_engine *env) {
     gmpi_log(GMPI_LOG_INFO,
              "GMPI_LINKS=eager: a comm of %d ranks (more than %d) sets its links up lazily",
              comm->size, EARLY_LINKS_MAX_RANKS);
+    return GMPI_SUCCESS;
+  }
+  int most = 0;
+  GMPI_CHECK(most_links_wanted(env, &most));
+  if (most == 0) return GMPI_SUCCESS; /* e.g. every peer on this host, reached by CUDA IPC */
+  if (most > EARLY_LINKS_MAX_PEERS) {
+    gmpi_log(GMPI_LOG_INFO,
+             "GMPI_LINKS=eager: a rank of this comm wants %d links (more than %d): they are set "
+             "up lazily, at their first message",
+             most, EARLY_LINKS_MAX_PEERS);
     return GMPI_SUCCESS;
   }
   size_t n = (size_t)comm->size;
