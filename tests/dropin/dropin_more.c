@@ -2,8 +2,9 @@
 /* What a review of the layer found missing or wrong, as a plain MPI program: MPI_Ibsend and
  * MPI_Bsend_init (buffered sends that must still meet the comm's one matching engine), a
  * buffered send still in flight when its communicator is freed, MPI_Sendrecv_replace with a
- * strided type (the holes keep their values), MPI_Request_get_status polling, MPI_Scan and
- * MPI_Exscan (staged on device memory). Values are checked on every rank. */
+ * strided type (the holes keep their values), MPI_Request_get_status polling, MPI_Scan,
+ * MPI_Exscan, MPI_Iscan and MPI_Iexscan (staged on device memory). Values are checked on every
+ * rank. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,25 +119,35 @@ static void request_get_status(void) {
   mem_free(r);
 }
 
-/* Inclusive and exclusive prefix sums over the ranks, 1000 elements. */
-static void scans(void) {
+/* Inclusive and exclusive prefix sums over the ranks, 1000 elements; blocking, or posted and
+ * waited (MPI_Iscan, MPI_Iexscan). */
+static void prefix_sum(int nonblocking, int exclusive, const void *s, void *r, int n) {
+  MPI_Request q = MPI_REQUEST_NULL;
+  if (!nonblocking && !exclusive) D_MPI(MPI_Scan(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  if (!nonblocking && exclusive) D_MPI(MPI_Exscan(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  if (nonblocking && !exclusive) D_MPI(MPI_Iscan(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q));
+  if (nonblocking && exclusive) D_MPI(MPI_Iexscan(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q));
+  if (nonblocking) D_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
+}
+
+static void scans(int nonblocking) {
   enum { N = 1000 };
   int *h = ints(d_rank() + 1, N), *want = host_alloc(N * sizeof(int));
   void *s = mem_dup(h, N * sizeof(int)), *r = mem_alloc(N * sizeof(int));
-  D_MPI(MPI_Scan(s, r, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  prefix_sum(nonblocking, 0, s, r, N);
   for (int i = 0; i < N; i++) {
     want[i] = 0;
     for (int k = 0; k <= d_rank(); k++)
       want[i] += k + 1 + i % 1000;
   }
   mem_get(h, r, N * sizeof(int));
-  d_check_int("scan", h, want, N);
-  D_MPI(MPI_Exscan(s, r, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  d_check_int(nonblocking ? "iscan" : "scan", h, want, N);
+  prefix_sum(nonblocking, 1, s, r, N);
   if (d_rank() > 0) { /* rank 0's result is undefined */
     for (int i = 0; i < N; i++)
       want[i] -= d_rank() + 1 + i % 1000;
     mem_get(h, r, N * sizeof(int));
-    d_check_int("exscan", h, want, N);
+    d_check_int(nonblocking ? "iexscan" : "exscan", h, want, N);
   }
   free(h);
   free(want);
@@ -150,6 +161,7 @@ int main(int argc, char **argv) {
   bsend_then_free();
   sendrecv_replace_holes();
   request_get_status();
-  scans();
+  scans(0);
+  scans(1);
   return d_finish();
 }
