@@ -216,12 +216,6 @@ static void stream_ordered_p2p(void) {
   cudaStreamDestroy(s);
 }
 
-/* A buffer written by cudaMemcpy from pageable memory (which may return before its copy lands)
- * or a kernel-free cudaMemset on the default stream, then passed at once -- no synchronize --
- * to a blocking allreduce and a send: gmpi must order its work after the default stream's
- * (mpi_bench found stale elements on the H200 before it did). 4 MiB, so the copy is long.
- * foreign: the buffers come from the program's own cudaMalloc, not gmpi_mem_alloc (under
- * GMPI_DEFAULT_STREAM_ORDER=memops gmpi makes them synchronous when it first sees them). */
 /* gmpi_sendrecv on two of the program's cudaMalloc buffers gmpi has not met before, each just
  * memset: under memops both of its posts (the send's and the receive's) wait for stream 0. */
 static void sendrecv_first_seen(int round, int *h, int n) {
@@ -243,6 +237,12 @@ static void sendrecv_first_seen(int round, int *h, int n) {
   cudaFree(r);
 }
 
+/* A buffer written by cudaMemcpy from pageable memory (which may return before its copy lands)
+ * or a kernel-free cudaMemset on the default stream, then passed at once -- no synchronize --
+ * to a blocking allreduce and a send: gmpi must order its work after the default stream's
+ * (mpi_bench found stale elements on the H200 before it did). 4 MiB, so the copy is long.
+ * foreign: the buffers come from the program's own cudaMalloc, not gmpi_mem_alloc (under
+ * GMPI_DEFAULT_STREAM_ORDER=memops gmpi makes them synchronous when it first sees them). */
 static void after_default_stream_from(int foreign) {
   enum { N = 1 << 20 };
   int *h = malloc(N * sizeof(int)), *d = NULL, *r = NULL;

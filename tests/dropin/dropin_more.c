@@ -3,8 +3,8 @@
  * MPI_Bsend_init (buffered sends that must still meet the comm's one matching engine), a
  * buffered send still in flight when its communicator is freed, MPI_Sendrecv_replace with a
  * strided type (the holes keep their values), MPI_Request_get_status polling, MPI_Scan,
- * MPI_Exscan, MPI_Iscan and MPI_Iexscan (staged on device memory). Values are checked on every
- * rank. */
+ * MPI_Exscan, MPI_Iscan and MPI_Iexscan (staged on device memory), and fresh buffers filled by
+ * an unsynchronized copy and passed at once. Values are checked on every rank. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +77,49 @@ static void bsend_then_free(void) {
   free(want);
   mem_free(s);
   mem_free(r);
+}
+
+/* The program's cudaMemcpy from pageable memory, which may return before the device has the
+ * data, with no synchronize after it -- as CUDA-aware MPI allows (mem_put synchronizes). */
+static void put_unsynced(void *dst_mem, const void *src_host, size_t bytes) {
+#ifdef DROPIN_CUDA
+  if (d_is_device(dst_mem)) {
+    D_CUDA(cudaMemcpy(dst_mem, src_host, bytes, cudaMemcpyHostToDevice));
+    return;
+  }
+#endif
+  memcpy(dst_mem, src_host, bytes);
+}
+
+/* Fresh buffers (the layer asks gmpi what they are in calls of their own before the operation)
+ * filled that way and passed at once to MPI_Sendrecv and MPI_Allreduce (1 MiB: a copy long
+ * enough to be overtaken). */
+static void copy_then_move(void) {
+  for (int round = 0; round < 3; round++) {
+    int *h = ints(11 * (round + 1) + d_rank(), BIG), *want = ints(11 * (round + 1) + d_prev(), BIG);
+    void *s = mem_alloc_p2p(BIG * sizeof(int)), *r = mem_alloc_p2p(BIG * sizeof(int));
+    put_unsynced(s, h, BIG * sizeof(int));
+    D_MPI(MPI_Sendrecv(s, BIG, MPI_INT, d_next(), 8, r, BIG, MPI_INT, d_prev(), 8, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE));
+    mem_get(h, r, BIG * sizeof(int));
+    d_check_int("unsynced copy, then sendrecv", h, want, BIG);
+    void *a = mem_alloc(BIG * sizeof(int)), *b = mem_alloc(BIG * sizeof(int));
+    for (int i = 0; i < BIG; i++)
+      h[i] = round + 1;
+    put_unsynced(a, h, BIG * sizeof(int));
+    D_MPI(MPI_Allreduce(a, b, BIG, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    mem_get(h, b, BIG * sizeof(int));
+    for (int i = 0; i < BIG; i++)
+      want[i] = (round + 1) * d_size();
+    d_check_int("unsynced copy, then allreduce", h, want, BIG);
+    D_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* every peer has read s before it goes */
+    free(h);
+    free(want);
+    mem_free(s);
+    mem_free(r);
+    mem_free(a);
+    mem_free(b);
+  }
 }
 
 /* Every second int of six replaced by the previous rank's; the others keep their values. */
@@ -159,6 +202,7 @@ int main(int argc, char **argv) {
   d_init(&argc, &argv, "dropin_more", D_SCOPE_COLL);
   ibsend_and_bsend_init();
   bsend_then_free();
+  copy_then_move();
   sendrecv_replace_holes();
   request_get_status();
   scans(0);

@@ -125,7 +125,8 @@ gmpi_status_t cuda_after_default_stream(cuda_comm_t *cc, cudaStream_t s);
 /* Whether this call orders after stream 0 (outside stream-ordered mode), by
  * GMPI_DEFAULT_STREAM_ORDER: 0 never, 1 always, pending when stream 0 has unfinished work,
  * memops only when one of the call's device buffers could not be given SYNC_MEMOPS
- * (cuda_memops_unsure during the same public call). */
+ * (cuda_memops_unsure during the same public call, or an event still owed from an earlier
+ * one). */
 gmpi_status_t cuda_default_stream_wanted(cuda_comm_t *cc, int *wanted);
 /* GMPI_DEFAULT_STREAM_ORDER=memops, CUDA-aware MPI's rule (Open MPI's and MVAPICH's CUDA
  * support do the same): every device buffer gmpi is handed gets the driver's

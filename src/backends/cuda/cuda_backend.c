@@ -4,6 +4,7 @@
  * split's split from its parent's; each after a polled arrival, watched), teardown; and its
  * ops table. Completion and waiting are cuda_wait.c's. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -94,20 +95,32 @@ static gmpi_status_t default_stream_pending(int *pending) {
   return gmpi_cuda_error(e, "cudaStreamQuery(cudaStreamLegacy)");
 }
 
-/* The public call (its serial) in which memops could not vouch for a buffer. Each ordering of
- * that call reads it -- gmpi_sendrecv's two posts both, whichever buffer was met first -- and
- * the next call does not: it speaks of that call's buffers only. */
+/* The public call (its serial) in which memops could not vouch for a buffer: each ordering of
+ * that call takes the event -- gmpi_sendrecv's two posts both, whichever buffer was met first.
+ * And events owed to later calls, one per such buffer: the drop-in asks whether a buffer is
+ * device memory (gmpi_mem_is_device, a call of its own) before the operation that uses it, so
+ * the answer must outlive the call that found it. An event too many costs a microsecond once;
+ * one too few reads stale data. */
 static _Thread_local unsigned long memops_unsure_call;
+static _Thread_local unsigned memops_owed;
 
-void cuda_memops_unsure(void) { memops_unsure_call = gmpi_call_ctx()->serial; }
+void cuda_memops_unsure(void) {
+  memops_unsure_call = gmpi_call_ctx()->serial;
+  if (memops_owed < UINT_MAX) memops_owed++;
+}
+
+static int memops_wanted(void) {
+  int owed = memops_owed > 0;
+  if (owed) memops_owed--;
+  return owed || memops_unsure_call == gmpi_call_ctx()->serial;
+}
 
 gmpi_status_t cuda_default_stream_wanted(cuda_comm_t *cc, int *wanted) {
-  int unsure = memops_unsure_call == gmpi_call_ctx()->serial;
   *wanted = 0;
   if (cc->user_stream) return GMPI_SUCCESS;
   switch (cc->default_stream_order) {
   case GMPI_STREAM_ORDER_NONE: return GMPI_SUCCESS;
-  case GMPI_STREAM_ORDER_MEMOPS: *wanted = unsure; return GMPI_SUCCESS;
+  case GMPI_STREAM_ORDER_MEMOPS: *wanted = memops_wanted(); return GMPI_SUCCESS;
   case GMPI_STREAM_ORDER_PENDING: return default_stream_pending(wanted);
   default: *wanted = 1; return GMPI_SUCCESS;
   }
@@ -318,11 +331,12 @@ static gmpi_status_t cuda_free(gmpi_comm_t comm, void *ptr) {
   (void)comm;
   return cuda_mem_free(ptr);
 }
-/* On gmpi's stream, then waited: cudaMemcpy from pageable memory may return before the DMA
- * lands, and gmpi's non-blocking stream would not wait for the legacy stream's copy. */
+/* On gmpi's stream, after what the program queued on stream 0 as GMPI_DEFAULT_STREAM_ORDER
+ * says (the drop-in stages a buffer the program may have just memset), then waited. */
 static gmpi_status_t cuda_copy(gmpi_comm_t comm, void *dst, const void *src, size_t bytes) {
   cuda_comm_t *cc = comm->be;
   if (!bytes) return GMPI_SUCCESS;
+  GMPI_CHECK(cuda_after_default_stream(cc, cc->stream));
   GMPI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cc->stream));
   return cuda_wait_stream(comm, cc->stream, "gmpi_mem_copy");
 }
