@@ -984,30 +984,41 @@ static gmpi_status_t exchange_intros(struct gmpi_envelope_engine *env, intro_t *
 }
 
 /* The most links any rank of the comm wants (one allgather of a count each): every rank gets
- * the same answer, so every rank takes the same way next. */
-static gmpi_status_t most_links_wanted(struct gmpi_envelope_engine *env, int *most) {
+ * the same answer, so every rank takes the same way next. A rank whose channel did not open
+ * (opened) still takes part, counting -1, so that every rank stops here together. */
+static gmpi_status_t most_links_wanted(struct gmpi_envelope_engine *env, gmpi_status_t opened,
+                                       int *most) {
   gmpi_comm_t comm = env->comm;
-  int counts[EARLY_LINKS_MAX_RANKS], mine = 0;
+  int counts[EARLY_LINKS_MAX_RANKS], mine = 0, failed = -1;
   for (int p = 0; p < comm->size; p++)
     mine += p != comm->rank && env->mover->link_wanted(env->mctx, p);
+  if (opened != GMPI_SUCCESS) mine = -1;
   GMPI_CHECK(env->oob->allgather(comm, &mine, counts, sizeof(mine)));
+  if (opened != GMPI_SUCCESS) return opened;
   *most = 0;
-  for (int r = 0; r < comm->size; r++)
+  for (int r = 0; r < comm->size; r++) {
+    if (counts[r] < 0 && failed < 0) failed = r;
     if (counts[r] > *most) *most = counts[r];
+  }
+  if (failed >= 0)
+    return gmpi_error(GMPI_ERR_BACKEND,
+                      "rank %d could not open its envelope engine's channel; its log says why",
+                      failed);
   return GMPI_SUCCESS;
 }
 
-static gmpi_status_t open_links_early(struct gmpi_envelope_engine *env) {
+/* opened: open_channel's outcome on this rank (see most_links_wanted). */
+static gmpi_status_t open_links_early(struct gmpi_envelope_engine *env, gmpi_status_t opened) {
   gmpi_comm_t comm = env->comm;
-  if (!comm->cfg.links_eager || !env->mover->link_wanted || comm->size < 2) return GMPI_SUCCESS;
+  if (!comm->cfg.links_eager || !env->mover->link_wanted || comm->size < 2) return opened;
   if (comm->size > EARLY_LINKS_MAX_RANKS) {
     gmpi_log(GMPI_LOG_INFO,
              "GMPI_LINKS=eager: a comm of %d ranks (more than %d) sets its links up lazily",
              comm->size, EARLY_LINKS_MAX_RANKS);
-    return GMPI_SUCCESS;
+    return opened;
   }
   int most = 0;
-  GMPI_CHECK(most_links_wanted(env, &most));
+  GMPI_CHECK(most_links_wanted(env, opened, &most));
   if (most == 0) return GMPI_SUCCESS; /* e.g. every peer on this host, reached by CUDA IPC */
   if (most > EARLY_LINKS_MAX_PEERS) {
     gmpi_log(GMPI_LOG_INFO,
@@ -1051,9 +1062,8 @@ gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void 
     st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d peers", comm->size);
     goto destroy_env;
   }
-  GMPI_CHECK_GOTO(open_channel(env), st, destroy_env);
   /* before the engine is registered: no other thread's progress pumps its links meanwhile */
-  GMPI_CHECK_GOTO(open_links_early(env), st, destroy_env);
+  GMPI_CHECK_GOTO(open_links_early(env, open_channel(env)), st, destroy_env);
   GMPI_CHECK_GOTO(gmpi_progress_add(progress_from_elsewhere, env), st, destroy_env);
   *out = env;
   return GMPI_SUCCESS;
