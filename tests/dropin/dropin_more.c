@@ -80,18 +80,6 @@ static void bsend_then_free(void) {
   mem_free(r);
 }
 
-/* The program's cudaMemcpy from pageable memory, which may return before the device has the
- * data, with no synchronize after it -- as CUDA-aware MPI allows (mem_put synchronizes). */
-static void put_unsynced(void *dst_mem, const void *src_host, size_t bytes) {
-#ifdef DROPIN_CUDA
-  if (d_is_device(dst_mem)) {
-    D_CUDA(cudaMemcpy(dst_mem, src_host, bytes, cudaMemcpyHostToDevice));
-    return;
-  }
-#endif
-  memcpy(dst_mem, src_host, bytes);
-}
-
 /* Fresh buffers (the layer asks gmpi what they are in calls of their own before the operation)
  * filled that way and passed at once to MPI_Sendrecv and MPI_Allreduce (1 MiB: a copy long
  * enough to be overtaken). */
@@ -99,7 +87,7 @@ static void copy_then_move(void) {
   for (int round = 0; round < 3; round++) {
     int *h = ints(11 * (round + 1) + d_rank(), BIG), *want = ints(11 * (round + 1) + d_prev(), BIG);
     void *s = mem_alloc_p2p(BIG * sizeof(int)), *r = mem_alloc_p2p(BIG * sizeof(int));
-    put_unsynced(s, h, BIG * sizeof(int));
+    mem_put_unsynced(s, h, BIG * sizeof(int));
     D_MPI(MPI_Sendrecv(s, BIG, MPI_INT, d_next(), 8, r, BIG, MPI_INT, d_prev(), 8, MPI_COMM_WORLD,
                        MPI_STATUS_IGNORE));
     mem_get(h, r, BIG * sizeof(int));
@@ -107,7 +95,7 @@ static void copy_then_move(void) {
     void *a = mem_alloc(BIG * sizeof(int)), *b = mem_alloc(BIG * sizeof(int));
     for (int i = 0; i < BIG; i++)
       h[i] = round + 1;
-    put_unsynced(a, h, BIG * sizeof(int));
+    mem_put_unsynced(a, h, BIG * sizeof(int));
     D_MPI(MPI_Allreduce(a, b, BIG, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     mem_get(h, b, BIG * sizeof(int));
     for (int i = 0; i < BIG; i++)

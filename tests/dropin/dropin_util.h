@@ -262,16 +262,24 @@ static inline void mem_free(void *p) {
   free(p);
 }
 
-static inline void mem_put(void *dst_mem, const void *src_host, size_t bytes) {
+/* The program's cudaMemcpy from pageable memory, which may return before the device has the
+ * data, and no synchronize after it -- as CUDA-aware MPI allows. */
+static inline void mem_put_unsynced(void *dst_mem, const void *src_host, size_t bytes) {
   if (bytes == 0) return;
 #ifdef DROPIN_CUDA
   if (d_is_device(dst_mem)) {
     D_CUDA(cudaMemcpy(dst_mem, src_host, bytes, cudaMemcpyHostToDevice));
-    D_CUDA(cudaDeviceSynchronize());
     return;
   }
 #endif
   memcpy(dst_mem, src_host, bytes);
+}
+
+static inline void mem_put(void *dst_mem, const void *src_host, size_t bytes) {
+  mem_put_unsynced(dst_mem, src_host, bytes);
+#ifdef DROPIN_CUDA
+  if (bytes && d_is_device(dst_mem)) D_CUDA(cudaDeviceSynchronize());
+#endif
 }
 
 static inline void mem_get(void *dst_host, const void *src_mem, size_t bytes) {
