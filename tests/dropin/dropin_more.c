@@ -81,8 +81,8 @@ static void bsend_then_free(void) {
 }
 
 /* Fresh buffers (the layer asks gmpi what they are in calls of their own before the operation)
- * filled that way and passed at once to MPI_Sendrecv and MPI_Allreduce (1 MiB: a copy long
- * enough to be overtaken). */
+ * filled by an unsynchronized copy (mem_put_unsynced) and passed at once to MPI_Sendrecv and
+ * MPI_Allreduce (1 MiB: a copy long enough to be overtaken). */
 static void copy_then_move(void) {
   for (int round = 0; round < 3; round++) {
     int *h = ints(11 * (round + 1) + d_rank(), BIG), *want = ints(11 * (round + 1) + d_prev(), BIG);
