@@ -985,14 +985,15 @@ static gmpi_status_t exchange_intros(struct gmpi_envelope_engine *env, intro_t *
 
 /* The most links any rank of the comm wants (one allgather of a count each): every rank gets
  * the same answer, so every rank takes the same way next. A rank whose channel did not open
- * (opened) still takes part, counting -1, so that every rank stops here together. */
+ * (opened) still takes part, counting minus its status, so that every rank stops here together
+ * with the same status (init's next vote is skipped on a timeout alone). */
 static gmpi_status_t most_links_wanted(struct gmpi_envelope_engine *env, gmpi_status_t opened,
                                        int *most) {
   gmpi_comm_t comm = env->comm;
   int counts[EARLY_LINKS_MAX_RANKS], mine = 0, failed = -1;
   for (int p = 0; p < comm->size; p++)
     mine += p != comm->rank && env->mover->link_wanted(env->mctx, p);
-  if (opened != GMPI_SUCCESS) mine = -1;
+  if (opened != GMPI_SUCCESS) mine = -(int)opened; /* every rank returns the same status */
   GMPI_CHECK(env->oob->allgather(comm, &mine, counts, sizeof(mine)));
   if (opened != GMPI_SUCCESS) return opened;
   *most = 0;
@@ -1000,10 +1001,10 @@ static gmpi_status_t most_links_wanted(struct gmpi_envelope_engine *env, gmpi_st
     if (counts[r] < 0 && failed < 0) failed = r;
     if (counts[r] > *most) *most = counts[r];
   }
-  if (failed >= 0)
-    return gmpi_error(GMPI_ERR_BACKEND,
-                      "rank %d could not open its envelope engine's channel; its log says why",
-                      failed);
+  if (failed >= 0) /* another rank's word: a status gmpi knows, else BACKEND */
+    return gmpi_error(
+        -counts[failed] <= GMPI_ERR_INTERNAL ? (gmpi_status_t)-counts[failed] : GMPI_ERR_BACKEND,
+        "rank %d could not open its envelope engine's channel; its log says why", failed);
   return GMPI_SUCCESS;
 }
 

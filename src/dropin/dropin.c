@@ -152,14 +152,14 @@ static int twin_free(MPI_Comm comm, const char *func) {
   gmpi_comm_t g = dropin_twin(comm);
   forget_last_twin(); /* MPI frees comm next, and may hand its handle out again */
   if (!g || g == dropin.world || g == dropin.self) return MPI_SUCCESS;
-  /* gmpi's barrier drives gmpi's engines until every rank is here; the allreduce below drives
-   * MPI only, and a peer may still wait for a send of this rank's that only gmpi's progress
-   * moves -- a buffered or freed send on this comm, the data of which this rank's engine must
-   * still hand over (dropin_more's bsend_then_free, 4 ranks: the peer's receive timed out). A
-   * twin that failed earlier has nothing left to move: its error does not stop the free. */
-  (void)gmpi_barrier(g);
+  /* MPI's nonblocking allreduce, polled with gmpi's live requests driven: a peer may still wait
+   * for a send of this rank's that only gmpi's progress moves -- a buffered or freed send on
+   * this comm (dropin_more's bsend_then_free, 4 ranks: a blocking allreduce here drove MPI only
+   * and the peer's receive timed out). Every rank makes the same MPI call whatever its twin's
+   * state (a gmpi barrier would skip a rank whose twin failed). */
   int live = dropin_req_live_on(comm) > 0, any = 0;
-  int rc = PMPI_Allreduce(&live, &any, 1, MPI_INT, MPI_MAX, comm);
+  MPI_Request q = MPI_REQUEST_NULL;
+  int rc = dropin_polled(PMPI_Iallreduce(&live, &any, 1, MPI_INT, MPI_MAX, comm, &q), &q);
   if (rc != MPI_SUCCESS) return rc;
   PMPI_Comm_delete_attr(comm, dropin.keyval);
   if (any) {
