@@ -901,8 +901,8 @@ static gmpi_status_t open_channel(struct gmpi_envelope_engine *env) {
 
 /* GMPI_LINKS=eager (the default): every link the comm will need, set up as it starts -- when no
  * work of the program's can be pending on the device -- instead of at its first message, where
- * NCCL's set-up can wait for a kernel that waits for the peer (docs/design.md, "Open: a link set up
- * while"). The leader of each pair opens the link, one allgather carries every leader's
+ * NCCL's set-up can wait for a kernel that waits for the peer (docs/design.md, "A link set up
+ * while..."). The leader of each pair opens the link, one allgather carries every leader's
  * introductions, followers join, and each rank waits (GMPI_TIMEOUT) until its links are ready; a
  * vote makes the outcome every rank's. A comm no rank of which wants a link (all its peers on one
  * host, reached by CUDA IPC) pays one allgather of a count. Above EARLY_LINKS_MAX_RANKS the

@@ -135,12 +135,14 @@ gmpi_status_t cuda_default_stream_wanted(cuda_comm_t *cc, int *wanted);
  * flight (a copy from pageable memory, a memset of device memory) -- so nothing is left on
  * stream 0 for gmpi to wait for. Work the program queued itself (kernels, *Async calls) must be
  * finished before the call, as every CUDA-aware MPI asks. A buffer the driver refuses the
- * attribute (managed memory, a VMM block that does not take it), or one it is set on only now
- * (earlier copies were not synchronous), calls cuda_memops_unsure, and every ordering of that
- * public call is after stream 0 with the event; so is point to point when matching across kinds
- * (not classified) and a plan's replay. Per thread: one call classifies its buffers and orders,
- * on one thread. */
+ * attribute (managed memory, a VMM block that does not take it) calls cuda_memops_unsure, and
+ * every ordering of that public call is after stream 0 with the event; so is point to point when
+ * matching across kinds (not classified) and a plan's replay. One it is set on only now (earlier
+ * copies were not synchronous) calls cuda_memops_owed: the same, and one event owed to the
+ * thread's next ordering, whichever call makes it. Per thread: one call classifies its buffers
+ * and orders, on one thread. */
 void cuda_memops_unsure(void);
+void cuda_memops_owed(void);
 /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the allocation holding p (cuda_mem.c): it was set before,
  * it is set now (memory calls made before may still run), or the driver refused it. */
 typedef enum { CUDA_MEMOPS_NO = 0, CUDA_MEMOPS_ALREADY, CUDA_MEMOPS_NOW } cuda_memops_t;

@@ -97,15 +97,18 @@ static gmpi_status_t default_stream_pending(int *pending) {
 
 /* The public call (its serial) in which memops could not vouch for a buffer: each ordering of
  * that call takes the event -- gmpi_sendrecv's two posts both, whichever buffer was met first.
- * And events owed to later calls, one per such buffer: the drop-in asks whether a buffer is
- * device memory (gmpi_mem_is_device, a call of its own) before the operation that uses it, so
- * the answer must outlive the call that found it. An event too many costs a microsecond once;
- * one too few reads stale data. */
+ * A buffer the driver refuses the attribute is unsure again at every call that classifies it.
+ * A buffer that takes it only now is unsure once, and its event may be owed to a later call:
+ * the drop-in asks whether a buffer is device memory (gmpi_mem_is_device, a call of its own)
+ * before the operation that uses it. So each such buffer also owes one event to the thread's
+ * next ordering. An event too many costs a microsecond once; one too few reads stale data. */
 static _Thread_local unsigned long memops_unsure_call;
 static _Thread_local unsigned memops_owed;
 
-void cuda_memops_unsure(void) {
-  memops_unsure_call = gmpi_call_ctx()->serial;
+void cuda_memops_unsure(void) { memops_unsure_call = gmpi_call_ctx()->serial; }
+
+void cuda_memops_owed(void) {
+  cuda_memops_unsure();
   if (memops_owed < UINT_MAX) memops_owed++;
 }
 

@@ -524,8 +524,12 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
                         "argument '%s' = %p is memory of device %d, but this rank uses device %d",
                         arg, ptr, attr.device, cc->device);
     /* the program's cudaMemcpy and cudaMemset into it return once done -- from now on: ones
-     * made before the attribute was set may still be running, so this call takes the event */
-    if (memops && cuda_sync_memops(ptr) != CUDA_MEMOPS_ALREADY) cuda_memops_unsure();
+     * made before the attribute was set may still be running, so an event is owed */
+    if (memops) {
+      cuda_memops_t was = cuda_sync_memops(ptr);
+      if (was == CUDA_MEMOPS_NOW) cuda_memops_owed();
+      if (was == CUDA_MEMOPS_NO) cuda_memops_unsure();
+    }
     *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
   case cudaMemoryTypeManaged:

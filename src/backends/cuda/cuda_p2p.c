@@ -206,7 +206,7 @@ static size_t expose(void *ctx, int peer, const void *buf, size_t bytes, void *b
   if (mark(p, ready) != GMPI_SUCCESS) { /* the link then, after the engine's own mark */
     cudaGetLastError();
     *ready = NULL;
-    cuda_memops_unsure(); /* the failed mark may have used up an owed event: the engine's mark */
+    cuda_memops_owed(); /* the failed mark may have used up an owed event: the engine's mark */
     return 0;
   }
   return len;
