@@ -214,6 +214,20 @@ static void self_messages(void) {
   T_OK(gmpi_recv(r, 9, GMPI_FLOAT16, GMPI_ANY_SOURCE, 13, comm, &st));
   T_EQ_INT(st.source, rank);
   expect_pattern("self send then recv", GMPI_FLOAT16, r, 9, rank + 50);
+  /* receive posted first (any tag): the send is read from its own buffer by the receive,
+   * so a blocking send to self returns once the receive has the data */
+  gmpi_request_t rreq;
+  void *r2 = t_alloc(9 * 2);
+  T_OK(gmpi_irecv(r2, 9, GMPI_FLOAT16, rank, GMPI_ANY_TAG, comm, &rreq));
+  T_OK(gmpi_send(s, 9, GMPI_FLOAT16, rank, 14, comm));
+  T_OK(gmpi_wait(&rreq, &st));
+  T_EQ_INT(st.tag, 14);
+  expect_pattern("self irecv then send", GMPI_FLOAT16, r2, 9, rank + 50);
+  /* sendrecv to self (its receive is posted before its send) */
+  T_OK(gmpi_sendrecv(s, 9, GMPI_FLOAT16, rank, 15, r, 9, GMPI_FLOAT16, rank, 15, comm, &st));
+  T_EQ_INT(st.source, rank);
+  expect_pattern("self sendrecv", GMPI_FLOAT16, r, 9, rank + 50);
+  t_free(r2);
   t_free(s);
   t_free(r);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI matching rules in core/match.c, without MPI: FIFO per (source, tag), wildcards take the
- * earliest message, posted receives are served in posting order, cancel removes one. */
+ * earliest message, posted receives are served in posting order, a look takes nothing, cancel
+ * removes one. */
 #include <stdio.h>
 
 #include "unit_util.h"
@@ -35,6 +36,11 @@ int main(void) {
   CHECK_EQ(gmpi_match_post(&m, &p1) == NULL, 1);
   CHECK_EQ(gmpi_match_post(&m, &p2) == NULL, 1);
   CHECK_EQ(gmpi_match_post(&m, &p3) == NULL, 1);
+  /* Looking does not take: (3, 5) and (4, 5) would match, (3, 6) would not. */
+  CHECK_EQ(gmpi_match_would_take(&m, 3, 5), 1);
+  CHECK_EQ(gmpi_match_would_take(&m, 4, 5), 1);
+  CHECK_EQ(gmpi_match_would_take(&m, 3, 6), 0);
+  CHECK_EQ(m.posted_head == &p1, 1);
   gmpi_match_msg_t d = msg(3, 5, 0), e = msg(4, 5, 0), f = msg(3, 5, 1), g = msg(3, 6, 2);
   CHECK_EQ(gmpi_match_arrive(&m, &d) == &p1, 1);
   CHECK_EQ(gmpi_match_arrive(&m, &e) == &p2, 1);  /* the wildcard, not p3 (wrong source) */

@@ -645,8 +645,20 @@ static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t 
   return progress(env);
 }
 
+/* Does a self send wait in its own buffer for the receive to copy it? Large and synchronous
+ * ones always; an eager-sized one when a posted receive takes it at once: that receive copies
+ * from the send's buffer (one copy, device to device on a GPU) instead of from a host copy
+ * taken first (two, and a pass through host memory) -- a sendrecv to self posts its receive
+ * first. Only with no earlier self message still held: those match first. */
+static int self_send_waits(struct gmpi_envelope_engine *env, const gmpi_p2p_args_t *a,
+                           size_t bytes) {
+  if (bytes > GMPI_ENV_EAGER_BYTES || a->sync) return 1;
+  return !env->self_held && gmpi_match_would_take(&env->match, env->comm->rank, a->tag);
+}
+
 /* Self messages: eager ones are copied at once (the send completes); larger and synchronous
- * ones stay in the sender's buffer until their receive copies them. */
+ * ones, and those a posted receive takes, stay in the sender's buffer until their receive
+ * copies them. */
 static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_request_t req,
                                     env_send_t *es, size_t bytes) {
   env_msg_t *msg = calloc(1, sizeof(*msg));
@@ -659,7 +671,7 @@ static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_reque
                               .seq = es->seq};
   msg->proto = P_SELF;
   gmpi_status_t st = GMPI_SUCCESS;
-  if (bytes <= GMPI_ENV_EAGER_BYTES && !a->sync) {
+  if (!self_send_waits(env, a, bytes)) {
     if (bytes && !(msg->data = malloc(bytes)))
       st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %zu-byte self message", bytes);
     if (st == GMPI_SUCCESS && bytes)

@@ -42,6 +42,12 @@ gmpi_match_msg_t *gmpi_match_post(gmpi_match_t *m, gmpi_match_recv_t *recv) {
   return NULL;
 }
 
+int gmpi_match_would_take(const gmpi_match_t *m, int source, int tag) {
+  for (const gmpi_match_recv_t *r = m->posted_head; r; r = r->next)
+    if (gmpi_match_accepts(r->source, r->tag, source, tag)) return 1;
+  return 0;
+}
+
 int gmpi_match_cancel(gmpi_match_t *m, gmpi_match_recv_t *recv) {
   gmpi_match_recv_t **link = &m->posted_head, *prev = NULL;
   for (gmpi_match_recv_t *r = m->posted_head; r; prev = r, link = &r->next, r = r->next) {

@@ -40,6 +40,8 @@ gmpi_match_recv_t *gmpi_match_arrive(gmpi_match_t *m, gmpi_match_msg_t *msg);
 /* A receive is posted: returns the message it matches (removed from the unexpected queue),
  * or NULL after queueing it as posted. */
 gmpi_match_msg_t *gmpi_match_post(gmpi_match_t *m, gmpi_match_recv_t *recv);
+/* Would a message from source with tag match a posted receive now? (Nothing is changed.) */
+int gmpi_match_would_take(const gmpi_match_t *m, int source, int tag);
 /* Remove a receive that will not complete (abandoned); 1 if it was queued. */
 int gmpi_match_cancel(gmpi_match_t *m, gmpi_match_recv_t *recv);
 
