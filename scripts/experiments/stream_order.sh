@@ -11,11 +11,12 @@ mkdir -p "$out"
 for pass in $(seq "$passes"); do
   for order in $orders; do
     for mode in $modes; do
-      flags=()
-      [ $mode = nonblocking ] && flags=(--nonblocking)
+      flags=(--baseline nccl)
+      # a request over raw NCCL polls an event: ncclevent is the nonblocking form's like
+      [ $mode = nonblocking ] && flags=(--nonblocking --baseline nccl,ncclevent)
       echo "=== GMPI_DEFAULT_STREAM_ORDER=$order $mode pass $pass"
       GMPI_DEFAULT_STREAM_ORDER=$order scripts/mpirun -n 1 "$build/tools/gmpi-bench" -b 8 -e 64M \
-        -f 8 -n 40 --rounds 3 --coll all "${flags[@]}" --baseline nccl \
+        -f 8 -n 40 --rounds 3 --coll all "${flags[@]}" \
         -J "$out/order_${order}_${mode}_$pass.json"
     done
   done

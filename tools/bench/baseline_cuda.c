@@ -4,6 +4,10 @@
  *             communicator built over MPI, its own stream; in eager mode each call is
  *             followed by a stream synchronize (what a blocking call must do), in stream mode
  *             only the timed loop's end is synchronized, as for gmpi;
+ *   ncclevent -- the same raw NCCL call completed as a nonblocking request over raw NCCL
+ *             must be: an event recorded after it, polled with cudaEventQuery until it has
+ *             passed (the cost gmpi's --nonblocking form is compared with; nccl's stream
+ *             synchronize cannot be tested without waiting);
  *   staged -- what a program without gmpi does with plain MPI: copy to pinned host memory,
  *             the blocking MPI call, copy back;
  *   graph  -- plan mode: the plan's calls made raw on the nccl baseline's communicator,
@@ -66,7 +70,8 @@ static int raw_nccl_setup(bench_ctx_t *c) {
   return cudaStreamCreateWithFlags(&raw_stream, cudaStreamNonBlocking) != cudaSuccess;
 }
 
-static int nccl_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+/* The raw NCCL call, enqueued on the baseline's stream. */
+static int nccl_enqueue(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
   if (raw_nccl_setup(c)) return 1;
   ncclComm_t nc = raw_comm;
   cudaStream_t st = raw_stream;
@@ -118,9 +123,30 @@ static int nccl_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_
     break;
   case BENCH_COLL_COUNT: break;
   }
-  if (r != ncclSuccess) return 1;
+  return r != ncclSuccess;
+}
+
+static int nccl_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  if (nccl_enqueue(c, coll, s)) return 1;
   if (c->mode == MODE_STREAM) return 0;
-  return cudaStreamSynchronize(st) != cudaSuccess;
+  return cudaStreamSynchronize(raw_stream) != cudaSuccess;
+}
+
+static int ncclevent_available(const bench_ctx_t *c, char *why, size_t len) {
+  if (!nccl_available(c, why, len)) return 0;
+  if (c->mode == MODE_EAGER) return 1;
+  snprintf(why, len, "an event per call is the eager (and --nonblocking) form's baseline");
+  return 0;
+}
+
+static int ncclevent_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shape_t *s) {
+  static cudaEvent_t done;
+  if (!done && cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess) return 1;
+  if (nccl_enqueue(c, coll, s) || cudaEventRecord(done, raw_stream) != cudaSuccess) return 1;
+  cudaError_t e;
+  while ((e = cudaEventQuery(done)) == cudaErrorNotReady) {
+  }
+  return e != cudaSuccess;
 }
 
 static int staged_available(const bench_ctx_t *c, char *why, size_t len) {
@@ -150,6 +176,8 @@ static int staged_run(bench_ctx_t *c, const bench_coll_t *coll, const bench_shap
 }
 
 const bench_baseline_t bench_baseline_nccl = {"nccl", nccl_available, nccl_run, 0, NULL};
+const bench_baseline_t bench_baseline_ncclevent = {"ncclevent", ncclevent_available, ncclevent_run,
+                                                   0, NULL};
 const bench_baseline_t bench_baseline_staged = {"staged", staged_available, staged_run, 0, NULL};
 
 /* The captured graph of the current row. */

@@ -92,9 +92,10 @@ typedef struct bench_baseline {
 } bench_baseline_t;
 
 extern const bench_baseline_t bench_baseline_mpi;
-extern const bench_baseline_t bench_baseline_nccl;   /* cuda builds only */
-extern const bench_baseline_t bench_baseline_staged; /* cuda builds only */
-extern const bench_baseline_t bench_baseline_graph;  /* cuda builds only */
+extern const bench_baseline_t bench_baseline_nccl;      /* cuda builds only */
+extern const bench_baseline_t bench_baseline_ncclevent; /* cuda builds only */
+extern const bench_baseline_t bench_baseline_staged;    /* cuda builds only */
+extern const bench_baseline_t bench_baseline_graph;     /* cuda builds only */
 /* gmpi on buffers of GMPI_NCCL_MEM=alloc, register, window (memkind.c; cuda backend) */
 extern const bench_baseline_t bench_baseline_ncclalloc, bench_baseline_ncclreg,
     bench_baseline_ncclwin;

@@ -59,7 +59,9 @@ static void usage(void) {
          "                        reduce_scatterv,sendrecv or all (v-variants: equal blocks)\n"
          "      --nonblocking     gmpi's nonblocking form and a wait (gmpi_iallreduce...)\n"
          "      --backend B       auto cpu cuda (sets GMPI_BACKEND)\n"
-         "      --baseline LIST   mpi (cpu), nccl and staged (cuda), graph (cuda, plan mode: the\n"
+         "      --baseline LIST   mpi (cpu), nccl and staged (cuda), ncclevent (cuda: the NCCL\n"
+         "                        call and an event polled to completion, as a request over raw\n"
+         "                        NCCL: --nonblocking's like), graph (cuda, plan mode: the\n"
          "                        same calls raw in one CUDA graph), eager (gmpi's own eager\n"
          "                        call, for plan and stream modes), checked (gmpi with\n"
          "                        GMPI_CHECK=1): same op, same buffers; ncclalloc, ncclreg,\n"
@@ -196,7 +198,8 @@ static int add_baseline(const char *w) {
   const bench_baseline_t *b = bench_find_baseline(w);
   if (!b)
     bad_value("--baseline", w,
-              "unknown baseline (mpi, nccl, staged, graph, eager, checked, ncclalloc, ncclreg, "
+              "unknown baseline (mpi, nccl, ncclevent, staged, graph, eager, checked, ncclalloc, "
+              "ncclreg, "
               "ncclwin)");
   else if (n_baselines < MAX_BASELINES)
     baselines[n_baselines++] = b;

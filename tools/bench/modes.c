@@ -147,11 +147,12 @@ void bench_modes_teardown(void) {
 
 const bench_baseline_t *bench_find_baseline(const char *name) {
   static const bench_baseline_t *const all[] = {
-      &bench_baseline_eager,     &bench_baseline_checked, &bench_baseline_mpi,
+      &bench_baseline_eager,     &bench_baseline_checked,   &bench_baseline_mpi,
 #ifdef GMPI_BENCH_CUDA
-      &bench_baseline_nccl,      &bench_baseline_staged,  &bench_baseline_graph,
+      &bench_baseline_nccl,      &bench_baseline_ncclevent, &bench_baseline_staged,
+      &bench_baseline_graph,
 #endif
-      &bench_baseline_ncclalloc, &bench_baseline_ncclreg, &bench_baseline_ncclwin,
+      &bench_baseline_ncclalloc, &bench_baseline_ncclreg,   &bench_baseline_ncclwin,
   };
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
     if (!strcmp(all[i]->name, name)) return all[i];
