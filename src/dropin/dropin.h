@@ -86,7 +86,8 @@ typedef struct {
   size_t bytes;  /* span length */
 } dropin_stage_t;
 /* Stage count elements of type at *buf when it is device memory: *buf then points into a host
- * copy (filled from the device). Nothing happens for host memory, NULL or MPI_IN_PLACE. */
+ * copy (filled from the device). Nothing happens for host memory, NULL or MPI_IN_PLACE. Both
+ * calls report a failure themselves (stderr, the comm's error handler) before returning it. */
 int dropin_stage_in(dropin_stage_t *s, MPI_Comm comm, void **buf, MPI_Aint count,
                     MPI_Datatype type);
 /* Copy a staged receive buffer back to the device (when copy_back), then free the copy. */
