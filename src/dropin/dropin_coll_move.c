@@ -36,7 +36,7 @@ static void bcast_describe(coll_call_t *c) {
 static int bcast_prepare(coll_call_t *c, coll_sides_t *s) {
   c->is_root = dropin_rank_of(c->comm) == c->root;
   dropin_side_t *side = c->is_root ? &s->send : &s->recv;
-  int rc = dropin_side_init(side, c->recv.buf, c->recv.type, 1, NULL, NULL, c->recv.count);
+  int rc = dropin_side_init(side, c->comm, c->recv.buf, c->recv.type, 1, NULL, NULL, c->recv.count);
   return rc == MPI_SUCCESS && c->is_root ? dropin_side_pack_all(side) : rc;
 }
 
@@ -86,12 +86,12 @@ static void gatherv_describe(coll_call_t *c) {
 }
 
 static int gathering_prepare(coll_call_t *c, coll_sides_t *s) {
-  int rc = c->is_root ? dropin_side_init(&s->recv, c->recv.buf, c->recv.type, c->n, c->recv.counts,
-                                         c->recv.displs, c->recv.count)
+  int rc = c->is_root ? dropin_side_init(&s->recv, c->comm, c->recv.buf, c->recv.type, c->n,
+                                         c->recv.counts, c->recv.displs, c->recv.count)
                       : MPI_SUCCESS;
   if (rc == MPI_SUCCESS && !c->inplace)
-    rc =
-        dropin_side_init(&s->send, (void *)c->send.buf, c->send.type, 1, NULL, NULL, c->send.count);
+    rc = dropin_side_init(&s->send, c->comm, (void *)c->send.buf, c->send.type, 1, NULL, NULL,
+                          c->send.count);
   if (rc != MPI_SUCCESS) return rc;
   return c->inplace ? dropin_side_pack(&s->recv, c->me) : dropin_side_pack_all(&s->send);
 }
@@ -209,11 +209,12 @@ static void scatterv_describe(coll_call_t *c) {
 }
 
 static int scattering_prepare(coll_call_t *c, coll_sides_t *s) {
-  int rc = c->is_root ? dropin_side_init(&s->send, (void *)c->send.buf, c->send.type, c->n,
+  int rc = c->is_root ? dropin_side_init(&s->send, c->comm, (void *)c->send.buf, c->send.type, c->n,
                                          c->send.counts, c->send.displs, c->send.count)
                       : MPI_SUCCESS;
   if (rc == MPI_SUCCESS && !c->inplace)
-    rc = dropin_side_init(&s->recv, c->recv.buf, c->recv.type, 1, NULL, NULL, c->recv.count);
+    rc = dropin_side_init(&s->recv, c->comm, c->recv.buf, c->recv.type, 1, NULL, NULL,
+                          c->recv.count);
   return rc == MPI_SUCCESS ? dropin_side_pack_all(&s->send) : rc;
 }
 
@@ -283,11 +284,11 @@ static void alltoallv_describe(coll_call_t *c) {
 }
 
 static int alltoall_prepare(coll_call_t *c, coll_sides_t *s) {
-  int rc = dropin_side_init(&s->recv, c->recv.buf, c->recv.type, c->n, c->recv.counts,
+  int rc = dropin_side_init(&s->recv, c->comm, c->recv.buf, c->recv.type, c->n, c->recv.counts,
                             c->recv.displs, c->recv.count);
   if (rc == MPI_SUCCESS && !c->inplace)
-    rc = dropin_side_init(&s->send, (void *)c->send.buf, c->send.type, c->n, c->send.counts,
-                          c->send.displs, c->send.count);
+    rc = dropin_side_init(&s->send, c->comm, (void *)c->send.buf, c->send.type, c->n,
+                          c->send.counts, c->send.displs, c->send.count);
   if (rc != MPI_SUCCESS) return rc;
   return dropin_side_pack_all(c->inplace ? &s->recv : &s->send);
 }
