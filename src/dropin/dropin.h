@@ -118,8 +118,6 @@ typedef struct {
   size_t inline_bytes[2 * 8]; /* the arrays of up to 8 blocks: no allocation per call */
   int inline_ints[2 * 8];
 } dropin_side_t;
-/* 1 when type moves as the bytes where it lies (contiguous, or no bytes at all). */
-int dropin_side_contiguous(MPI_Datatype type);
 void dropin_side_clear(dropin_side_t *s);
 /* counts NULL: every block has count elements at displs i*count. Negative counts: MPI_ERR_COUNT.
  * comm: the call's (its twin allocates and copies device memory). */

@@ -15,14 +15,6 @@
 
 #include "dropin.h"
 
-int dropin_side_contiguous(MPI_Datatype type) {
-  size_t size = 0;
-  MPI_Count bytes = 0;
-  if (dropin_contiguous(type, &size)) return 1;
-  /* a type of no bytes moves nothing: any layout is its (empty) bytes */
-  return PMPI_Type_size_x(type, &bytes) == MPI_SUCCESS && bytes == 0;
-}
-
 void dropin_side_clear(dropin_side_t *s) {
   memset(s, 0, sizeof(*s));
   s->comm = MPI_COMM_NULL;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Staging: what gmpi cannot move natively on device memory (derived types, user-defined ops,
- * MINLOC/MAXLOC pairs, buffered sends, comms without a twin) is copied to host memory, handed
- * to MPI there, and copied back. The span copied is the type's true extent over count elements,
- * so the holes of a derived type keep what the device held. Every failure is reported here (the
- * comm's error handler is called once), so a caller only passes the code on. */
+/* Staging: what gmpi cannot move natively on device memory (derived types in reductions,
+ * user-defined ops, MINLOC/MAXLOC pairs, buffered sends, comms without a twin) is copied to host
+ * memory, handed to MPI there, and copied back; a derived type in point to point or a
+ * data-moving collective is staged to be packed (or unpacked) in host memory. The span copied is
+ * the type's true extent over count elements, so the holes of a derived type keep what the
+ * device held. Every failure is reported here (the comm's error handler is called once), so a
+ * caller only passes the code on. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
