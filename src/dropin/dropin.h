@@ -86,7 +86,8 @@ typedef struct {
   size_t bytes;  /* span length */
 } dropin_stage_t;
 /* Stage count elements of type at *buf when it is device memory: *buf then points into a host
- * copy (filled from the device). Nothing happens for host memory, NULL or MPI_IN_PLACE. */
+ * copy (filled from the device). Nothing happens for host memory, NULL or MPI_IN_PLACE. Both
+ * calls report a failure themselves (stderr, the comm's error handler) before returning it. */
 int dropin_stage_in(dropin_stage_t *s, MPI_Comm comm, void **buf, MPI_Aint count,
                     MPI_Datatype type);
 /* Copy a staged receive buffer back to the device (when copy_back), then free the copy. */
@@ -95,9 +96,12 @@ int dropin_stage_out(dropin_stage_t *s, int copy_back);
 /* ---- collectives on any datatype (dropin_pack.c) ---- */
 /* One side of a data-moving collective (what this rank sends, or receives) as gmpi's bytes: n
  * blocks of type at user, block i counts[i] elements at displs[i] extents. A contiguous type is
- * used where it lies (base == user); any other is packed into host memory (base == packed). */
+ * used where it lies (base == user); any other is packed in host memory, and moved from there
+ * (base == packed) or, when user is device memory, from a device copy of the packed bytes
+ * (base == dev): gmpi picks its engine by memory kind, so a side is the kind its rank passed. */
 typedef struct {
   void *user;                 /* the program's buffer */
+  MPI_Comm comm;              /* the call's (the request's, when one unpacks): hears failures */
   MPI_Datatype type;          /* a dup of the program's type when packed, else MPI_DATATYPE_NULL */
   MPI_Aint extent;            /* of the program's type */
   int n;                      /* blocks */
@@ -106,22 +110,27 @@ typedef struct {
   size_t *bdispls;            /* per block: byte offset from base (gmpi's displacements) */
   char *packed;               /* packed bytes of every block; NULL for a contiguous type */
   size_t total;               /* bytes of packed */
+  void *dev;                  /* device memory for the packed bytes, when user is device memory */
+  gmpi_comm_t g;              /* the twin that allocated dev, and frees it */
+  int reported;               /* a failure was reported already (the comm's error handler) */
   void *base;                 /* what gmpi reads or writes */
   size_t *alloc;              /* the one allocation holding the four arrays, when not inline */
   size_t inline_bytes[2 * 8]; /* the arrays of up to 8 blocks: no allocation per call */
   int inline_ints[2 * 8];
 } dropin_side_t;
-/* 1 when type moves as the bytes where it lies (contiguous, or no bytes at all). */
-int dropin_side_contiguous(MPI_Datatype type);
 void dropin_side_clear(dropin_side_t *s);
-/* counts NULL: every block has count elements at displs i*count. Negative counts: MPI_ERR_COUNT. */
-int dropin_side_init(dropin_side_t *s, void *buf, MPI_Datatype type, int n, const int *counts,
-                     const int *displs, int count);
+/* counts NULL: every block has count elements at displs i*count. Negative counts: MPI_ERR_COUNT.
+ * comm: the call's (its twin allocates and copies device memory). */
+int dropin_side_init(dropin_side_t *s, MPI_Comm comm, void *buf, MPI_Datatype type, int n,
+                     const int *counts, const int *displs, int count);
 void dropin_side_free(dropin_side_t *s);
-/* Pack block i (or all): nothing for a contiguous type. */
+/* Pack block i (or all): nothing for a contiguous type. A device side's blocks are read from a
+ * host copy of the program's buffer and their packed bytes copied to dev. */
 int dropin_side_pack(dropin_side_t *s, int i);
 int dropin_side_pack_all(dropin_side_t *s);
-/* Unpack every block into the program's buffer: nothing for a contiguous type. */
+/* Unpack every block into the program's buffer: nothing for a contiguous type. A device side's
+ * packed bytes come from dev, and the program's buffer is staged around the unpacking (the holes
+ * keep what the device held). */
 int dropin_side_unpack_all(dropin_side_t *s);
 
 /* ---- point to point (dropin_p2p.c) and persistent requests (dropin_persist.c) ---- */

@@ -97,7 +97,9 @@ static void sides_release(void *p) {
 }
 
 static int sides_after(dropin_req_t *r) {
-  return dropin_side_unpack_all(&((coll_sides_t *)r->owned)->recv);
+  dropin_side_t *recv = &((coll_sides_t *)r->owned)->recv;
+  recv->comm = r->comm; /* MPI_COMM_WORLD once the program freed the call's comm (rehomed) */
+  return dropin_side_unpack_all(recv);
 }
 
 /* A nonblocking call's request takes the sides: it unpacks and frees them when it completes. */
@@ -119,13 +121,14 @@ static void refuse(MPI_Comm comm, const char *func, int rc) {
   PMPI_Comm_call_errhandler(comm, rc);
 }
 
-/* Finish a data-moving collective: rc is the preparation's outcome (MPI), st gmpi's. A blocking
- * call unpacks now; a nonblocking call's request unpacks when it completes. */
+/* Finish a data-moving collective: rc is the preparation's outcome (MPI), st gmpi's; a failure
+ * a side reported itself (a device copy or staging) is not reported twice. A blocking call
+ * unpacks now; a nonblocking call's request unpacks when it completes. */
 static int sides_finish(const coll_call_t *c, int rc, gmpi_status_t st, gmpi_request_t g,
                         coll_sides_t *s) {
   if (rc == MPI_SUCCESS && st != GMPI_SUCCESS)
     rc = dropin_fail(c->comm, c->func, st);
-  else if (rc != MPI_SUCCESS)
+  else if (rc != MPI_SUCCESS && !s->send.reported && !s->recv.reported)
     refuse(c->comm, c->func, rc);
   if (rc == MPI_SUCCESS && c->request) {
     rc = sides_hand_over(c, g, s);
@@ -145,6 +148,8 @@ static int run_gmpi_sides(const coll_kind_t *kind, coll_call_t *c, gmpi_comm_t t
   coll_sides_t local, *s = sides_new(c->request, &local);
   if (!s) return MPI_ERR_NO_MEM;
   int rc = kind->prepare(c, s);
+  if (rc == MPI_SUCCESS && (s->send.dev || s->recv.dev))
+    dropin_note_staged(c->func, "a derived datatype on device memory (packed in host memory)");
   gmpi_status_t st = GMPI_SUCCESS;
   gmpi_request_t g = NULL;
   if (rc == MPI_SUCCESS) st = kind->start(c, twin, s, c->request ? &g : NULL);

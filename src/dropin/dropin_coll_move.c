@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Data-moving collectives (dropin_coll.h): gmpi moves this rank's sides as bytes, a derived
- * type packed into host memory first (dropin_pack.c); every rank chooses alike whatever type it
- * passed, so a derived type on device memory alone is staged to MPI. */
+ * type packed in host memory first (dropin_pack.c; on device memory its packed bytes move from a
+ * device block). So on a comm with a twin every rank takes gmpi whatever type and memory it
+ * passed: MPI asks only that the type signatures match, and ranks that chose their engine from
+ * their own types (a vector on some, contiguous ints on others) took different ones and waited
+ * (MPICH's dtpools bcast on device memory). Comms without a twin are staged or MPI's. */
 #include "dropin_coll.h"
 
 /* Elements spanned by a v-layout: max(displs[i] + counts[i]). */
@@ -10,13 +13,6 @@ static MPI_Aint v_span(const int *counts, const int *displs, int n) {
   for (int i = 0; counts && displs && i < n; i++)
     if (counts[i] > 0 && displs[i] + counts[i] > span) span = displs[i] + counts[i];
   return span;
-}
-
-/* Host buffers of any type take gmpi (packed), so every rank chooses alike whatever type it
- * passed; device buffers of a derived type are staged to MPI as before. */
-static int gmpi_moves(MPI_Datatype a, MPI_Datatype b, const void *x, const void *y) {
-  return (dropin_side_contiguous(a) && dropin_side_contiguous(b)) ||
-         !(dropin_is_device(x) || dropin_is_device(y));
 }
 
 /* Elements of n blocks: the v-layout's span, or n blocks of count. */
@@ -29,14 +25,14 @@ static void bcast_describe(coll_call_t *c) {
   c->recv_used = c->recv.buf;
   c->recv_span = c->recv.count;
   c->named_type = c->recv.type;
-  c->native = gmpi_moves(c->recv.type, c->recv.type, c->recv.buf, NULL);
+  c->native = 1; /* any type, any memory (above) */
 }
 
 /* The root packs its side; the others unpack theirs after. */
 static int bcast_prepare(coll_call_t *c, coll_sides_t *s) {
   c->is_root = dropin_rank_of(c->comm) == c->root;
   dropin_side_t *side = c->is_root ? &s->send : &s->recv;
-  int rc = dropin_side_init(side, c->recv.buf, c->recv.type, 1, NULL, NULL, c->recv.count);
+  int rc = dropin_side_init(side, c->comm, c->recv.buf, c->recv.type, 1, NULL, NULL, c->recv.count);
   return rc == MPI_SUCCESS && c->is_root ? dropin_side_pack_all(side) : rc;
 }
 
@@ -64,8 +60,7 @@ static void gathering_describe(coll_call_t *c, int rooted) {
   c->inplace = c->is_root && c->send.buf == MPI_IN_PLACE;
   c->send_used = c->send.buf;
   c->recv_used = c->is_root ? c->recv.buf : NULL;
-  MPI_Datatype st = c->inplace ? c->recv.type : c->send.type, rt = c->is_root ? c->recv.type : st;
-  c->native = gmpi_moves(st, rt, c->send_used, c->recv_used);
+  c->native = 1;
   c->named_type = c->is_root ? c->recv.type : c->send.type;
   c->send_span = c->send.count;
   c->recv_span = c->is_root ? blocks_span(c->recv.counts, c->recv.displs, c->recv.count, c->n) : 0;
@@ -86,12 +81,12 @@ static void gatherv_describe(coll_call_t *c) {
 }
 
 static int gathering_prepare(coll_call_t *c, coll_sides_t *s) {
-  int rc = c->is_root ? dropin_side_init(&s->recv, c->recv.buf, c->recv.type, c->n, c->recv.counts,
-                                         c->recv.displs, c->recv.count)
+  int rc = c->is_root ? dropin_side_init(&s->recv, c->comm, c->recv.buf, c->recv.type, c->n,
+                                         c->recv.counts, c->recv.displs, c->recv.count)
                       : MPI_SUCCESS;
   if (rc == MPI_SUCCESS && !c->inplace)
-    rc =
-        dropin_side_init(&s->send, (void *)c->send.buf, c->send.type, 1, NULL, NULL, c->send.count);
+    rc = dropin_side_init(&s->send, c->comm, (void *)c->send.buf, c->send.type, 1, NULL, NULL,
+                          c->send.count);
   if (rc != MPI_SUCCESS) return rc;
   return c->inplace ? dropin_side_pack(&s->recv, c->me) : dropin_side_pack_all(&s->send);
 }
@@ -196,8 +191,7 @@ static void scattering_describe(coll_call_t *c) {
   c->inplace = c->is_root && c->recv.buf == MPI_IN_PLACE;
   c->send_used = c->is_root ? c->send.buf : NULL;
   c->recv_used = c->inplace ? NULL : c->recv.buf;
-  MPI_Datatype rt = c->inplace ? c->send.type : c->recv.type, st = c->is_root ? c->send.type : rt;
-  c->native = gmpi_moves(st, rt, c->send_used, c->recv_used);
+  c->native = 1;
   c->named_type = c->is_root ? c->send.type : c->recv.type;
   c->send_span = c->is_root ? blocks_span(c->send.counts, c->send.displs, c->send.count, c->n) : 0;
   c->recv_span = c->recv.count;
@@ -209,11 +203,12 @@ static void scatterv_describe(coll_call_t *c) {
 }
 
 static int scattering_prepare(coll_call_t *c, coll_sides_t *s) {
-  int rc = c->is_root ? dropin_side_init(&s->send, (void *)c->send.buf, c->send.type, c->n,
+  int rc = c->is_root ? dropin_side_init(&s->send, c->comm, (void *)c->send.buf, c->send.type, c->n,
                                          c->send.counts, c->send.displs, c->send.count)
                       : MPI_SUCCESS;
   if (rc == MPI_SUCCESS && !c->inplace)
-    rc = dropin_side_init(&s->recv, c->recv.buf, c->recv.type, 1, NULL, NULL, c->recv.count);
+    rc = dropin_side_init(&s->recv, c->comm, c->recv.buf, c->recv.type, 1, NULL, NULL,
+                          c->recv.count);
   return rc == MPI_SUCCESS ? dropin_side_pack_all(&s->send) : rc;
 }
 
@@ -269,8 +264,7 @@ static void alltoall_describe(coll_call_t *c) {
   c->inplace = c->send.buf == MPI_IN_PLACE;
   c->send_used = c->send.buf;
   c->recv_used = c->recv.buf;
-  MPI_Datatype st = c->inplace ? c->recv.type : c->send.type;
-  c->native = gmpi_moves(st, c->recv.type, c->send.buf, c->recv.buf);
+  c->native = 1;
   c->named_type = c->recv.type;
   c->send_span = c->inplace ? 0 : blocks_span(c->send.counts, c->send.displs, c->send.count, c->n);
   c->recv_span = blocks_span(c->recv.counts, c->recv.displs, c->recv.count, c->n);
@@ -283,11 +277,11 @@ static void alltoallv_describe(coll_call_t *c) {
 }
 
 static int alltoall_prepare(coll_call_t *c, coll_sides_t *s) {
-  int rc = dropin_side_init(&s->recv, c->recv.buf, c->recv.type, c->n, c->recv.counts,
+  int rc = dropin_side_init(&s->recv, c->comm, c->recv.buf, c->recv.type, c->n, c->recv.counts,
                             c->recv.displs, c->recv.count);
   if (rc == MPI_SUCCESS && !c->inplace)
-    rc = dropin_side_init(&s->send, (void *)c->send.buf, c->send.type, c->n, c->send.counts,
-                          c->send.displs, c->send.count);
+    rc = dropin_side_init(&s->send, c->comm, (void *)c->send.buf, c->send.type, c->n,
+                          c->send.counts, c->send.displs, c->send.count);
   if (rc != MPI_SUCCESS) return rc;
   return dropin_side_pack_all(c->inplace ? &s->recv : &s->send);
 }

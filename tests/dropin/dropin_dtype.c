@@ -5,8 +5,9 @@
  * collective (a vector at the root, contiguous doubles elsewhere: MPI asks only that the type
  * signatures match); a receive longer than the message ending inside an element; a type freed
  * while its receive is pending; zero-size types and zero counts; MPI_IN_PLACE with the ignored
- * count -1. Host buffers: these are the layer's packing paths (GMPI_INTERPOSE=all). Values are
- * checked on every rank, holes included. */
+ * count -1. Host buffers: these are the layer's packing paths (GMPI_INTERPOSE=all). Last, the
+ * same mix of types in every data-moving collective on mem_alloc buffers (device memory in a
+ * device run: types_differ_by_rank). Values are checked on every rank, holes included. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,8 +435,170 @@ static void zero_size_types(void) {
   free(ones), free(zeros), free(zt), free(it);
 }
 
+/* ---- one collective, contiguous ints on some ranks and a derived type on others ----------- */
+
+/* How one rank lays out a block of k ints: count elements of type, blocks extent ints apart, int
+ * j of a block at layout_pos(j); the ints between are holes. shape 0: k MPI_INTs; 1: a vector of
+ * k ints at stride 2, resized to 2k (a hole after each); 2: pairs at 1, 4, 7... (a hole first, so
+ * the true lb is not 0), resized to 3k/2 + 1. */
+typedef struct {
+  MPI_Datatype type;
+  int count, extent, shape;
+} layout_t;
+
+enum { PRIOR = -9 }; /* what a buffer held before the call, holes included */
+
+static int layout_pos(const layout_t *l, int j) {
+  return l->shape == 0 ? j : l->shape == 1 ? 2 * j : 1 + 3 * (j / 2) + j % 2;
+}
+
+static layout_t layout_make(int shape, int k) {
+  layout_t l = {MPI_INT, k, k, shape};
+  if (shape == 0) return l;
+  MPI_Datatype t;
+  if (shape == 1) {
+    D_MPI(MPI_Type_vector(k, 1, 2, MPI_INT, &t));
+    l.extent = 2 * k;
+  } else {
+    int *displs = host_alloc((size_t)(k / 2) * sizeof(int));
+    for (int i = 0; i < k / 2; i++)
+      displs[i] = 1 + 3 * i;
+    D_MPI(MPI_Type_create_indexed_block(k / 2, 2, displs, MPI_INT, &t));
+    free(displs);
+    l.extent = 3 * k / 2 + 1;
+  }
+  D_MPI(MPI_Type_create_resized(t, 0, (MPI_Aint)l.extent * (MPI_Aint)sizeof(int), &l.type));
+  D_MPI(MPI_Type_commit(&l.type));
+  D_MPI(MPI_Type_free(&t));
+  l.count = 1;
+  return l;
+}
+
+/* Which values blocks carry: block b holds int j of block blk + blk_step*b of rank
+ * src + src_step*b. */
+typedef struct {
+  int src, src_step, blk, blk_step;
+} fill_t;
+
+static int dt_val(int src, int blk, int j) { return 100000 * (src + 1) + 1000 * blk + j; }
+
+/* A host image of nblocks blocks of k ints laid out as l: the values f says (none: f NULL), PRIOR
+ * everywhere else. */
+static int *image(const layout_t *l, int k, int nblocks, const fill_t *f) {
+  size_t n = (size_t)nblocks * (size_t)l->extent;
+  int *h = host_alloc(n * sizeof(int));
+  for (size_t i = 0; i < n; i++)
+    h[i] = PRIOR;
+  for (int b = 0; f && b < nblocks; b++)
+    for (int j = 0; j < k; j++)
+      h[(size_t)b * (size_t)l->extent + (size_t)layout_pos(l, j)] =
+          dt_val(f->src + f->src_step * b, f->blk + f->blk_step * b, j);
+  return h;
+}
+
+/* An MPI buffer (device memory in a device run) holding nblocks blocks of img. */
+static void *dt_buf(const layout_t *l, const int *img, int nblocks) {
+  return mem_dup(img, (size_t)nblocks * (size_t)l->extent * sizeof(int));
+}
+
+/* buf holds want: every value received, every hole as it was. */
+static void dt_expect(const char *what, const layout_t *l, const void *buf, const int *want,
+                      int nblocks) {
+  size_t n = (size_t)nblocks * (size_t)l->extent;
+  int *got = mem_fetch(buf, n * sizeof(int));
+  d_check_int(what, got, want, n);
+  free(got);
+}
+
+static void dt_bcast(const layout_t *l, int k, int root, int nonblocking) {
+  fill_t from_root = {root, 0, 0, 0};
+  int *want = image(l, k, 1, &from_root), *prior = image(l, k, 1, NULL);
+  void *buf = dt_buf(l, d_rank() == root ? want : prior, 1);
+  if (nonblocking) {
+    MPI_Request q = MPI_REQUEST_NULL; /* a failed start leaves nothing to wait for */
+    D_MPI(MPI_Ibcast(buf, l->count, l->type, root, MPI_COMM_WORLD, &q));
+    D_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
+  } else {
+    D_MPI(MPI_Bcast(buf, l->count, l->type, root, MPI_COMM_WORLD));
+  }
+  dt_expect(
+      d_label("%s k=%d shape=%d root=%d", nonblocking ? "ibcast" : "bcast", k, l->shape, root), l,
+      buf, want, 1);
+  mem_free(buf), free(want), free(prior);
+}
+
+static void dt_gather(const layout_t *l, int k, int root) {
+  int n = d_size(), me = d_rank();
+  fill_t mine = {me, 0, 0, 0}, from_each = {0, 1, 0, 0};
+  int *send = image(l, k, 1, &mine), *want = image(l, k, n, &from_each);
+  int *prior = image(l, k, n, NULL);
+  void *sb = dt_buf(l, send, 1), *rb = me == root ? dt_buf(l, prior, n) : NULL;
+  D_MPI(MPI_Gather(sb, l->count, l->type, rb, l->count, l->type, root, MPI_COMM_WORLD));
+  if (me == root)
+    dt_expect(d_label("gather k=%d shape=%d root=%d", k, l->shape, root), l, rb, want, n);
+  dt_expect(d_label("gather's send k=%d shape=%d", k, l->shape), l, sb, send, 1);
+  mem_free(sb), mem_free(rb), free(send), free(want), free(prior);
+}
+
+static void dt_scatter(const layout_t *l, int k, int root) {
+  int n = d_size(), me = d_rank();
+  fill_t to_each = {root, 0, 0, 1}, mine = {root, 0, me, 0};
+  int *send = image(l, k, n, &to_each), *want = image(l, k, 1, &mine);
+  int *prior = image(l, k, 1, NULL);
+  void *sb = me == root ? dt_buf(l, send, n) : NULL, *rb = dt_buf(l, prior, 1);
+  D_MPI(MPI_Scatter(sb, l->count, l->type, rb, l->count, l->type, root, MPI_COMM_WORLD));
+  dt_expect(d_label("scatter k=%d shape=%d root=%d", k, l->shape, root), l, rb, want, 1);
+  if (me == root) dt_expect(d_label("scatter's send k=%d shape=%d", k, l->shape), l, sb, send, n);
+  mem_free(sb), mem_free(rb), free(send), free(want), free(prior);
+}
+
+/* Allgather (one block sent) or alltoall (n blocks sent, block p to rank p): n blocks arrive,
+ * block p from rank p. */
+static void dt_to_all(const layout_t *l, int k, int alltoall) {
+  int n = d_size(), me = d_rank(), nsend = alltoall ? n : 1;
+  fill_t mine = {me, 0, 0, alltoall}, from_each = {0, 1, alltoall ? me : 0, 0};
+  int *send = image(l, k, nsend, &mine), *want = image(l, k, n, &from_each);
+  int *prior = image(l, k, n, NULL);
+  void *sb = dt_buf(l, send, nsend), *rb = dt_buf(l, prior, n);
+  if (alltoall)
+    D_MPI(MPI_Alltoall(sb, l->count, l->type, rb, l->count, l->type, MPI_COMM_WORLD));
+  else
+    D_MPI(MPI_Allgather(sb, l->count, l->type, rb, l->count, l->type, MPI_COMM_WORLD));
+  const char *name = alltoall ? "alltoall" : "allgather";
+  dt_expect(d_label("%s k=%d shape=%d", name, k, l->shape), l, rb, want, n);
+  dt_expect(d_label("%s's send k=%d shape=%d", name, k, l->shape), l, sb, send, nsend);
+  mem_free(sb), mem_free(rb), free(send), free(want), free(prior);
+}
+
+/* MPICH's dtpools bcast draws each rank's type from a pool seeded with its rank: in one collective
+ * some ranks pass contiguous ints and others a vector of the same signature. On device memory
+ * those ranks took different engines (gmpi, and MPI on staged copies) and waited until gmpi's
+ * watchdog. Here ranks of one parity (flip swaps them, so a single rank passes both kinds) pass
+ * shape's derived layout, the others contiguous ints; every buffer is mem_alloc'ed (device
+ * memory in a device run), every value and hole checked on every rank. k = 65530: dtpools'
+ * count, past NCCL's small-message sizes. */
+static void types_differ_by_rank(void) {
+  int ks[2] = {6, 65530};
+  for (int ki = 0; ki < 2; ki++)
+    for (int flip = 0; flip < 2; flip++)
+      for (int shape = 1; shape <= 2; shape++) {
+        int k = ks[ki];
+        layout_t l = layout_make((d_rank() + flip) % 2 ? shape : 0, k);
+        for (int root = 0; root < d_size(); root++) {
+          dt_bcast(&l, k, root, 0);
+          dt_bcast(&l, k, root, 1);
+          dt_gather(&l, k, root);
+          dt_scatter(&l, k, root);
+        }
+        dt_to_all(&l, k, 0);
+        dt_to_all(&l, k, 1);
+        if (l.type != MPI_INT) D_MPI(MPI_Type_free(&l.type));
+      }
+}
+
 int main(int argc, char **argv) {
-  d_init(&argc, &argv, "dropin_dtype", D_SCOPE_P2P);
+  /* collective scope: in a mixed-memory run the mem_alloc buffers are device memory everywhere */
+  d_init(&argc, &argv, "dropin_dtype", D_SCOPE_COLL);
   p2p_nested();
   p2p_partial_element();
   p2p_type_freed_while_pending();
@@ -446,5 +609,6 @@ int main(int argc, char **argv) {
   allgather_alltoall_mixed();
   v_variants();
   zero_size_types();
+  types_differ_by_rank();
   return d_finish();
 }
