@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* GMPI_TIMEOUT (1 s here): a rank that does not take part makes the others return
  * GMPI_ERR_TIMEOUT, well before the test's own limit; the comm then answers GMPI_ERR_STATE
- * and finalizes cleanly; a new comm works. Scenarios: a collective that only rank 0 calls; a
+ * and finalizes cleanly; a new comm works. Scenarios: a collective that only rank 0 calls,
+ * blocking and nonblocking; a
  * receive nobody sends to (on device buffers when the backend is cuda), waited by gmpi_waitall
  * and by gmpi_waitany; a wait after one member of a waitall timed out; a sendrecv whose
  * receive nobody sends to; a blocking receive and a synchronous send with another rank that
  * nobody matches. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -61,6 +66,42 @@ static void skipped_collective(double timeout) {
 
 /* Two receives nobody sends to, waited by gmpi_waitall (any = 0) or gmpi_waitany (any = 1):
  * either gives every request up at the deadline, none left live, no index named. */
+/* The same through the nonblocking form, waited: the error names the call as the user made
+ * it, and the flight record printed at the timeout (GMPI_DEBUG=info, the _info variant)
+ * names it from a static string -- it once kept a name built on the starting call's stack. */
+static void skipped_nonblocking_collective(double timeout) {
+  gmpi_comm_t c = NULL;
+  T_OK(gmpi_init(MPI_COMM_WORLD, &c));
+  float *x = t_alloc(1024 * sizeof(float));
+  const char *debug = getenv("GMPI_DEBUG");
+  int record = debug && !strcmp(debug, "info"); /* the record is printed: read it back */
+  if (rank == 0) {
+    gmpi_request_t req = NULL;
+    T_OK(gmpi_iallreduce(x, x, 1024, GMPI_FLOAT32, GMPI_SUM, c, &req));
+    FILE *log = record ? tmpfile() : NULL;
+    int saved = log ? dup(STDERR_FILENO) : -1;
+    if (log) fflush(stderr), dup2(fileno(log), STDERR_FILENO);
+    double t0 = now();
+    T_STATUS(gmpi_wait(&req, NULL), GMPI_ERR_TIMEOUT);
+    if (log) fflush(stderr), dup2(saved, STDERR_FILENO), close(saved);
+    T_ERROR_MENTIONS("iallreduce");
+    bounded(t0, timeout);
+    if (log) {
+      char text[8192] = "";
+      rewind(log);
+      text[fread(text, 1, sizeof(text) - 1, log)] = '\0';
+      fclose(log);
+      if (!strstr(text, "iallreduce      count 1024"))
+        T_FAIL_("the flight record does not name the iallreduce; it printed:\n%s", text);
+    }
+    failed_then_finalized(&c);
+  } else {
+    T_OK(gmpi_finalize(&c));
+  }
+  t_free(x);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void unmatched_receive(double timeout, int any) {
   gmpi_comm_t c = NULL;
   T_OK(gmpi_init(MPI_COMM_WORLD, &c));
@@ -141,6 +182,7 @@ int main(int argc, char **argv) {
   if (timeout <= 0 || timeout > 10)
     return t_skip("timeouts", "set GMPI_TIMEOUT to a few seconds (ctest sets 1)");
   if (size > 1) skipped_collective(timeout);
+  if (size > 1) skipped_nonblocking_collective(timeout);
   unmatched_receive(timeout, 0);
   unmatched_receive(timeout, 1);
   unmatched_sendrecv(timeout);

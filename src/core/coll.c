@@ -12,30 +12,33 @@
 #include "wait.h"
 
 typedef struct {
-  const char *name;
+  const char *name, *iname; /* the blocking call's and the nonblocking one's */
   int has_root, has_op;
   int varies; /* counts differ between ranks (the v-variants): count is not compared */
 } coll_info_t;
 
 static const coll_info_t coll_info[GMPI_COLL_KIND_COUNT] = {
-    [GMPI_COLL_ALLREDUCE] = {"allreduce", 0, 1, 0},
-    [GMPI_COLL_BCAST] = {"bcast", 1, 0, 0},
-    [GMPI_COLL_REDUCE] = {"reduce", 1, 1, 0},
-    [GMPI_COLL_ALLGATHER] = {"allgather", 0, 0, 0},
-    [GMPI_COLL_REDUCE_SCATTER] = {"reduce_scatter", 0, 1, 0},
-    [GMPI_COLL_ALLTOALL] = {"alltoall", 0, 0, 0},
-    [GMPI_COLL_BARRIER] = {"barrier", 0, 0, 0},
-    [GMPI_COLL_GATHER] = {"gather", 1, 0, 0},
-    [GMPI_COLL_SCATTER] = {"scatter", 1, 0, 0},
-    [GMPI_COLL_ALLGATHERV] = {"allgatherv", 0, 0, 1},
-    [GMPI_COLL_GATHERV] = {"gatherv", 1, 0, 1},
-    [GMPI_COLL_SCATTERV] = {"scatterv", 1, 0, 1},
-    [GMPI_COLL_ALLTOALLV] = {"alltoallv", 0, 0, 1},
-    [GMPI_COLL_REDUCE_SCATTERV] = {"reduce_scatterv", 0, 1, 1},
+    [GMPI_COLL_ALLREDUCE] = {"allreduce", "iallreduce", 0, 1, 0},
+    [GMPI_COLL_BCAST] = {"bcast", "ibcast", 1, 0, 0},
+    [GMPI_COLL_REDUCE] = {"reduce", "ireduce", 1, 1, 0},
+    [GMPI_COLL_ALLGATHER] = {"allgather", "iallgather", 0, 0, 0},
+    [GMPI_COLL_REDUCE_SCATTER] = {"reduce_scatter", "ireduce_scatter", 0, 1, 0},
+    [GMPI_COLL_ALLTOALL] = {"alltoall", "ialltoall", 0, 0, 0},
+    [GMPI_COLL_BARRIER] = {"barrier", "ibarrier", 0, 0, 0},
+    [GMPI_COLL_GATHER] = {"gather", "igather", 1, 0, 0},
+    [GMPI_COLL_SCATTER] = {"scatter", "iscatter", 1, 0, 0},
+    [GMPI_COLL_ALLGATHERV] = {"allgatherv", "iallgatherv", 0, 0, 1},
+    [GMPI_COLL_GATHERV] = {"gatherv", "igatherv", 1, 0, 1},
+    [GMPI_COLL_SCATTERV] = {"scatterv", "iscatterv", 1, 0, 1},
+    [GMPI_COLL_ALLTOALLV] = {"alltoallv", "ialltoallv", 0, 0, 1},
+    [GMPI_COLL_REDUCE_SCATTERV] = {"reduce_scatterv", "ireduce_scatterv", 0, 1, 1},
 };
 
 const char *gmpi_coll_name(gmpi_coll_kind_t kind) {
   return (unsigned)kind < GMPI_COLL_KIND_COUNT ? coll_info[kind].name : "invalid";
+}
+const char *gmpi_coll_iname(gmpi_coll_kind_t kind) {
+  return (unsigned)kind < GMPI_COLL_KIND_COUNT ? coll_info[kind].iname : "invalid";
 }
 int gmpi_coll_has_root(gmpi_coll_kind_t kind) { return coll_info[kind].has_root; }
 int gmpi_coll_has_op(gmpi_coll_kind_t kind) { return coll_info[kind].has_op; }

@@ -15,6 +15,8 @@ typedef struct {
 } gmpi_coll_extent_t;
 
 const char *gmpi_coll_name(gmpi_coll_kind_t kind);
+/* "iallreduce": the nonblocking form's name, a static string (the flight record keeps it). */
+const char *gmpi_coll_iname(gmpi_coll_kind_t kind);
 /* Is the root/op field meaningful for this kind? */
 int gmpi_coll_has_root(gmpi_coll_kind_t kind);
 int gmpi_coll_has_op(gmpi_coll_kind_t kind);

@@ -128,12 +128,6 @@ static const char *p2p_name(const gmpi_p2p_args_t *a) {
   return a->dir == GMPI_P2P_SEND ? "isend" : "irecv";
 }
 
-/* "iallreduce": the nonblocking collective's name as the user called it. */
-static const char *coll_request_name(const gmpi_coll_args_t *a, char *buf, size_t len) {
-  snprintf(buf, len, "i%s", gmpi_coll_name(a->kind));
-  return buf;
-}
-
 gmpi_status_t gmpi_request_new_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                     gmpi_request_t *out) {
   gmpi_request_reap_released(comm);
@@ -143,9 +137,10 @@ gmpi_status_t gmpi_request_new_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
   req->is_coll = 1;
   req->coll = *a;
   req->status = (gmpi_msg_status_t){GMPI_ANY_SOURCE, GMPI_ANY_TAG, 0};
-  char name[32];
-  req->flight_seq = gmpi_flight_start(&comm->flight, coll_request_name(a, name, sizeof(name)),
-                                      a->count, gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
+  /* a static name: the flight record keeps the pointer (a name built on this stack was read
+   * after the call returned, when a timeout printed the record) */
+  req->flight_seq = gmpi_flight_start(&comm->flight, gmpi_coll_iname(a->kind), a->count,
+                                      gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
   *out = req;
   return GMPI_SUCCESS;
 }
@@ -232,12 +227,11 @@ gmpi_status_t gmpi_request_wait_expired(gmpi_request_t req) {
   gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
   gmpi_request_give_up(req, GMPI_ERR_TIMEOUT);
   gmpi_flight_dump(&comm->flight, "timeout");
-  char name[32];
   if (is_coll)
     return gmpi_error(GMPI_ERR_TIMEOUT,
                       "%s (%zu elements) did not complete within GMPI_TIMEOUT = %g s: a rank "
                       "has not started it; the communicator is now failed",
-                      coll_request_name(&c, name, sizeof(name)), c.count, comm->cfg.timeout_s);
+                      gmpi_coll_iname(c.kind), c.count, comm->cfg.timeout_s);
   return gmpi_error(GMPI_ERR_TIMEOUT,
                     "%s %s rank %d (tag %d, %zu elements) did not complete within GMPI_TIMEOUT "
                     "= %g s; the communicator is now failed",
