@@ -90,6 +90,10 @@ typedef struct {
  * calls report a failure themselves (stderr, the comm's error handler) before returning it. */
 int dropin_stage_in(dropin_stage_t *s, MPI_Comm comm, void **buf, MPI_Aint count,
                     MPI_Datatype type);
+/* The same for a buffer known to be device memory (*buf may lie outside its allocation: a span
+ * that starts at a negative displacement, where classifying *buf could answer host). */
+int dropin_stage_device_in(dropin_stage_t *s, MPI_Comm comm, void **buf, MPI_Aint count,
+                           MPI_Datatype type);
 /* Copy a staged receive buffer back to the device (when copy_back), then free the copy. */
 int dropin_stage_out(dropin_stage_t *s, int copy_back);
 
@@ -111,7 +115,7 @@ typedef struct {
   char *packed;               /* packed bytes of every block; NULL for a contiguous type */
   size_t total;               /* bytes of packed */
   void *dev;                  /* device memory for the packed bytes, when user is device memory */
-  gmpi_comm_t g;              /* the twin that allocated dev, and frees it */
+  gmpi_comm_t g;              /* the twin that allocated dev and copies its bytes */
   int reported;               /* a failure was reported already (the comm's error handler) */
   void *base;                 /* what gmpi reads or writes */
   size_t *alloc;              /* the one allocation holding the four arrays, when not inline */

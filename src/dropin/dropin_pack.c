@@ -102,7 +102,11 @@ int dropin_side_init(dropin_side_t *s, MPI_Comm comm, void *buf, MPI_Datatype ty
 }
 
 void dropin_side_free(dropin_side_t *s) {
-  if (s->dev) gmpi_mem_free(s->g, s->dev); /* local: also on a twin that failed since */
+  /* Freed through MPI_COMM_WORLD's twin, which lives until MPI_Finalize (a local call, allowed
+   * on a failed comm; gmpi's blocks are the process's): a nonblocking call's block goes when the
+   * program waits, which may be after it freed the call's comm and so the twin that allocated
+   * it -- whose gmpi_mem_free would refuse, a leak per call. */
+  if (s->dev) gmpi_mem_free(dropin.world, s->dev);
   if (s->type != MPI_DATATYPE_NULL) PMPI_Type_free(&s->type);
   free(s->packed);
   free(s->alloc);
@@ -124,7 +128,7 @@ static int side_stage(dropin_side_t *s, dropin_stage_t *st, char **user) {
     if ((MPI_Aint)s->displs[i] + s->counts[i] > end) end = (MPI_Aint)s->displs[i] + s->counts[i];
   }
   void *buf = (char *)s->user + first * s->extent;
-  int rc = dropin_stage_in(st, s->comm, &buf, end - first, s->type);
+  int rc = dropin_stage_device_in(st, s->comm, &buf, end - first, s->type);
   if (rc != MPI_SUCCESS) s->reported = 1;
   *user = (char *)buf - first * s->extent;
   return rc;

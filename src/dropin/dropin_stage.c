@@ -21,9 +21,17 @@ static int refuse(MPI_Comm comm, int code, const char *why) {
 
 int dropin_stage_in(dropin_stage_t *s, MPI_Comm comm, void **buf, MPI_Aint count,
                     MPI_Datatype type) {
+  if (count > 0 && dropin_is_device(*buf)) return dropin_stage_device_in(s, comm, buf, count, type);
   memset(s, 0, sizeof(*s));
   s->comm = comm;
-  if (count <= 0 || !dropin_is_device(*buf)) return MPI_SUCCESS;
+  return MPI_SUCCESS;
+}
+
+int dropin_stage_device_in(dropin_stage_t *s, MPI_Comm comm, void **buf, MPI_Aint count,
+                           MPI_Datatype type) {
+  memset(s, 0, sizeof(*s));
+  s->comm = comm;
+  if (count <= 0) return MPI_SUCCESS;
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
   PMPI_Type_get_extent(type, &lb, &extent);
   PMPI_Type_get_true_extent(type, &tlb, &textent);
