@@ -50,10 +50,9 @@ typedef struct env_msg {
   void *filling; /* self: the eager copy into data, or the sender's post mark (core/mover.h) */
   struct env_send *fill_send; /* self eager: the send that copy completes (NULL: abandoned) */
   int orphan;                 /* its receive was abandoned while the data moved */
-  int hoped;  /* self eager: waits in its sender's buffer because a posted receive would take it */
-  void *mark; /* its receive's post mark, until it passes (the marked list) */
-  gmpi_status_t verdict; /* judge's, kept while the mark is pending */
-  struct env_msg *next;  /* the moving, marked, awaiting-GO or held self list */
+  void *mark;                 /* its receive's post mark, until it passes (the marked list) */
+  gmpi_status_t verdict;      /* judge's, kept while the mark is pending */
+  struct env_msg *next;       /* the moving, marked, awaiting-GO or held self list */
 } env_msg_t;
 
 typedef struct {
@@ -547,6 +546,11 @@ static gmpi_status_t flush_peer(struct gmpi_envelope_engine *env, int dest) {
   return GMPI_SUCCESS;
 }
 
+/* A send the eager protocol may complete before its receive (a copy kept). */
+static int eager_sized(size_t bytes, const gmpi_p2p_args_t *a) {
+  return bytes <= GMPI_ENV_EAGER_BYTES && !a->sync;
+}
+
 /* Self messages reach the matcher in the order they were sent, each once its eager copy
  * holds the data (or at once: a larger one is read from the sender's buffer). */
 static gmpi_status_t flush_self(struct gmpi_envelope_engine *env) {
@@ -558,22 +562,20 @@ static gmpi_status_t flush_self(struct gmpi_envelope_engine *env) {
     /* The receive it counted on at the post may be gone by now (cancelled, or taken by another
      * rank's message for a wildcard): then it is copied out as any eager self send is, so the
      * send still completes with no receive (docs/api.md's promise). */
-    if (msg->hoped) {
-      msg->hoped = 0;
-      env_send_t *es = msg->self_send ? msg->self_send->be : NULL;
-      if (es && !gmpi_match_would_take(&env->match, msg->m.source, msg->m.tag)) {
-        if (!(msg->data = malloc(msg->m.bytes ? msg->m.bytes : 1)))
-          return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a self message");
-        if (msg->m.bytes)
-          GMPI_CHECK(env->mover->self_copy(env->mctx, msg->data, msg->self_send->args.buf,
-                                           msg->m.bytes, &msg->filling));
-        msg->self_send = NULL;
-        es->self_msg = NULL;
-        msg->fill_send = es;
-        es->held_self = msg;
-        GMPI_CHECK(ready_now(env, &msg->filling, &ready));
-        if (!ready) return GMPI_SUCCESS;
-      }
+    env_send_t *es = msg->self_send ? msg->self_send->be : NULL;
+    if (es && eager_sized(msg->m.bytes, &msg->self_send->args) &&
+        !gmpi_match_would_take(&env->match, msg->m.source, msg->m.tag)) {
+      if (!(msg->data = malloc(msg->m.bytes)))
+        return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %zu-byte self message",
+                          msg->m.bytes);
+      GMPI_CHECK(env->mover->self_copy(env->mctx, msg->data, msg->self_send->args.buf, msg->m.bytes,
+                                       &msg->filling));
+      msg->self_send = NULL;
+      es->self_msg = NULL;
+      msg->fill_send = es;
+      es->held_self = msg;
+      GMPI_CHECK(ready_now(env, &msg->filling, &ready));
+      if (!ready) return GMPI_SUCCESS;
     }
     env->self_held = msg->next;
     if (!env->self_held) env->self_held_tail = NULL;
@@ -673,7 +675,7 @@ static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t 
  * first. Only with no earlier self message still held: those match first. */
 static int self_send_waits(struct gmpi_envelope_engine *env, const gmpi_p2p_args_t *a,
                            size_t bytes) {
-  if (bytes > GMPI_ENV_EAGER_BYTES || a->sync) return 1;
+  if (!eager_sized(bytes, a)) return 1;
   if (!bytes) return 0; /* nothing to copy: done at once, as before */
   return !env->self_held && gmpi_match_would_take(&env->match, env->comm->rank, a->tag);
 }
@@ -701,7 +703,6 @@ static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_reque
   } else { /* read from the sender's buffer once the program's stream passed the send */
     msg->self_send = req;
     es->self_msg = msg;
-    msg->hoped = bytes <= GMPI_ENV_EAGER_BYTES && !a->sync;
     if (env->mover->mark) st = env->mover->mark(env->mctx, &msg->filling);
   }
   if (st != GMPI_SUCCESS) {
@@ -785,7 +786,7 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   gmpi_status_t st;
   if (a->peer == env->comm->rank)
     st = post_self_send(env, req, es, bytes);
-  else if (bytes <= GMPI_ENV_EAGER_BYTES && !a->sync) /* synchronous: rendezvous, done at FIN */
+  else if (eager_sized(bytes, a)) /* synchronous: rendezvous, done at FIN */
     st = post_eager(env, a, es, bytes);
   else
     st = post_rendezvous(env, a, es, bytes);
