@@ -43,6 +43,9 @@ typedef struct gmpi_coll_engine_ops {
   gmpi_status_t (*plan_replay)(gmpi_comm_t comm, void *state, struct gmpi_plan *plan,
                                void *lowered);
   void (*plan_free)(void *lowered);
+  /* Its started collectives complete without gmpi's progress (the device runs them): a wait
+   * tests them several times between progress passes (core/wait.h). */
+  int completes_alone;
 } gmpi_coll_engine_ops_t;
 
 /* The point-to-point half of an engine: MPI's matching and messages on its memory. Native MPI

@@ -239,9 +239,17 @@ gmpi_status_t gmpi_request_wait_expired(gmpi_request_t req) {
                     comm->cfg.timeout_s);
 }
 
+/* A collective on an engine whose work completes alone, with no GMPI_CHECK exchange to
+ * progress: tested several times between progress passes. */
+static int completes_alone(gmpi_request_t req) {
+  return req->is_coll && req->engine && req->engine->coll->completes_alone && !req->check;
+}
+
 gmpi_status_t gmpi_request_wait(gmpi_request_t req, gmpi_msg_status_t *status) {
   gmpi_deadline_t d;
   gmpi_deadline_start(&d, req->comm->cfg.timeout_s);
+  int (*poll)(gmpi_deadline_t *) =
+      completes_alone(req) ? gmpi_deadline_poll_passive : gmpi_deadline_poll;
   for (;;) {
     int done = 0;
     gmpi_status_t st = gmpi_request_test(req, &done);
@@ -250,7 +258,7 @@ gmpi_status_t gmpi_request_wait(gmpi_request_t req, gmpi_msg_status_t *status) {
       return st;
     }
     if (done) return gmpi_request_finish(req, status);
-    if (gmpi_deadline_poll(&d)) return gmpi_request_wait_expired(req);
+    if (poll(&d)) return gmpi_request_wait_expired(req);
   }
 }
 

@@ -21,6 +21,7 @@ void gmpi_deadline_start(gmpi_deadline_t *d, double timeout_s) {
   d->timeout = timeout_s;
   d->deadline = timeout_s > 0 ? DEADLINE_UNREAD : 0;
   d->spins = 0;
+  d->tests = 0;
 }
 
 int gmpi_deadline_poll(gmpi_deadline_t *d) {
@@ -34,4 +35,9 @@ int gmpi_deadline_poll(gmpi_deadline_t *d) {
   double now = gmpi_now();
   if (d->deadline == DEADLINE_UNREAD) d->deadline = now + d->timeout;
   return now > d->deadline;
+}
+
+int gmpi_deadline_poll_passive(gmpi_deadline_t *d) {
+  if (++d->tests % GMPI_PASSIVE_TESTS != 0) return 0;
+  return gmpi_deadline_poll(d);
 }

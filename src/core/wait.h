@@ -8,6 +8,7 @@ typedef struct {
   double deadline; /* monotonic seconds; 0 = never; < 0: the clock not read yet (wait.c) */
   double timeout;  /* the configured timeout, for messages */
   unsigned spins;  /* polls so far, for back-off and cheap clock checks */
+  unsigned tests;  /* gmpi_deadline_poll_passive's calls so far */
 } gmpi_deadline_t;
 
 double gmpi_now(void);
@@ -15,5 +16,12 @@ void gmpi_deadline_start(gmpi_deadline_t *d, double timeout_s);
 /* 1 once the deadline has passed. Also drives every registered engine (core/progress.h) and
  * yields the core after many fruitless polls. */
 int gmpi_deadline_poll(gmpi_deadline_t *d);
+/* The same for a wait on work that completes without gmpi's progress (the device's): the
+ * deadline is checked and the engines driven at one call in GMPI_PASSIVE_TESTS, so that the
+ * work is tested often between progress passes. A pass can cost several tests (the envelope
+ * engine asks MPI for envelopes), and a wait that tests only once per pass ends that much
+ * later than the work. */
+#define GMPI_PASSIVE_TESTS 8u
+int gmpi_deadline_poll_passive(gmpi_deadline_t *d);
 
 #endif

@@ -412,6 +412,7 @@ static const gmpi_coll_engine_ops_t nccl_coll = {
     .plan_lower = cuda_plan_lower,
     .plan_replay = cuda_plan_replay,
     .plan_free = cuda_plan_free,
+    .completes_alone = 1,
 };
 
 const gmpi_backend_ops_t gmpi_backend_cuda = {

@@ -152,7 +152,7 @@ gmpi_status_t cuda_wait_stream(gmpi_comm_t comm, cudaStream_t stream, const char
     if (e != cudaErrorNotReady) return gmpi_cuda_error(e, "cudaStreamQuery");
     if (polls == 0) started = gmpi_now();
     if ((polls & 15u) == 15u) GMPI_CHECK(cuda_poll_errors(comm, cc));
-    /* it drives every engine meanwhile: peers may wait on our envelopes */
-    if (gmpi_deadline_poll(&d)) return timed_out(comm, cc, what, gmpi_now() - started);
+    /* it drives every engine meanwhile (peers may wait on our envelopes), between tests */
+    if (gmpi_deadline_poll_passive(&d)) return timed_out(comm, cc, what, gmpi_now() - started);
   }
 }
