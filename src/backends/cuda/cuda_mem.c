@@ -215,19 +215,52 @@ static range_fn_t range_fn(void) {
   return (range_fn_t)driver_fn("cuMemGetAddressRange", &fn, &looked);
 }
 
-cuda_memops_t cuda_sync_memops(const void *p) {
-  static _Atomic(void *) get_fn, set_fn;
-  static atomic_int get_looked, set_looked;
-  get_attribute_fn_t get =
-      (get_attribute_fn_t)driver_fn("cuPointerGetAttribute", &get_fn, &get_looked);
+/* Set SYNC_MEMOPS on the allocation holding p, which does not have it yet. */
+static cuda_memops_t set_sync_memops(const void *p) {
+  static _Atomic(void *) set_fn;
+  static atomic_int set_looked;
   set_attribute_fn_t set =
       (set_attribute_fn_t)driver_fn("cuPointerSetAttribute", &set_fn, &set_looked);
-  CUdeviceptr at = (CUdeviceptr)(uintptr_t)p;
+  unsigned int on = 1;
+  if (!set || set(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)(uintptr_t)p) != 0)
+    return CUDA_MEMOPS_NO;
+  return CUDA_MEMOPS_NOW;
+}
+
+cuda_memops_t cuda_sync_memops(const void *p) {
+  static _Atomic(void *) get_fn;
+  static atomic_int get_looked;
+  get_attribute_fn_t get =
+      (get_attribute_fn_t)driver_fn("cuPointerGetAttribute", &get_fn, &get_looked);
   unsigned int on = 0;
-  if (!get || !set || get(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, at) != 0) return CUDA_MEMOPS_NO;
-  if (on) return CUDA_MEMOPS_ALREADY;
-  on = 1;
-  return set(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, at) == 0 ? CUDA_MEMOPS_NOW : CUDA_MEMOPS_NO;
+  if (!get || get(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)(uintptr_t)p) != 0)
+    return CUDA_MEMOPS_NO;
+  return on ? CUDA_MEMOPS_ALREADY : set_sync_memops(p);
+}
+
+/* What the driver knows of a pointer, asked in one call (cuPointerGetAttributes): the runtime's
+ * cudaPointerGetAttributes asks more, and SYNC_MEMOPS was a second call. 0 when the driver
+ * cannot answer so (then the runtime is asked). */
+typedef struct {
+  unsigned type; /* CU_MEMORYTYPE_*, 0 for memory CUDA does not know (pageable host) */
+  int device;    /* its device, for device memory */
+  unsigned managed;
+  unsigned memops; /* SYNC_MEMOPS is set */
+} pointer_facts_t;
+
+typedef int (*get_attributes_fn_t)(unsigned n, CUpointer_attribute *which, void **values,
+                                   CUdeviceptr ptr);
+
+static int pointer_facts(const void *ptr, pointer_facts_t *f) {
+  static _Atomic(void *) fn;
+  static atomic_int looked;
+  get_attributes_fn_t get = (get_attributes_fn_t)driver_fn("cuPointerGetAttributes", &fn, &looked);
+  CUpointer_attribute which[4] = {
+      CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+      CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS};
+  void *values[4] = {&f->type, &f->device, &f->managed, &f->memops};
+  *f = (pointer_facts_t){0, -1, 0, 0};
+  return get && get(4, which, values, (CUdeviceptr)(uintptr_t)ptr) == 0;
 }
 
 int cuda_alloc_range(const void *p, uintptr_t *base, size_t *size) {
@@ -493,6 +526,35 @@ void cuda_mem_usage(size_t *library, size_t *user) {
   pthread_mutex_unlock(&mem.lock);
 }
 
+static gmpi_status_t wrong_device(const char *arg, const void *ptr, int device, int mine) {
+  return gmpi_error(GMPI_ERR_INVALID_ARG,
+                    "argument '%s' = %p is memory of device %d, but this rank uses device %d", arg,
+                    ptr, device, mine);
+}
+
+/* The program's cudaMemcpy and cudaMemset into device memory return once done -- from now on:
+ * ones made before the attribute was set may still be running, so an event is owed. */
+static void note_memops(cuda_memops_t was) {
+  if (was == CUDA_MEMOPS_NOW) cuda_memops_owed();
+  if (was == CUDA_MEMOPS_NO) cuda_memops_unsure();
+}
+
+/* Classify memory the driver described (pointer_facts). */
+static gmpi_status_t classify_known(const cuda_comm_t *cc, const void *ptr, const char *arg,
+                                    const pointer_facts_t *f, int memops, gmpi_mem_kind_t *kind) {
+  *kind = GMPI_MEM_HOST;
+  if (f->managed) { /* pages may move: ordered by the event instead */
+    if (memops) cuda_memops_unsure();
+    *kind = GMPI_MEM_DEVICE;
+    return GMPI_SUCCESS;
+  }
+  if (f->type != CU_MEMORYTYPE_DEVICE) return GMPI_SUCCESS;
+  if (f->device != cc->device) return wrong_device(arg, ptr, f->device, cc->device);
+  if (memops && !f->memops) note_memops(set_sync_memops(ptr));
+  *kind = GMPI_MEM_DEVICE;
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
                             gmpi_mem_kind_t *kind) {
   const cuda_comm_t *cc = comm->be;
@@ -510,6 +572,8 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
     *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
   }
+  pointer_facts_t f;
+  if (pointer_facts(ptr, &f)) return classify_known(cc, ptr, arg, &f, memops, kind);
   struct cudaPointerAttributes attr;
   cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
   if (e != cudaSuccess) { /* older drivers: plain host memory is an "invalid value" */
@@ -519,17 +583,8 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
   }
   switch (attr.type) {
   case cudaMemoryTypeDevice:
-    if (attr.device != cc->device)
-      return gmpi_error(GMPI_ERR_INVALID_ARG,
-                        "argument '%s' = %p is memory of device %d, but this rank uses device %d",
-                        arg, ptr, attr.device, cc->device);
-    /* the program's cudaMemcpy and cudaMemset into it return once done -- from now on: ones
-     * made before the attribute was set may still be running, so an event is owed */
-    if (memops) {
-      cuda_memops_t was = cuda_sync_memops(ptr);
-      if (was == CUDA_MEMOPS_NOW) cuda_memops_owed();
-      if (was == CUDA_MEMOPS_NO) cuda_memops_unsure();
-    }
+    if (attr.device != cc->device) return wrong_device(arg, ptr, attr.device, cc->device);
+    if (memops) note_memops(cuda_sync_memops(ptr));
     *kind = GMPI_MEM_DEVICE;
     return GMPI_SUCCESS;
   case cudaMemoryTypeManaged:
