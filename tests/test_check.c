@@ -52,6 +52,36 @@ static void collectives(void) {
   t_free(b);
 }
 
+/* Device memory on rank 0, host memory elsewhere: each engine would wait for the ranks in the
+ * other, so the check names the memory kind, and nothing moves (cuda runs only: elsewhere all
+ * memory is host memory). A nonblocking collective's check ends only after its data started
+ * on each engine, where nothing could end it but GMPI_TIMEOUT: not tried here. */
+static void memory_kinds(void) {
+  gmpi_backend_t backend = GMPI_BACKEND_CPU;
+  T_OK(gmpi_comm_backend(comm, &backend));
+  if (backend != GMPI_BACKEND_CUDA || t_host_buffers()) return;
+  int sentinel[8], got[8];
+  for (int i = 0; i < 8; i++)
+    sentinel[i] = -1;
+  int *send = rank == 0 ? t_alloc(sizeof(got)) : t_host(sizeof(got));
+  int *recv = rank == 0 ? t_alloc(sizeof(got)) : t_host(sizeof(got));
+  t_put(recv, sentinel, sizeof(sentinel));
+  expect_mismatch(gmpi_allreduce(send, recv, 8, GMPI_INT32, GMPI_SUM, comm),
+                  "allreduce, device memory on rank 0 only", "memory kind");
+  T_ERROR_MENTIONS("device memory");
+  T_ERROR_MENTIONS("host memory");
+  t_get(got, recv, sizeof(got));
+  T_EQ_INT(got[3], -1); /* nothing moved */
+  still_usable();
+  if (rank == 0) {
+    t_free(send);
+    t_free(recv);
+  } else {
+    free(send);
+    free(recv);
+  }
+}
+
 static void point_to_point(void) {
   int peer = (rank ^ 1) < size ? rank ^ 1 : rank;
   int *s = t_alloc(16 * sizeof(int)), *r = t_alloc(16 * sizeof(int));
@@ -202,7 +232,10 @@ int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   gmpi_comm_rank(comm, &rank);
   gmpi_comm_size(comm, &size);
-  if (size > 1) collectives(); /* one rank cannot disagree with itself */
+  if (size > 1) { /* one rank cannot disagree with itself */
+    collectives();
+    memory_kinds();
+  }
   point_to_point();
   large_and_sendrecv();
   sizes_and_truncation();

@@ -48,16 +48,21 @@ void gmpi_coll_sig_diff(const gmpi_coll_sig_t *a, const gmpi_coll_sig_t *b, char
       snprintf(out + strlen(out), len - strlen(out), "%s%s", out[0] ? ", " : "", f[i].name);
 }
 
-/* GMPI_CHECK's record: the signature and the comm's collective sequence number. */
+/* GMPI_CHECK's record: the signature, the comm's collective sequence number, and the engine's
+ * memory: a collective runs on one engine, so ranks that pass host memory and ranks that pass
+ * device memory to it would each wait for the others in their own engine. No padding. */
 typedef struct {
   uint64_t seq;
   gmpi_coll_sig_t sig;
+  int32_t device; /* its buffers are device memory (the device engine runs it) */
+  int32_t zero;
 } checked_call_t;
 
 static void describe_call(char *buf, size_t len, int rank, const checked_call_t *c) {
   char sig[128];
   gmpi_coll_sig_describe(sig, sizeof(sig), &c->sig);
-  snprintf(buf, len, "rank %d: #%llu %s", rank, (unsigned long long)c->seq, sig);
+  snprintf(buf, len, "rank %d: #%llu %s on %s memory", rank, (unsigned long long)c->seq, sig,
+           c->device ? "device" : "host");
 }
 
 /* FNV-1a of an array every rank must pass alike (allgatherv's and reduce_scatterv's
@@ -103,9 +108,9 @@ free_counts:
   return st;
 }
 
-static checked_call_t checked_call(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
-  checked_call_t mine = {comm->coll_seq,
-                         gmpi_coll_sig(a->kind, a->count, a->dtype, a->op, a->root)};
+static checked_call_t checked_call(gmpi_comm_t comm, const gmpi_coll_args_t *a, int device) {
+  checked_call_t mine = {comm->coll_seq, gmpi_coll_sig(a->kind, a->count, a->dtype, a->op, a->root),
+                         device, 0};
   if (a->kind == GMPI_COLL_ALLGATHERV || a->kind == GMPI_COLL_REDUCE_SCATTERV)
     mine.sig.count = counts_hash(a->recvcounts, comm->size);
   return mine;
@@ -116,11 +121,14 @@ static checked_call_t checked_call(gmpi_comm_t comm, const gmpi_coll_args_t *a) 
 static gmpi_status_t compare_calls(gmpi_comm_t comm, const checked_call_t *all, int started) {
   for (int r = 1; r < comm->size; r++) {
     if (!memcmp(&all[0], &all[r], sizeof(all[0]))) continue;
-    char first[160], other[160], fields[96] = "";
+    char first[200], other[200], fields[96] = "";
     describe_call(first, sizeof(first), 0, &all[0]);
     describe_call(other, sizeof(other), r, &all[r]);
     if (all[0].seq != all[r].seq) snprintf(fields, sizeof(fields), "sequence");
     gmpi_coll_sig_diff(&all[0].sig, &all[r].sig, fields, sizeof(fields));
+    if (all[0].device != all[r].device)
+      snprintf(fields + strlen(fields), sizeof(fields) - strlen(fields), "%smemory kind",
+               fields[0] ? ", " : "");
     return gmpi_error(GMPI_ERR_MISMATCH,
                       "GMPI_CHECK: ranks 0 and %d called different collectives (%s differ): %s; "
                       "%s. %s",
@@ -132,8 +140,8 @@ static gmpi_status_t compare_calls(gmpi_comm_t comm, const checked_call_t *all, 
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
-  checked_call_t mine = checked_call(comm, a);
+gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a, int device) {
+  checked_call_t mine = checked_call(comm, a, device);
   checked_call_t *all = calloc((size_t)comm->size, sizeof(*all));
   if (!all)
     return gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %d signatures", comm->size);
@@ -152,7 +160,7 @@ struct gmpi_coll_check {
   const gmpi_oob_ops_t *oob; /* the comm's, which started op */
 };
 
-gmpi_status_t gmpi_check_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+gmpi_status_t gmpi_check_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, int device,
                                     gmpi_coll_check_t **out) {
   gmpi_coll_check_t *c = calloc(1, sizeof(*c));
   if (c) c->all = calloc((size_t)comm->size, sizeof(*c->all));
@@ -160,7 +168,7 @@ gmpi_status_t gmpi_check_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a,
     free(c);
     return gmpi_error(GMPI_ERR_NO_MEMORY, "GMPI_CHECK: no memory for %d signatures", comm->size);
   }
-  c->mine = checked_call(comm, a);
+  c->mine = checked_call(comm, a, device);
   c->oob = comm->oob.ops;
   gmpi_status_t st = c->oob->iallgather(comm, &c->mine, c->all, sizeof(c->mine), &c->op);
   if (st != GMPI_SUCCESS) {

@@ -24,16 +24,17 @@ void gmpi_coll_sig_describe(char *buf, size_t len, const gmpi_coll_sig_t *s);
 /* The names of the fields in which b differs from a ("count, dtype"), appended to out. */
 void gmpi_coll_sig_diff(const gmpi_coll_sig_t *a, const gmpi_coll_sig_t *b, char *out, size_t len);
 
-/* GMPI_ERR_MISMATCH on every rank when any rank's (kind, count, dtype, op, root, sequence)
- * differs; nothing is moved, so the comm stays usable. */
-gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a);
+/* GMPI_ERR_MISMATCH on every rank when any rank's (kind, count, dtype, op, root, sequence, or
+ * memory: device when the device engine runs it) differs; nothing is moved, so the comm stays
+ * usable. */
+gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a, int device);
 
 /* The same for a nonblocking collective, without waiting: the signature exchange runs beside
  * the data (waiting for every rank to start would deadlock legal programs). Test it until
  * *done: then *check is released and the result is GMPI_SUCCESS or GMPI_ERR_MISMATCH (data may
  * have moved by then). The v-variants' pairwise counts are not compared here. */
 typedef struct gmpi_coll_check gmpi_coll_check_t;
-gmpi_status_t gmpi_check_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+gmpi_status_t gmpi_check_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, int device,
                                     gmpi_coll_check_t **check);
 gmpi_status_t gmpi_check_coll_test(gmpi_comm_t comm, gmpi_coll_check_t **check, int *done);
 void gmpi_check_coll_abandon(gmpi_coll_check_t *check);

@@ -245,7 +245,8 @@ gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
                                    gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
   const gmpi_engine_t *engine = NULL;
   gmpi_status_t st = gmpi_route_coll(comm, a, &ext, &engine);
-  if (st == GMPI_SUCCESS && comm->cfg.check) st = gmpi_check_coll(comm, a);
+  if (st == GMPI_SUCCESS && comm->cfg.check)
+    st = gmpi_check_coll(comm, a, engine == &comm->device_engine);
   if (st == GMPI_SUCCESS) st = gmpi_route_fence(comm, engine);
   if (st == GMPI_SUCCESS) st = engine->coll->run(comm, engine->coll_state, a);
   gmpi_flight_end(&comm->flight, seq, st);
@@ -264,7 +265,8 @@ gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_
   gmpi_status_t st = gmpi_route_coll(comm, a, &ext, &req->engine);
   /* GMPI_CHECK's exchange runs beside the data: waiting here for every rank to start would
    * deadlock programs MPI allows (docs/reliability.md). */
-  if (st == GMPI_SUCCESS && comm->cfg.check) st = gmpi_check_coll_start(comm, a, &req->check);
+  if (st == GMPI_SUCCESS && comm->cfg.check)
+    st = gmpi_check_coll_start(comm, a, req->engine == &comm->device_engine, &req->check);
   if (st == GMPI_SUCCESS) st = gmpi_route_fence(comm, req->engine);
   if (st == GMPI_SUCCESS) st = req->engine->coll->start(comm, req->engine->coll_state, a, req);
   if (st != GMPI_SUCCESS) {

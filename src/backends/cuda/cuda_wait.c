@@ -136,7 +136,8 @@ static gmpi_status_t timed_out(gmpi_comm_t comm, cuda_comm_t *cc, const char *wh
   abort_nccl(comm, cc, GMPI_ERR_TIMEOUT);
   return gmpi_error(GMPI_ERR_TIMEOUT,
                     "%s did not complete within GMPI_TIMEOUT = %g s (a rank is not taking part, "
-                    "or is stuck elsewhere); the NCCL communicator was aborted and the comm is "
+                    "is stuck elsewhere, or passed memory of another kind); the NCCL communicator "
+                    "was aborted and the comm is "
                     "now failed",
                     what, comm->cfg.timeout_s);
 }
