@@ -5,8 +5,8 @@
 // One handler, gmpi_xla_call, serves every call: its `kind` attribute says which, the other
 // attributes carry what the call needs (the gmpi comm's address, dtype, op, peers, tags, the
 // request slot), and its operands are the call's input buffers then the ordering token, its
-// results the output buffers then the token (python/gmpi/jax/_lowering.py builds them). One
-// handler keeps one argument decoder and one error path for fifteen calls.
+// results the output buffers then the token (python/gmpi/jax/_xla.py builds them). One
+// handler keeps one argument decoder and one error path for every call.
 //
 // CPU: the buffers are host memory and gmpi runs its host engine on them, to completion.
 // Nonblocking point to point (isend, irecv, wait) stages data in memory the handler owns: XLA
@@ -35,7 +35,7 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-// The calls, as python/gmpi/jax/_lowering.py numbers them.
+// The calls, as python/gmpi/jax/_xla.py numbers them.
 enum Kind : int32_t {
   kAllreduce = 0,
   kBcast,
@@ -51,6 +51,7 @@ enum Kind : int32_t {
   kIsend,
   kIrecv,
   kWait,
+  kCopy, // no MPI: the output is a copy of the input (gmpi-jax-bench's floor, XLA's own cost)
   kKindCount
 };
 
@@ -233,6 +234,12 @@ ffi::Error Run(const Memory &m, const Call &c, const void *in, void *out, size_t
   case kIsend:
   case kIrecv: return Post(m, c, const_cast<void *>(in), c.kind == kIsend ? in_bytes : out_bytes);
   case kWait: return Wait(m, c, out, out_bytes);
+  case kCopy:
+    if (out_bytes != in_bytes)
+      return Refused("copy of " + std::to_string(in_bytes) + " bytes into " +
+                     std::to_string(out_bytes));
+    Copy(m, out, in, out_bytes);
+    return ffi::Error::Success();
   default: return Refused("unknown call kind " + std::to_string(c.kind));
   }
 }

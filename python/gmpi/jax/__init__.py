@@ -200,7 +200,7 @@ def _primitive(name):
 
 _p = {name: _primitive(name) for name in (
     "allreduce", "bcast", "reduce", "allgather", "alltoall", "gather", "scatter", "barrier",
-    "send", "recv", "sendrecv", "isend", "irecv", "wait")}
+    "send", "recv", "sendrecv", "isend", "irecv", "wait", "copy")}
 
 
 def _out(shape, dtype):
@@ -211,6 +211,14 @@ def _array(x, name):
     x = jnp.asarray(x)
     _dtype(x.dtype, "argument '%s'" % name)  # refused here, dtype named, if gmpi cannot move it
     return x
+
+
+def _copy(x):
+    """A copy of x through gmpi.jax's FFI target, ordered like its MPI calls but calling no MPI:
+    XLA's own cost of one such call (gmpi-jax-bench's `xlacopy` baseline). Not public."""
+    x = _array(x, "x")
+    (y,) = _p["copy"].bind(x, out=_out(x.shape, x.dtype), ordered=True, kind=_xla.KIND_COPY)
+    return y
 
 
 # ---- collectives --------------------------------------------------------------------------------

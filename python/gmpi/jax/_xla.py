@@ -21,7 +21,7 @@ from .. import _lib
 # The calls, as src/xla/gmpi_xla.cc numbers them (enum Kind).
 (KIND_ALLREDUCE, KIND_BCAST, KIND_REDUCE, KIND_ALLGATHER, KIND_ALLTOALL, KIND_GATHER,
  KIND_SCATTER, KIND_BARRIER, KIND_SEND, KIND_RECV, KIND_SENDRECV, KIND_ISEND, KIND_IRECV,
- KIND_WAIT) = range(14)
+ KIND_WAIT, KIND_COPY) = range(15)
 
 TARGET = "gmpi_xla_call"
 
