@@ -68,15 +68,22 @@ static void classify_costs(void *dev, void *host) {
   CUpointer_attribute which[4] = {
       CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
       CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS};
-  unsigned mtype = 0, sync = 0;
-  int ordinal = -1, managed = 0;
+  unsigned mtype = 0, sync = 0, managed = 0;
+  int ordinal = -1;
   void *values[4] = {&mtype, &ordinal, &managed, &sync};
   TIME("cuPointerGetAttributes(type, device, managed, memops), device",
        many(4, which, values, (CUdeviceptr)dev));
-  printf("    (device: type %u ordinal %d managed %d memops %u)\n", mtype, ordinal, managed, sync);
+  void *ptrs[2] = {dev, host};
+  const char *names[2] = {"device", "host"};
+  for (int k = 0; k < 2; k++) { /* what one call answers, each from fresh values */
+    mtype = sync = managed = 0;
+    ordinal = -1;
+    int r = many(4, which, values, (CUdeviceptr)ptrs[k]);
+    printf("    (%s: result %d, type %u ordinal %d managed %u memops %u)\n", names[k], r, mtype,
+           ordinal, managed, sync);
+  }
   TIME("cuPointerGetAttributes(type, device, managed, memops), host",
        many(4, which, values, (CUdeviceptr)host));
-  printf("    (host: type %u ordinal %d managed %d memops %u)\n", mtype, ordinal, managed, sync);
 }
 
 static void request_costs(ncclComm_t nc, cudaStream_t s) {

@@ -57,6 +57,8 @@ typedef struct {
   int32_t device; /* its buffers are device memory (the device engine runs it) */
   int32_t zero;
 } checked_call_t;
+_Static_assert(sizeof(checked_call_t) == 8 + sizeof(gmpi_coll_sig_t) + 8,
+               "GMPI_CHECK's record is compared as bytes: no padding");
 
 static void describe_call(char *buf, size_t len, int rank, const checked_call_t *c) {
   char sig[128];

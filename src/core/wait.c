@@ -38,6 +38,7 @@ int gmpi_deadline_poll(gmpi_deadline_t *d) {
 }
 
 int gmpi_deadline_poll_passive(gmpi_deadline_t *d) {
-  if (++d->tests % GMPI_PASSIVE_TESTS != 0) return 0;
-  return gmpi_deadline_poll(d);
+  if (++d->tests % GMPI_PASSIVE_TESTS == 0) return gmpi_deadline_poll(d);
+  if (d->spins > 2000) sched_yield(); /* shares the core as often as gmpi_deadline_poll does */
+  return 0;
 }

@@ -320,7 +320,9 @@ auto OnHost = [](ffi::RemainingArgs args, ffi::RemainingRets rets, auto... attrs
 // and return; point to point completes as gmpi's waits do (docs/design.md, stream-ordered mode).
 auto OnDevice = [](cudaStream_t stream, ffi::RemainingArgs args, ffi::RemainingRets rets,
                    int32_t kind, int64_t comm, auto... attrs) {
-  if (gmpi_comm_set_stream(reinterpret_cast<gmpi_comm_t>(comm), stream) != GMPI_SUCCESS)
+  // the copy names no comm: it runs on XLA's stream alone
+  if (kind != kCopy &&
+      gmpi_comm_set_stream(reinterpret_cast<gmpi_comm_t>(comm), stream) != GMPI_SUCCESS)
     return Failed("gmpi_comm_set_stream");
   return Dispatch(Memory{stream}, args, rets, kind, comm, attrs...);
 };

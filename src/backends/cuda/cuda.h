@@ -28,8 +28,10 @@ struct gmpi_plan;
  * dup'ed comms are split from their parent's and share its resources (NCCL's splitShare). */
 typedef struct {
   int device;
-  ncclComm_t nccl;          /* blocking: collectives, plans, stream mode */
-  atomic_int inside_nccl;   /* threads inside a data-path NCCL call: no abort while any are */
+  ncclComm_t nccl;              /* blocking: collectives, plans, stream mode */
+  atomic_int inside_nccl;       /* threads inside a data-path NCCL call: no abort while any are */
+  atomic_uint unfinished_tests; /* nonblocking collectives tested unfinished: NCCL's error is
+                                   asked at one in 16 (cuda_coll_test) */
   cudaStream_t stream;      /* gmpi's own stream for this comm: a non-blocking one (see below) */
   cudaStream_t user_stream; /* stream-ordered mode when set */
   cudaEvent_t default_mark; /* where the legacy default stream was (see below) */

@@ -504,13 +504,15 @@ gmpi_status_t cuda_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_arg
 
 gmpi_status_t cuda_coll_test(void *state, gmpi_request_t req, int *done) {
   cuda_comm_t *cc = state;
-  /* NCCL's asynchronous error at one unfinished test in 16, as a blocking wait asks it: a
-   * wait tests often (core/wait.h), and an error ends the wait either way */
-  static _Thread_local unsigned unfinished;
+  /* NCCL's asynchronous error at one unfinished test in 16 on this comm, as a blocking wait
+   * asks it: a wait tests often (core/wait.h). Counted per comm, not per thread: requests of
+   * two comms tested in turn would otherwise leave one comm never asked. */
   cudaError_t e = cudaEventQuery((cudaEvent_t)req->be);
   *done = e == cudaSuccess;
-  if (e == cudaErrorNotReady)
-    return (++unfinished & 15u) == 0 ? cuda_poll_errors(req->comm, cc) : GMPI_SUCCESS;
+  if (e == cudaErrorNotReady) {
+    unsigned n = atomic_fetch_add_explicit(&cc->unfinished_tests, 1, memory_order_relaxed);
+    return (n & 15u) == 15u ? cuda_poll_errors(req->comm, cc) : GMPI_SUCCESS;
+  }
   if (e == cudaSuccess)
     cuda_event_give(cc, (cudaEvent_t)req->be);
   else
