@@ -48,6 +48,18 @@ static void collectives(void) {
   expect_mismatch(st, "barrier vs bcast", "operation");
   T_ERROR_MENTIONS("rank 0");
   still_usable();
+  /* Rank 0 refuses its own call (its root is out of range): it still meets the others' check,
+   * so they hear of it at once rather than wait for it until GMPI_TIMEOUT, and every rank
+   * still counts the same collectives afterwards. */
+  st = gmpi_bcast(a, 4, GMPI_INT32, rank == 0 ? size + 5 : 0, comm);
+  if (rank == 0) {
+    T_STATUS(st, GMPI_ERR_INVALID_ARG);
+    T_ERROR_MENTIONS("root");
+  } else {
+    expect_mismatch(st, "bcast refused by rank 0", "refused");
+    T_ERROR_MENTIONS("rank 0");
+  }
+  still_usable();
   t_free(a);
   t_free(b);
 }

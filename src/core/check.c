@@ -54,8 +54,8 @@ void gmpi_coll_sig_diff(const gmpi_coll_sig_t *a, const gmpi_coll_sig_t *b, char
 typedef struct {
   uint64_t seq;
   gmpi_coll_sig_t sig;
-  int32_t device; /* its buffers are device memory (the device engine runs it) */
-  int32_t zero;
+  int32_t device;  /* its buffers are device memory (the device engine runs it) */
+  int32_t refused; /* the rank refused its call (its own arguments): it runs nothing */
 } checked_call_t;
 _Static_assert(sizeof(checked_call_t) == 8 + sizeof(gmpi_coll_sig_t) + 8,
                "GMPI_CHECK's record is compared as bytes: no padding");
@@ -121,6 +121,15 @@ static checked_call_t checked_call(gmpi_comm_t comm, const gmpi_coll_args_t *a, 
 /* Every rank's call the same as rank 0's, or GMPI_ERR_MISMATCH describing the first that is
  * not. started: the collective is already moving data (a nonblocking one). */
 static gmpi_status_t compare_calls(gmpi_comm_t comm, const checked_call_t *all, int started) {
+  for (int r = 0; r < comm->size; r++) {
+    if (!all[r].refused) continue;
+    char call[200];
+    describe_call(call, sizeof(call), r, &all[r]);
+    return gmpi_error(GMPI_ERR_MISMATCH,
+                      "GMPI_CHECK: rank %d refused its call (%s): its own error says why. "
+                      "Nothing was moved.",
+                      r, call);
+  }
   for (int r = 1; r < comm->size; r++) {
     if (!memcmp(&all[0], &all[r], sizeof(all[0]))) continue;
     char first[200], other[200], fields[96] = "";
@@ -152,6 +161,16 @@ gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a, int d
   free(all);
   int pairs = gmpi_coll_varies(a->kind) && a->kind != GMPI_COLL_REDUCE_SCATTERV;
   return st == GMPI_SUCCESS && pairs ? check_pairs(comm, a) : st;
+}
+
+void gmpi_check_coll_refused(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  checked_call_t mine = checked_call(comm, a, 0);
+  mine.refused = 1;
+  checked_call_t *all = calloc((size_t)comm->size, sizeof(*all));
+  /* Its own error is what the rank returns; the first description of a call is the one kept,
+   * so a failure of this exchange does not hide it. */
+  if (all) (void)comm->oob.ops->allgather(comm, &mine, all, sizeof(mine));
+  free(all);
 }
 
 /* A nonblocking collective's check: its signature exchange, in flight beside the data. */

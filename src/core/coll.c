@@ -238,13 +238,21 @@ gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
 
 gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   gmpi_coll_extent_t ext;
-  GMPI_CHECK(gmpi_coll_validate(comm, a, &ext));
+  gmpi_status_t st = gmpi_coll_validate(comm, a, &ext);
+  if (st != GMPI_SUCCESS) {
+    if (comm->cfg.check && !comm->rec) { /* the others count it: so does this rank */
+      comm->coll_seq++;
+      gmpi_check_coll_refused(comm, a);
+    }
+    return st;
+  }
   if (comm->rec) return gmpi_plan_record_coll(comm, a);
   comm->coll_seq++;
   uint64_t seq = gmpi_flight_start(&comm->flight, gmpi_coll_name(a->kind), a->count,
                                    gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
   const gmpi_engine_t *engine = NULL;
-  gmpi_status_t st = gmpi_route_coll(comm, a, &ext, &engine);
+  st = gmpi_route_coll(comm, a, &ext, &engine);
+  if (st != GMPI_SUCCESS && comm->cfg.check) gmpi_check_coll_refused(comm, a);
   if (st == GMPI_SUCCESS && comm->cfg.check)
     st = gmpi_check_coll(comm, a, engine == &comm->device_engine);
   if (st == GMPI_SUCCESS) st = gmpi_route_fence(comm, engine);
