@@ -418,22 +418,26 @@ static int hold_probed(gmpi_comm_t g, MPI_Comm comm, const gmpi_msg_status_t *gs
 }
 
 /* The held message laid out as count elements of type at buf; *status as MPI_Mrecv's (a message
- * longer than the buffer: MPI_ERR_TRUNCATE, nothing written). */
-static int deliver_held(held_msg_t *m, void *buf, int count, MPI_Datatype type,
-                        MPI_Status *status) {
+ * longer than the buffer: MPI_ERR_TRUNCATE, nothing written). *reported: the error was given to
+ * the comm's error handler already (by the check or MPI call that found it), so the caller must
+ * not give it again; a bad count and a truncation are left to the caller. */
+static int deliver_held(held_msg_t *m, void *buf, int count, MPI_Datatype type, MPI_Status *status,
+                        int *reported) {
   size_t size = 0;
   int rc = MPI_SUCCESS;
   size_t room = 0;
+  *reported = 0;
   if (count < 0) {
     rc = MPI_ERR_COUNT;
   } else if ((rc = usable_type(m->comm, "MPI_Mrecv", type)) != MPI_SUCCESS) {
-    /* refused, nothing written */
+    *reported = 1; /* refused, nothing written */
   } else if (dropin_contiguous(type, &size)) {
     room = (size_t)count * size;
     if (m->bytes <= room && m->bytes) {
       gmpi_status_t st = gmpi_mem_copy(dropin_copier(m->comm), buf, m->data, m->bytes);
       if (st != GMPI_SUCCESS) rc = dropin_fail(m->comm, "MPI_Mrecv", st);
     }
+    *reported = rc != MPI_SUCCESS;
   } else {
     int packed = 0;
     rc = PMPI_Pack_size(count, type, m->comm, &packed);
@@ -447,6 +451,7 @@ static int deliver_held(held_msg_t *m, void *buf, int count, MPI_Datatype type,
                         .user_type = type};
       rc = unpack_received(&r);
     }
+    *reported = rc != MPI_SUCCESS; /* MPI's calls and the staging report their own errors */
   }
   if (rc == MPI_SUCCESS && m->bytes > room) rc = MPI_ERR_TRUNCATE; /* nothing written */
   gmpi_msg_status_t gs = {.source = m->source, .tag = m->tag, .count = m->bytes};
@@ -477,9 +482,10 @@ int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mess
 int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *status) {
   held_msg_t *m = message ? take_held(*message) : NULL;
   if (!m) return PMPI_Mrecv(buf, count, type, message, status);
-  int rc = deliver_held(m, buf, count, type, status);
+  int reported = 0;
+  int rc = deliver_held(m, buf, count, type, status, &reported);
   *message = MPI_MESSAGE_NULL;
-  if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(m->comm, rc);
+  if (rc != MPI_SUCCESS && !reported) PMPI_Comm_call_errhandler(m->comm, rc);
   free(m->data);
   free(m);
   return rc;
@@ -492,11 +498,16 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
   held_msg_t *m = message ? take_held(*message) : NULL;
   if (!m) return PMPI_Imrecv(buf, count, type, message, request);
   gmpi_msg_status_t gs = {.source = m->source, .tag = m->tag, .count = m->bytes};
-  int error = deliver_held(m, buf, count, type, MPI_STATUS_IGNORE);
+  int reported = 0;
+  int error = deliver_held(m, buf, count, type, MPI_STATUS_IGNORE, &reported);
   *message = MPI_MESSAGE_NULL;
   MPI_Comm comm = m->comm;
   free(m->data);
   free(m);
+  if (reported) { /* this call's own error, handled already: no request to wait for */
+    *request = MPI_REQUEST_NULL;
+    return error;
+  }
   return dropin_req_done_status(comm, gs.source, gs.tag, gs.count, error, request);
 }
 

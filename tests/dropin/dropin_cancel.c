@@ -235,8 +235,49 @@ static void matched_probes(void) {
   free(got);
 }
 
+/* Each error of a matched receive reaches the comm's error handler once, as MPI's does: a
+ * receive with a type never committed, and a truncation (the layer gave the first twice). */
+static int handled;
+static void count_errors(MPI_Comm *comm, int *code, ...) {
+  (void)comm;
+  (void)code;
+  handled++;
+}
+
+static void matched_receive_errors(void) {
+  MPI_Comm c;
+  MPI_Errhandler counter;
+  D_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+  D_MPI(MPI_Comm_create_errhandler(count_errors, &counter));
+  D_MPI(MPI_Comm_set_errhandler(c, counter));
+  int six[6] = {1, 2, 3, 4, 5, 6}, got[6], cls = -1;
+  MPI_Datatype uncommitted;
+  D_MPI(MPI_Type_contiguous(6, MPI_INT, &uncommitted));
+  MPI_Request q;
+  MPI_Message m;
+  MPI_Status st;
+  D_MPI(MPI_Isend(six, 6, MPI_INT, d_next(), 3, c, &q));
+  D_MPI(MPI_Mprobe(d_prev(), 3, c, &m, &st));
+  handled = 0;
+  MPI_Error_class(MPI_Mrecv(got, 1, uncommitted, &m, &st), &cls);
+  D_EQ_INT(cls, MPI_ERR_TYPE);
+  D_EQ_INT(handled, 1);
+  D_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
+  D_MPI(MPI_Isend(six, 6, MPI_INT, d_next(), 4, c, &q));
+  D_MPI(MPI_Mprobe(d_prev(), 4, c, &m, &st));
+  handled = 0;
+  MPI_Error_class(MPI_Mrecv(got, 2, MPI_INT, &m, &st), &cls);
+  D_EQ_INT(cls, MPI_ERR_TRUNCATE);
+  D_EQ_INT(handled, 1);
+  D_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
+  D_MPI(MPI_Type_free(&uncommitted));
+  D_MPI(MPI_Errhandler_free(&counter));
+  D_MPI(MPI_Comm_free(&c));
+}
+
 int main(int argc, char **argv) {
   d_init(&argc, &argv, "dropin_cancel", D_SCOPE_P2P);
+  matched_receive_errors();
   cancel_receives();
   cancel_too_late();
   issend_self_cancel();
