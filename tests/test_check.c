@@ -94,6 +94,24 @@ static void memory_kinds(void) {
   }
 }
 
+/* Rank 0 refuses its ibcast (root out of range): the others, whose ibcast had started, hear of
+ * it at their wait as a mismatch naming rank 0, not as GMPI_TIMEOUT. Their comm is failed then
+ * (their data part may have started), so this runs last. */
+static void refused_nonblocking(void) {
+  int *a = t_alloc(4 * sizeof(int));
+  gmpi_request_t req = NULL;
+  gmpi_status_t st = gmpi_ibcast(a, 4, GMPI_INT32, rank == 0 ? size + 5 : 0, comm, &req);
+  if (rank == 0) {
+    T_STATUS(st, GMPI_ERR_INVALID_ARG);
+    T_ERROR_MENTIONS("root");
+  } else {
+    if (st == GMPI_SUCCESS) st = gmpi_wait(&req, NULL);
+    expect_mismatch(st, "ibcast refused by rank 0", "refused");
+    T_ERROR_MENTIONS("rank 0");
+  }
+  t_free(a);
+}
+
 static void point_to_point(void) {
   int peer = (rank ^ 1) < size ? rank ^ 1 : rank;
   int *s = t_alloc(16 * sizeof(int)), *r = t_alloc(16 * sizeof(int));
@@ -251,5 +269,6 @@ int main(int argc, char **argv) {
   point_to_point();
   large_and_sendrecv();
   sizes_and_truncation();
+  if (size > 1) refused_nonblocking(); /* last: the comm is failed on the others afterwards */
   return t_finish("GMPI_CHECK");
 }

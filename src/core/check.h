@@ -28,9 +28,9 @@ void gmpi_coll_sig_diff(const gmpi_coll_sig_t *a, const gmpi_coll_sig_t *b, char
  * memory: device when the device engine runs it) differs; nothing is moved, so the comm stays
  * usable. */
 gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a, int device);
-/* A rank that refused its own blocking collective (its arguments) still takes part in that
- * exchange, so that the others get GMPI_ERR_MISMATCH naming it, not a wait until GMPI_TIMEOUT;
- * it returns its own error. */
+/* A rank that refused its own collective (its arguments) still takes part in that exchange,
+ * blocking (it pairs with the others' nonblocking form too), so that the others get
+ * GMPI_ERR_MISMATCH naming it, not a wait until GMPI_TIMEOUT; it returns its own error. */
 void gmpi_check_coll_refused(gmpi_comm_t comm, const gmpi_coll_args_t *a);
 
 /* The same for a nonblocking collective, without waiting: the signature exchange runs beside

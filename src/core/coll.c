@@ -236,16 +236,19 @@ gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
   return GMPI_SUCCESS;
 }
 
+/* A collective this rank refused before counting it (its arguments): under GMPI_CHECK it still
+ * meets the others' exchange (check.h), and counts it as they do. Returns st, its own error. */
+static gmpi_status_t refused(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_status_t st) {
+  if (!comm->cfg.check || comm->rec) return st;
+  comm->coll_seq++;
+  gmpi_check_coll_refused(comm, a);
+  return st;
+}
+
 gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   gmpi_coll_extent_t ext;
   gmpi_status_t st = gmpi_coll_validate(comm, a, &ext);
-  if (st != GMPI_SUCCESS) {
-    if (comm->cfg.check && !comm->rec) { /* the others count it: so does this rank */
-      comm->coll_seq++;
-      gmpi_check_coll_refused(comm, a);
-    }
-    return st;
-  }
+  if (st != GMPI_SUCCESS) return refused(comm, a, st);
   if (comm->rec) return gmpi_plan_record_coll(comm, a);
   comm->coll_seq++;
   uint64_t seq = gmpi_flight_start(&comm->flight, gmpi_coll_name(a->kind), a->count,
@@ -265,12 +268,14 @@ gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
 
 gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_request_t *out) {
   gmpi_coll_extent_t ext;
-  GMPI_CHECK(gmpi_coll_validate(comm, a, &ext));
+  gmpi_status_t st = gmpi_coll_validate(comm, a, &ext);
+  if (st != GMPI_SUCCESS) return refused(comm, a, st);
   if (comm->rec) return gmpi_plan_record_coll_request(comm, a, out);
   gmpi_request_t req;
   GMPI_CHECK(gmpi_request_new_coll(comm, a, &req));
   comm->coll_seq++;
-  gmpi_status_t st = gmpi_route_coll(comm, a, &ext, &req->engine);
+  st = gmpi_route_coll(comm, a, &ext, &req->engine);
+  if (st != GMPI_SUCCESS && comm->cfg.check) gmpi_check_coll_refused(comm, a);
   /* GMPI_CHECK's exchange runs beside the data: waiting here for every rank to start would
    * deadlock programs MPI allows (docs/reliability.md). */
   if (st == GMPI_SUCCESS && comm->cfg.check)
