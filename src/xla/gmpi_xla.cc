@@ -2,11 +2,11 @@
 // XLA FFI handlers for gmpi.jax: MPI calls inside jax.jit, run by gmpi. C++ only because XLA's
 // FFI is a C++ API; everything here is a client of gmpi.h, like the drop-in layer.
 //
-// One handler, gmpi_xla_call, serves every call: its `kind` attribute says which, the other
-// attributes carry what the call needs (the gmpi comm's address, dtype, op, peers, tags, the
-// request slot), and its operands are the call's input buffers then the ordering token, its
-// results the output buffers then the token (python/gmpi/jax/_xla.py builds them). One
-// handler keeps one argument decoder and one error path for every call.
+// One handler, gmpi_xla_call, serves every call: its `kind` field says which, the other
+// fields of its one attribute carry what the call needs (the gmpi comm's address, dtype, op, peers,
+// tags, the request slot), and its operands are the call's input buffers then the ordering token,
+// its results the output buffers then the token (python/gmpi/jax/_xla.py builds them). One handler
+// keeps one argument decoder and one error path for every call.
 //
 // CPU: the buffers are host memory and gmpi runs its host engine on them, to completion.
 // Nonblocking point to point (isend, irecv, wait) stages data in memory the handler owns: XLA
@@ -247,25 +247,57 @@ ffi::Error Run(const Memory &m, const Call &c, const void *in, void *out, size_t
   }
 }
 
+// The call's attributes, packed into one int64 array named "args" in this order
+// (python/gmpi/jax/_xla.py): XLA decodes one array attribute in a third of the time of twelve
+// scalar ones (docs/performance.md, the floor of a gmpi.jax call).
+enum Field : int {
+  fKind,
+  fComm,
+  fDtype,
+  fOp,
+  fCount,
+  fRoot,
+  fPeer,
+  fTag,
+  fPeer2,
+  fTag2,
+  fStatus,
+  fSlot,
+  kFields
+};
+using Fields = ffi::Span<const int64_t>;
+
+// A field that the Call keeps as an int32: out of range is the lowering's bug, said so.
+bool Narrow(Fields f, Field i, int32_t *v) {
+  if (f[i] < INT32_MIN || f[i] > INT32_MAX) return false;
+  *v = static_cast<int32_t>(f[i]);
+  return true;
+}
+
+ffi::Error Decode(Fields f, Call *c) {
+  if (f.size() != kFields)
+    return Refused("attribute 'args' has " + std::to_string(f.size()) + " fields, expected " +
+                   std::to_string(kFields) + ": gmpi.jax and libgmpi_xla are of different builds");
+  int32_t dtype = 0, op = 0;
+  if (!Narrow(f, fKind, &c->kind) || !Narrow(f, fDtype, &dtype) || !Narrow(f, fOp, &op) ||
+      !Narrow(f, fRoot, &c->root) || !Narrow(f, fPeer, &c->peer) || !Narrow(f, fTag, &c->tag) ||
+      !Narrow(f, fPeer2, &c->peer2) || !Narrow(f, fTag2, &c->tag2))
+    return Refused("a call attribute is out of the int32 range");
+  if (c->kind < 0 || c->kind >= kKindCount)
+    return Refused("unknown call kind " + std::to_string(c->kind));
+  c->comm = reinterpret_cast<gmpi_comm_t>(f[fComm]);
+  c->dtype = static_cast<gmpi_dtype_t>(dtype);
+  c->op = static_cast<gmpi_op_t>(op);
+  c->count = f[fCount];
+  c->status = reinterpret_cast<MPI_Status *>(f[fStatus]);
+  c->slot = f[fSlot];
+  return ffi::Error::Success();
+}
+
 // Operands: the inputs, then the token; results: the outputs, then the token. Irecv's first
 // result is its request (the slot number), isend's too; wait reads only the slot attribute.
-ffi::Error Dispatch(const Memory &m, ffi::RemainingArgs args, ffi::RemainingRets rets, int32_t kind,
-                    int64_t comm, int32_t dtype, int32_t op, int64_t count, int32_t root,
-                    int32_t peer, int32_t tag, int32_t peer2, int32_t tag2, int64_t status,
-                    int64_t slot) {
-  if (kind < 0 || kind >= kKindCount) return Refused("unknown call kind " + std::to_string(kind));
-  Call c = {kind,
-            reinterpret_cast<gmpi_comm_t>(comm),
-            static_cast<gmpi_dtype_t>(dtype),
-            static_cast<gmpi_op_t>(op),
-            count,
-            root,
-            peer,
-            tag,
-            peer2,
-            tag2,
-            reinterpret_cast<MPI_Status *>(status),
-            slot};
+ffi::Error Dispatch(const Memory &m, ffi::RemainingArgs args, ffi::RemainingRets rets,
+                    const Call &c) {
   const void *in = nullptr;
   void *out = nullptr;
   size_t in_bytes = 0, out_bytes = 0;
@@ -284,47 +316,35 @@ ffi::Error Dispatch(const Memory &m, ffi::RemainingArgs args, ffi::RemainingRets
   if (c.kind == kIsend || c.kind == kIrecv) {
     // The request result is an int32 scalar that only orders the wait after the post: the slot
     // on the host, zero on a device. Irecv has no data result; its size comes from the count.
-    if (out && !m.stream) *static_cast<int32_t *>(out) = static_cast<int32_t>(slot);
+    if (out && !m.stream) *static_cast<int32_t *>(out) = static_cast<int32_t>(c.slot);
 #ifdef GMPI_XLA_CUDA
     if (out && m.stream) cudaMemsetAsync(out, 0, sizeof(int32_t), (cudaStream_t)m.stream);
 #endif
     out = nullptr;
-    out_bytes = c.kind == kIrecv ? (size_t)count * gmpi_dtype_size(c.dtype) : 0;
+    out_bytes = c.kind == kIrecv ? (size_t)c.count * gmpi_dtype_size(c.dtype) : 0;
   }
   return Run(m, c, in, out, in_bytes, out_bytes);
 }
 
-// The attributes every call has, in Dispatch's order, added to a handler's binding.
-template <typename Binding> auto WithCallAttrs(Binding b) {
-  return std::move(b)
-      .template Attr<int32_t>("kind")
-      .template Attr<int64_t>("comm")
-      .template Attr<int32_t>("dtype")
-      .template Attr<int32_t>("op")
-      .template Attr<int64_t>("count")
-      .template Attr<int32_t>("root")
-      .template Attr<int32_t>("peer")
-      .template Attr<int32_t>("tag")
-      .template Attr<int32_t>("peer2")
-      .template Attr<int32_t>("tag2")
-      .template Attr<int64_t>("status")
-      .template Attr<int64_t>("slot");
-}
-
-auto OnHost = [](ffi::RemainingArgs args, ffi::RemainingRets rets, auto... attrs) {
-  return Dispatch(Memory{nullptr}, args, rets, attrs...);
+auto OnHost = [](ffi::RemainingArgs args, ffi::RemainingRets rets, Fields fields) {
+  Call c = {};
+  ffi::Error e = Decode(fields, &c);
+  if (e.failure()) return e;
+  return Dispatch(Memory{nullptr}, args, rets, c);
 };
 
 #ifdef GMPI_XLA_CUDA
 // Device arrays: gmpi runs stream-ordered on XLA's stream, so collectives are enqueued there
 // and return; point to point completes as gmpi's waits do (docs/design.md, stream-ordered mode).
 auto OnDevice = [](cudaStream_t stream, ffi::RemainingArgs args, ffi::RemainingRets rets,
-                   int32_t kind, int64_t comm, auto... attrs) {
+                   Fields fields) {
+  Call c = {};
+  ffi::Error e = Decode(fields, &c);
+  if (e.failure()) return e;
   // the copy names no comm: it runs on XLA's stream alone
-  if (kind != kCopy &&
-      gmpi_comm_set_stream(reinterpret_cast<gmpi_comm_t>(comm), stream) != GMPI_SUCCESS)
+  if (c.kind != kCopy && gmpi_comm_set_stream(c.comm, stream) != GMPI_SUCCESS)
     return Failed("gmpi_comm_set_stream");
-  return Dispatch(Memory{stream}, args, rets, kind, comm, attrs...);
+  return Dispatch(Memory{stream}, args, rets, c);
 };
 #endif
 
@@ -334,14 +354,16 @@ auto OnDevice = [](cudaStream_t stream, ffi::RemainingArgs args, ffi::RemainingR
 // built with CUDA, the CUDA platform.
 extern "C" __attribute__((visibility("default"))) XLA_FFI_Error *
 gmpi_xla_call(XLA_FFI_CallFrame *call_frame);
-XLA_FFI_DEFINE_HANDLER_SYMBOL(gmpi_xla_call, OnHost,
-                              WithCallAttrs(ffi::Ffi::Bind().RemainingArgs().RemainingRets()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    gmpi_xla_call, OnHost, ffi::Ffi::Bind().RemainingArgs().RemainingRets().Attr<Fields>("args"));
 
 #ifdef GMPI_XLA_CUDA
 extern "C" __attribute__((visibility("default"))) XLA_FFI_Error *
 gmpi_xla_call_cuda(XLA_FFI_CallFrame *call_frame);
-XLA_FFI_DEFINE_HANDLER_SYMBOL(
-    gmpi_xla_call_cuda, OnDevice,
-    WithCallAttrs(
-        ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>().RemainingArgs().RemainingRets()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(gmpi_xla_call_cuda, OnDevice,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .RemainingArgs()
+                                  .RemainingRets()
+                                  .Attr<Fields>("args"));
 #endif
