@@ -94,22 +94,57 @@ static void memory_kinds(void) {
   }
 }
 
-/* Rank 0 refuses its ibcast (root out of range): the others, whose ibcast had started, hear of
- * it at their wait as a mismatch naming rank 0, not as GMPI_TIMEOUT. Their comm is failed then
- * (their data part may have started), so this runs last. */
-static void refused_nonblocking(void) {
+/* Rank 0 refuses its ibcast (root out of range, or no request handle): the others, whose
+ * ibcast had started, hear of it at their wait as a mismatch naming rank 0, not as
+ * GMPI_TIMEOUT. Their comm is failed then (their data part may have started), and rank 0's
+ * with it, so that all free it alike: each case on a duplicate of its own. */
+static void refused_nonblocking(int no_request) {
+  gmpi_comm_t d = NULL;
+  T_OK(gmpi_comm_dup(comm, &d));
   int *a = t_alloc(4 * sizeof(int));
   gmpi_request_t req = NULL;
-  gmpi_status_t st = gmpi_ibcast(a, 4, GMPI_INT32, rank == 0 ? size + 5 : 0, comm, &req);
+  gmpi_status_t st;
   if (rank == 0) {
+    st = no_request ? gmpi_ibcast(a, 4, GMPI_INT32, 0, d, NULL)
+                    : gmpi_ibcast(a, 4, GMPI_INT32, size + 5, d, &req);
     T_STATUS(st, GMPI_ERR_INVALID_ARG);
-    T_ERROR_MENTIONS("root");
+    T_ERROR_MENTIONS(no_request ? "request" : "root");
   } else {
+    st = gmpi_ibcast(a, 4, GMPI_INT32, 0, d, &req);
     if (st == GMPI_SUCCESS) st = gmpi_wait(&req, NULL);
     expect_mismatch(st, "ibcast refused by rank 0", "refused");
     T_ERROR_MENTIONS("rank 0");
   }
+  T_STATUS(gmpi_barrier(d), GMPI_ERR_STATE); /* failed on every rank, refusing one included */
+  T_OK(gmpi_comm_free(&d));
   t_free(a);
+}
+
+/* A v-variant refused for its missing counts: the refused record has none to digest. */
+static void refused_without_counts(void) {
+  int one = rank, all[64];
+  size_t counts[64], displs[64];
+  for (int r = 0; r < size && r < 64; r++) {
+    counts[r] = 1;
+    displs[r] = (size_t)r;
+  }
+  int *send = t_alloc(sizeof(int)), *recv = t_alloc(64 * sizeof(int));
+  t_put(send, &one, sizeof(one));
+  gmpi_status_t st =
+      gmpi_allgatherv(send, 1, recv, rank == 0 ? NULL : counts, displs, GMPI_INT32, comm);
+  if (rank == 0) {
+    T_STATUS(st, GMPI_ERR_INVALID_ARG);
+    T_ERROR_MENTIONS("recvcounts");
+  } else {
+    expect_mismatch(st, "allgatherv refused by rank 0", "refused");
+  }
+  still_usable();
+  T_OK(gmpi_allgatherv(send, 1, recv, counts, displs, GMPI_INT32, comm));
+  t_get(all, recv, (size_t)size * sizeof(int));
+  for (int r = 0; r < size; r++)
+    T_EQ_INT(all[r], r);
+  t_free(send);
+  t_free(recv);
 }
 
 static void point_to_point(void) {
@@ -269,6 +304,10 @@ int main(int argc, char **argv) {
   point_to_point();
   large_and_sendrecv();
   sizes_and_truncation();
-  if (size > 1) refused_nonblocking(); /* last: the comm is failed on the others afterwards */
+  if (size > 1 && size <= 64) {
+    refused_without_counts();
+    refused_nonblocking(0);
+    refused_nonblocking(1);
+  }
   return t_finish("GMPI_CHECK");
 }

@@ -113,9 +113,16 @@ free_counts:
 static checked_call_t checked_call(gmpi_comm_t comm, const gmpi_coll_args_t *a, int device) {
   checked_call_t mine = {comm->coll_seq, gmpi_coll_sig(a->kind, a->count, a->dtype, a->op, a->root),
                          device, 0};
-  if (a->kind == GMPI_COLL_ALLGATHERV || a->kind == GMPI_COLL_REDUCE_SCATTERV)
+  /* (a refused call may lack its counts: a NULL array is what it was refused for) */
+  if ((a->kind == GMPI_COLL_ALLGATHERV || a->kind == GMPI_COLL_REDUCE_SCATTERV) && a->recvcounts)
     mine.sig.count = counts_hash(a->recvcounts, comm->size);
   return mine;
+}
+
+static const char *started_note(int started) {
+  return started ? "The nonblocking collective had started, so its buffers may have been "
+                   "written; the communicator is now failed."
+                 : "Nothing was moved.";
 }
 
 /* Every rank's call the same as rank 0's, or GMPI_ERR_MISMATCH describing the first that is
@@ -126,9 +133,8 @@ static gmpi_status_t compare_calls(gmpi_comm_t comm, const checked_call_t *all, 
     char call[200];
     describe_call(call, sizeof(call), r, &all[r]);
     return gmpi_error(GMPI_ERR_MISMATCH,
-                      "GMPI_CHECK: rank %d refused its call (%s): its own error says why. "
-                      "Nothing was moved.",
-                      r, call);
+                      "GMPI_CHECK: rank %d refused its call (%s): its own error says why. %s", r,
+                      call, started_note(started));
   }
   for (int r = 1; r < comm->size; r++) {
     if (!memcmp(&all[0], &all[r], sizeof(all[0]))) continue;
@@ -143,10 +149,7 @@ static gmpi_status_t compare_calls(gmpi_comm_t comm, const checked_call_t *all, 
     return gmpi_error(GMPI_ERR_MISMATCH,
                       "GMPI_CHECK: ranks 0 and %d called different collectives (%s differ): %s; "
                       "%s. %s",
-                      r, fields, first, other,
-                      started ? "The nonblocking collective had started, so its buffers may have "
-                                "been written; the communicator is now failed."
-                              : "Nothing was moved.");
+                      r, fields, first, other, started_note(started));
   }
   return GMPI_SUCCESS;
 }
@@ -163,14 +166,18 @@ gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a, int d
   return st == GMPI_SUCCESS && pairs ? check_pairs(comm, a) : st;
 }
 
-void gmpi_check_coll_refused(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+int gmpi_check_coll_refused(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   checked_call_t mine = checked_call(comm, a, 0);
   mine.refused = 1;
   checked_call_t *all = calloc((size_t)comm->size, sizeof(*all));
+  int went_ahead = 0;
   /* Its own error is what the rank returns; the first description of a call is the one kept,
    * so a failure of this exchange does not hide it. */
-  if (all) (void)comm->oob.ops->allgather(comm, &mine, all, sizeof(mine));
+  if (all && comm->oob.ops->allgather(comm, &mine, all, sizeof(mine)) == GMPI_SUCCESS)
+    for (int r = 0; r < comm->size; r++)
+      went_ahead |= !all[r].refused;
   free(all);
+  return went_ahead;
 }
 
 /* A nonblocking collective's check: its signature exchange, in flight beside the data. */

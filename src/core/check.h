@@ -30,8 +30,9 @@ void gmpi_coll_sig_diff(const gmpi_coll_sig_t *a, const gmpi_coll_sig_t *b, char
 gmpi_status_t gmpi_check_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a, int device);
 /* A rank that refused its own collective (its arguments) still takes part in that exchange,
  * blocking (it pairs with the others' nonblocking form too), so that the others get
- * GMPI_ERR_MISMATCH naming it, not a wait until GMPI_TIMEOUT; it returns its own error. */
-void gmpi_check_coll_refused(gmpi_comm_t comm, const gmpi_coll_args_t *a);
+ * GMPI_ERR_MISMATCH naming it, not a wait until GMPI_TIMEOUT; it returns its own error. 1 when
+ * some other rank did not refuse it: that rank went ahead with the call. */
+int gmpi_check_coll_refused(gmpi_comm_t comm, const gmpi_coll_args_t *a);
 
 /* The same for a nonblocking collective, without waiting: the signature exchange runs beside
  * the data (waiting for every rank to start would deadlock legal programs). Test it until

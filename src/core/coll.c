@@ -236,26 +236,30 @@ gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
   return GMPI_SUCCESS;
 }
 
-/* A collective this rank refused before counting it (its arguments): under GMPI_CHECK it still
- * meets the others' exchange (check.h), and counts it as they do. Returns st, its own error. */
-static gmpi_status_t refused(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_status_t st) {
+/* A collective this rank refused (its arguments): under GMPI_CHECK it still meets the others'
+ * exchange (check.h) and counts the call as they do (counted: it has already). Ranks that went
+ * ahead with a nonblocking one have started its data and fail their comm at the mismatch; so
+ * does this rank then, so that every rank frees the comm alike (a healthy comm's free waits for
+ * every rank to arrive, which failed ones do not). Returns st, its own error. */
+static gmpi_status_t refused(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_status_t st,
+                             int counted, int nonblocking) {
   if (!comm->cfg.check || comm->rec) return st;
-  comm->coll_seq++;
-  gmpi_check_coll_refused(comm, a);
+  if (!counted) comm->coll_seq++;
+  if (gmpi_check_coll_refused(comm, a) && nonblocking) gmpi_comm_fail(comm, GMPI_ERR_MISMATCH);
   return st;
 }
 
 gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   gmpi_coll_extent_t ext;
   gmpi_status_t st = gmpi_coll_validate(comm, a, &ext);
-  if (st != GMPI_SUCCESS) return refused(comm, a, st);
+  if (st != GMPI_SUCCESS) return refused(comm, a, st, 0, 0);
   if (comm->rec) return gmpi_plan_record_coll(comm, a);
   comm->coll_seq++;
   uint64_t seq = gmpi_flight_start(&comm->flight, gmpi_coll_name(a->kind), a->count,
                                    gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
   const gmpi_engine_t *engine = NULL;
   st = gmpi_route_coll(comm, a, &ext, &engine);
-  if (st != GMPI_SUCCESS && comm->cfg.check) gmpi_check_coll_refused(comm, a);
+  if (st != GMPI_SUCCESS) refused(comm, a, st, 1, 0);
   if (st == GMPI_SUCCESS && comm->cfg.check)
     st = gmpi_check_coll(comm, a, engine == &comm->device_engine);
   if (st == GMPI_SUCCESS) st = gmpi_route_fence(comm, engine);
@@ -269,13 +273,16 @@ gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
 gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_request_t *out) {
   gmpi_coll_extent_t ext;
   gmpi_status_t st = gmpi_coll_validate(comm, a, &ext);
-  if (st != GMPI_SUCCESS) return refused(comm, a, st);
+  if (st == GMPI_SUCCESS && !out)
+    st = gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'request' is NULL");
+  if (st != GMPI_SUCCESS) return refused(comm, a, st, 0, 1);
   if (comm->rec) return gmpi_plan_record_coll_request(comm, a, out);
   gmpi_request_t req;
-  GMPI_CHECK(gmpi_request_new_coll(comm, a, &req));
+  st = gmpi_request_new_coll(comm, a, &req);
+  if (st != GMPI_SUCCESS) return refused(comm, a, st, 0, 1);
   comm->coll_seq++;
   st = gmpi_route_coll(comm, a, &ext, &req->engine);
-  if (st != GMPI_SUCCESS && comm->cfg.check) gmpi_check_coll_refused(comm, a);
+  if (st != GMPI_SUCCESS) refused(comm, a, st, 1, 1);
   /* GMPI_CHECK's exchange runs beside the data: waiting here for every rank to start would
    * deadlock programs MPI allows (docs/reliability.md). */
   if (st == GMPI_SUCCESS && comm->cfg.check)

@@ -38,7 +38,8 @@ int gmpi_deadline_poll(gmpi_deadline_t *d) {
 }
 
 int gmpi_deadline_poll_passive(gmpi_deadline_t *d) {
-  if (++d->tests % GMPI_PASSIVE_TESTS == 0) return gmpi_deadline_poll(d);
-  if (d->spins > 2000) sched_yield(); /* shares the core as often as gmpi_deadline_poll does */
+  /* Once a wait yields the core (a long one), each test is a whole poll again: a yield can take
+   * a scheduler slice, so the clock must be read as often as in gmpi_deadline_poll. */
+  if (d->spins > 2000 || ++d->tests % GMPI_PASSIVE_TESTS == 0) return gmpi_deadline_poll(d);
   return 0;
 }

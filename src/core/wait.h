@@ -20,7 +20,8 @@ int gmpi_deadline_poll(gmpi_deadline_t *d);
  * deadline is checked and the engines driven at one call in GMPI_PASSIVE_TESTS, so that the
  * work is tested often between progress passes. A pass can cost several tests (the envelope
  * engine asks MPI for envelopes), and a wait that tests only once per pass ends that much
- * later than the work. */
+ * later than the work. Once the wait yields the core (a long one), every call is a whole
+ * gmpi_deadline_poll again. */
 #define GMPI_PASSIVE_TESTS 8u
 int gmpi_deadline_poll_passive(gmpi_deadline_t *d);
 

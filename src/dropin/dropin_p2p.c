@@ -421,21 +421,21 @@ static int hold_probed(gmpi_comm_t g, MPI_Comm comm, const gmpi_msg_status_t *gs
  * longer than the buffer: MPI_ERR_TRUNCATE, nothing written). *reported: the error was given to
  * the comm's error handler already (by the check or MPI call that found it), so the caller must
  * not give it again; a bad count and a truncation are left to the caller. */
-static int deliver_held(held_msg_t *m, void *buf, int count, MPI_Datatype type, MPI_Status *status,
-                        int *reported) {
+static int deliver_held(held_msg_t *m, const char *func, void *buf, int count, MPI_Datatype type,
+                        MPI_Status *status, int *reported) {
   size_t size = 0;
   int rc = MPI_SUCCESS;
   size_t room = 0;
   *reported = 0;
   if (count < 0) {
     rc = MPI_ERR_COUNT;
-  } else if ((rc = usable_type(m->comm, "MPI_Mrecv", type)) != MPI_SUCCESS) {
+  } else if ((rc = usable_type(m->comm, func, type)) != MPI_SUCCESS) {
     *reported = 1; /* refused, nothing written */
   } else if (dropin_contiguous(type, &size)) {
     room = (size_t)count * size;
     if (m->bytes <= room && m->bytes) {
       gmpi_status_t st = gmpi_mem_copy(dropin_copier(m->comm), buf, m->data, m->bytes);
-      if (st != GMPI_SUCCESS) rc = dropin_fail(m->comm, "MPI_Mrecv", st);
+      if (st != GMPI_SUCCESS) rc = dropin_fail(m->comm, func, st);
     }
     *reported = rc != MPI_SUCCESS;
   } else {
@@ -483,7 +483,7 @@ int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI
   held_msg_t *m = message ? take_held(*message) : NULL;
   if (!m) return PMPI_Mrecv(buf, count, type, message, status);
   int reported = 0;
-  int rc = deliver_held(m, buf, count, type, status, &reported);
+  int rc = deliver_held(m, "MPI_Mrecv", buf, count, type, status, &reported);
   *message = MPI_MESSAGE_NULL;
   if (rc != MPI_SUCCESS && !reported) PMPI_Comm_call_errhandler(m->comm, rc);
   free(m->data);
@@ -499,11 +499,15 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
   if (!m) return PMPI_Imrecv(buf, count, type, message, request);
   gmpi_msg_status_t gs = {.source = m->source, .tag = m->tag, .count = m->bytes};
   int reported = 0;
-  int error = deliver_held(m, buf, count, type, MPI_STATUS_IGNORE, &reported);
+  int error = deliver_held(m, "MPI_Imrecv", buf, count, type, MPI_STATUS_IGNORE, &reported);
   *message = MPI_MESSAGE_NULL;
   MPI_Comm comm = m->comm;
   free(m->data);
   free(m);
+  if (error == MPI_ERR_COUNT) { /* an argument: this call's error, as MPI's own check says */
+    PMPI_Comm_call_errhandler(comm, error);
+    reported = 1;
+  }
   if (reported) { /* this call's own error, handled already: no request to wait for */
     *request = MPI_REQUEST_NULL;
     return error;
