@@ -145,10 +145,6 @@ gmpi_status_t cuda_default_stream_wanted(cuda_comm_t *cc, int *wanted);
  * and orders, on one thread. */
 void cuda_memops_unsure(void);
 void cuda_memops_owed(void);
-/* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the allocation holding p (cuda_mem.c): it was set before,
- * it is set now (memory calls made before may still run), or the driver refused it. */
-typedef enum { CUDA_MEMOPS_NO = 0, CUDA_MEMOPS_ALREADY, CUDA_MEMOPS_NOW } cuda_memops_t;
-cuda_memops_t cuda_sync_memops(const void *p);
 
 /* ---- collectives (cuda_coll.c) and fallback kernels (cuda_kernels.cu) ---- */
 /* NCCL groups of sends and receives. A group is ended whatever became of the calls in it:

@@ -47,6 +47,8 @@ typedef struct {
   ncclComm_t nc;       /* that communicator, as it was when registering */
 } block_t;
 
+static int ensure_sync_memops(const void *p); /* below, with the driver calls */
+
 static struct {
   pthread_mutex_t lock;
   int refs; /* comms using the device */
@@ -123,7 +125,7 @@ gmpi_status_t cuda_mem_setup(const gmpi_config_t *cfg, int device) {
       GMPI_CUDA_CHECK_GOTO(cudaMalloc(&mem.pool, mem.budget), st, undo_ref);
     GMPI_CHECK_GOTO(blocks_insert(0, (block_t){.base = (uintptr_t)mem.pool, .size = mem.budget}),
                     st, free_pool);
-    mem.pool_sync_memops = mem.memops && cuda_sync_memops(mem.pool) != CUDA_MEMOPS_NO;
+    mem.pool_sync_memops = mem.memops && ensure_sync_memops(mem.pool);
     gmpi_log(GMPI_LOG_INFO, "reserved %zu bytes of device %d for gmpi_mem_alloc (%s)", mem.budget,
              device, mem.pool_nccl ? "ncclMemAlloc" : "cudaMalloc");
   }
@@ -215,27 +217,36 @@ static range_fn_t range_fn(void) {
   return (range_fn_t)driver_fn("cuMemGetAddressRange", &fn, &looked);
 }
 
+/* Setting CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on an allocation: it is set now (memory calls made
+ * before may still run), or the driver refused it. */
+typedef enum { MEMOPS_REFUSED = 0, MEMOPS_SET_NOW } memops_set_t;
+
 /* Set SYNC_MEMOPS on the allocation holding p, which does not have it yet. */
-static cuda_memops_t set_sync_memops(const void *p) {
+static memops_set_t set_sync_memops(const void *p) {
   static _Atomic(void *) set_fn;
   static atomic_int set_looked;
   set_attribute_fn_t set =
       (set_attribute_fn_t)driver_fn("cuPointerSetAttribute", &set_fn, &set_looked);
   unsigned int on = 1;
   if (!set || set(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)(uintptr_t)p) != 0)
-    return CUDA_MEMOPS_NO;
-  return CUDA_MEMOPS_NOW;
+    return MEMOPS_REFUSED;
+  return MEMOPS_SET_NOW;
 }
 
-cuda_memops_t cuda_sync_memops(const void *p) {
+/* SYNC_MEMOPS is set on the allocation holding p (0 also where the driver cannot say). */
+static unsigned has_sync_memops(const void *p) {
   static _Atomic(void *) get_fn;
   static atomic_int get_looked;
   get_attribute_fn_t get =
       (get_attribute_fn_t)driver_fn("cuPointerGetAttribute", &get_fn, &get_looked);
   unsigned int on = 0;
-  if (!get || get(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)(uintptr_t)p) != 0)
-    return CUDA_MEMOPS_NO;
-  return on ? CUDA_MEMOPS_ALREADY : set_sync_memops(p);
+  if (!get || get(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)(uintptr_t)p) != 0) return 0;
+  return on;
+}
+
+/* SYNC_MEMOPS is on the allocation holding p, set before or now (0: the driver refused it). */
+static int ensure_sync_memops(const void *p) {
+  return has_sync_memops(p) || set_sync_memops(p) == MEMOPS_SET_NOW;
 }
 
 /* What the driver knows of a pointer, asked in one call (cuPointerGetAttributes): the runtime's
@@ -261,6 +272,21 @@ static int pointer_facts(const void *ptr, pointer_facts_t *f) {
   void *values[4] = {&f->type, &f->device, &f->managed, &f->memops};
   *f = (pointer_facts_t){0, -1, 0, 0};
   return get && get(4, which, values, (CUdeviceptr)(uintptr_t)ptr) == 0;
+}
+
+/* The same facts from the runtime, where the driver cannot answer in one call. */
+static void runtime_facts(const void *ptr, pointer_facts_t *f) {
+  *f = (pointer_facts_t){0, -1, 0, 0};
+  struct cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    cudaGetLastError(); /* older drivers: plain host memory is an "invalid value" */
+    return;
+  }
+  f->managed = attr.type == cudaMemoryTypeManaged;
+  if (attr.type != cudaMemoryTypeDevice) return;
+  f->type = CU_MEMORYTYPE_DEVICE;
+  f->device = attr.device;
+  f->memops = has_sync_memops(ptr);
 }
 
 int cuda_alloc_range(const void *p, uintptr_t *base, size_t *size) {
@@ -298,12 +324,11 @@ static gmpi_status_t own_block(int nccl, size_t rounded, void **ptr, size_t *tak
   while (at < mem.n_blocks && mem.blocks[at].base < (uintptr_t)p)
     at++;
   if (st == GMPI_SUCCESS)
-    st = blocks_insert(
-        at, (block_t){.base = (uintptr_t)p,
-                      .size = *taken,
-                      .used = 1,
-                      .nccl = nccl,
-                      .sync_memops = mem.memops && cuda_sync_memops(p) != CUDA_MEMOPS_NO});
+    st = blocks_insert(at, (block_t){.base = (uintptr_t)p,
+                                     .size = *taken,
+                                     .used = 1,
+                                     .nccl = nccl,
+                                     .sync_memops = mem.memops && ensure_sync_memops(p)});
   if (st != GMPI_SUCCESS)
     (void)release_device_memory(p, nccl);
   else
@@ -534,12 +559,12 @@ static gmpi_status_t wrong_device(const char *arg, const void *ptr, int device, 
 
 /* The program's cudaMemcpy and cudaMemset into device memory return once done -- from now on:
  * ones made before the attribute was set may still be running, so an event is owed. */
-static void note_memops(cuda_memops_t was) {
-  if (was == CUDA_MEMOPS_NOW) cuda_memops_owed();
-  if (was == CUDA_MEMOPS_NO) cuda_memops_unsure();
+static void note_memops(memops_set_t was) {
+  if (was == MEMOPS_SET_NOW) cuda_memops_owed();
+  if (was == MEMOPS_REFUSED) cuda_memops_unsure();
 }
 
-/* Classify memory the driver described (pointer_facts). */
+/* Classify memory as the driver or the runtime described it. */
 static gmpi_status_t classify_known(const cuda_comm_t *cc, const void *ptr, const char *arg,
                                     const pointer_facts_t *f, int memops, gmpi_mem_kind_t *kind) {
   *kind = GMPI_MEM_HOST;
@@ -573,24 +598,6 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
     return GMPI_SUCCESS;
   }
   pointer_facts_t f;
-  if (pointer_facts(ptr, &f)) return classify_known(cc, ptr, arg, &f, memops, kind);
-  struct cudaPointerAttributes attr;
-  cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
-  if (e != cudaSuccess) { /* older drivers: plain host memory is an "invalid value" */
-    cudaGetLastError();
-    *kind = GMPI_MEM_HOST;
-    return GMPI_SUCCESS;
-  }
-  switch (attr.type) {
-  case cudaMemoryTypeDevice:
-    if (attr.device != cc->device) return wrong_device(arg, ptr, attr.device, cc->device);
-    if (memops) note_memops(cuda_sync_memops(ptr));
-    *kind = GMPI_MEM_DEVICE;
-    return GMPI_SUCCESS;
-  case cudaMemoryTypeManaged:
-    if (memops) cuda_memops_unsure(); /* pages may move: ordered by the event instead */
-    *kind = GMPI_MEM_DEVICE;
-    return GMPI_SUCCESS;
-  default: *kind = GMPI_MEM_HOST; return GMPI_SUCCESS;
-  }
+  if (!pointer_facts(ptr, &f)) runtime_facts(ptr, &f);
+  return classify_known(cc, ptr, arg, &f, memops, kind);
 }

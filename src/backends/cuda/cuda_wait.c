@@ -137,8 +137,7 @@ static gmpi_status_t timed_out(gmpi_comm_t comm, cuda_comm_t *cc, const char *wh
   return gmpi_error(GMPI_ERR_TIMEOUT,
                     "%s did not complete within GMPI_TIMEOUT = %g s (a rank is not taking part, "
                     "is stuck elsewhere, or passed memory of another kind); the NCCL communicator "
-                    "was aborted and the comm is "
-                    "now failed",
+                    "was aborted and the comm is now failed",
                     what, comm->cfg.timeout_s);
 }
 
