@@ -267,11 +267,16 @@ enum Field : int {
 };
 using Fields = ffi::Span<const int64_t>;
 
-// A field that the Call keeps as an int32: out of range is the lowering's bug, said so.
-bool Narrow(Fields f, Field i, int32_t *v) {
-  if (f[i] < INT32_MIN || f[i] > INT32_MAX) return false;
+const char *const kFieldNames[kFields] = {"kind", "comm", "dtype", "op",   "count",  "root",
+                                          "peer", "tag",  "peer2", "tag2", "status", "slot"};
+
+// A field that the Call keeps as an int32: out of range is the lowering's bug, named.
+ffi::Error Narrow(Fields f, Field i, int32_t *v) {
+  if (f[i] < INT32_MIN || f[i] > INT32_MAX)
+    return Refused(std::string("field '") + kFieldNames[i] + "' = " + std::to_string(f[i]) +
+                   " of attribute 'args' is out of the int32 range");
   *v = static_cast<int32_t>(f[i]);
-  return true;
+  return ffi::Error::Success();
 }
 
 ffi::Error Decode(Fields f, Call *c) {
@@ -279,12 +284,18 @@ ffi::Error Decode(Fields f, Call *c) {
     return Refused("attribute 'args' has " + std::to_string(f.size()) + " fields, expected " +
                    std::to_string(kFields) + ": gmpi.jax and libgmpi_xla are of different builds");
   int32_t dtype = 0, op = 0;
-  if (!Narrow(f, fKind, &c->kind) || !Narrow(f, fDtype, &dtype) || !Narrow(f, fOp, &op) ||
-      !Narrow(f, fRoot, &c->root) || !Narrow(f, fPeer, &c->peer) || !Narrow(f, fTag, &c->tag) ||
-      !Narrow(f, fPeer2, &c->peer2) || !Narrow(f, fTag2, &c->tag2))
-    return Refused("a call attribute is out of the int32 range");
+  const struct {
+    Field i;
+    int32_t *v;
+  } narrow[] = {{fKind, &c->kind}, {fDtype, &dtype}, {fOp, &op},          {fRoot, &c->root},
+                {fPeer, &c->peer}, {fTag, &c->tag},  {fPeer2, &c->peer2}, {fTag2, &c->tag2}};
+  for (const auto &n : narrow) {
+    ffi::Error e = Narrow(f, n.i, n.v);
+    if (e.failure()) return e;
+  }
   if (c->kind < 0 || c->kind >= kKindCount)
-    return Refused("unknown call kind " + std::to_string(c->kind));
+    return Refused("field 'kind' = " + std::to_string(c->kind) +
+                   " of attribute 'args' is not a call kind");
   c->comm = reinterpret_cast<gmpi_comm_t>(f[fComm]);
   c->dtype = static_cast<gmpi_dtype_t>(dtype);
   c->op = static_cast<gmpi_op_t>(op);
