@@ -200,3 +200,20 @@ def test_bad_arguments_are_gmpi_errors():
         mj.allreduce(x, op=MPI.SUM, comm=42)
     with pytest.raises(gmpi.GmpiError, match="first axis"):
         mj.alltoall(jnp.zeros((size + 1, 2)))
+
+
+def test_malformed_call_fields_are_refused_by_the_handler():
+    """What only a lowering's bug could hand the FFI handler (gmpi.jax checks arguments first):
+    the handler refuses it with the field named, and calls nothing."""
+    from gmpi.jax import _p, _out
+    x = jnp.ones(4, jnp.float32)
+
+    def bound(**fields):
+        return jax.jit(lambda a: _p["copy"].bind(a, out=_out(a.shape, a.dtype), ordered=True,
+                                                 **fields)[0])(x)
+
+    with pytest.raises(Exception, match="field 'kind' = 99 of attribute 'args' is not a call kind"):
+        bound(kind=99).block_until_ready()
+    with pytest.raises(Exception, match="field 'root' = 4294967296 of attribute 'args' is out of"):
+        bound(kind=mj._xla.KIND_COPY, root=2**32).block_until_ready()
+    np.testing.assert_array_equal(np.asarray(bound(kind=mj._xla.KIND_COPY)), np.ones(4))
