@@ -274,8 +274,9 @@ static int pointer_facts(const void *ptr, pointer_facts_t *f) {
   return get && get(4, which, values, (CUdeviceptr)(uintptr_t)ptr) == 0;
 }
 
-/* The same facts from the runtime, where the driver cannot answer in one call. */
-static void runtime_facts(const void *ptr, pointer_facts_t *f) {
+/* The same facts from the runtime, where the driver cannot answer in one call; SYNC_MEMOPS only
+ * when the caller uses it (it costs a second driver call). */
+static void runtime_facts(const void *ptr, int want_memops, pointer_facts_t *f) {
   *f = (pointer_facts_t){0, -1, 0, 0};
   struct cudaPointerAttributes attr;
   if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
@@ -286,7 +287,7 @@ static void runtime_facts(const void *ptr, pointer_facts_t *f) {
   if (attr.type != cudaMemoryTypeDevice) return;
   f->type = CU_MEMORYTYPE_DEVICE;
   f->device = attr.device;
-  f->memops = has_sync_memops(ptr);
+  f->memops = want_memops && has_sync_memops(ptr);
 }
 
 int cuda_alloc_range(const void *p, uintptr_t *base, size_t *size) {
@@ -598,6 +599,6 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
     return GMPI_SUCCESS;
   }
   pointer_facts_t f;
-  if (!pointer_facts(ptr, &f)) runtime_facts(ptr, &f);
+  if (!pointer_facts(ptr, &f)) runtime_facts(ptr, memops, &f);
   return classify_known(cc, ptr, arg, &f, memops, kind);
 }
