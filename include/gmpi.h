@@ -213,6 +213,17 @@ typedef enum { GMPI_TAGS_TYPED = 0, GMPI_TAGS_FULL = 1 } gmpi_tags_t;
 GMPI_API gmpi_status_t gmpi_comm_set_tags(gmpi_comm_t comm, gmpi_tags_t tags);
 /* The largest tag point to point on comm accepts (it depends on gmpi_comm_set_tags). */
 GMPI_API gmpi_status_t gmpi_comm_tag_ub(gmpi_comm_t comm, int *tag_ub);
+/* How a standard send (gmpi_send, gmpi_isend) of host memory to another rank completes.
+ * GMPI_SENDS_EAGER (the default): one of at most 16 KiB completes at once, with no receive
+ * posted (gmpi sends a copy). GMPI_SENDS_AS_MPI: as MPI_Send and MPI_Isend do -- no copy; it
+ * completes within MPI's own eager size, and above it once a receive matches it, so a program
+ * must be correct under MPI's rules (the drop-in layer sets it: MPI programs are). Only the
+ * sender's completion changes, so ranks may differ, and it may be set at any time (sends
+ * posted after it); split and dup inherit it. Device messages, messages to one's own rank and
+ * host messages carried by envelopes (GMPI_P2P=envelope; GMPI_MATCH_ACROSS_KINDS on cuda) keep
+ * the eager promise. */
+typedef enum { GMPI_SENDS_EAGER = 0, GMPI_SENDS_AS_MPI = 1 } gmpi_sends_t;
+GMPI_API gmpi_status_t gmpi_comm_set_sends(gmpi_comm_t comm, gmpi_sends_t sends);
 /* 1 when the comm's backend moves ptr as device memory (0 on cpu, for host memory and NULL). */
 GMPI_API gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_device);
 /* One line through gmpi's log at level info (GMPI_DEBUG=info or trace), prefixed by the rank

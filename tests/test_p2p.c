@@ -308,6 +308,58 @@ static void sendrecv_keeps_order(size_t n) {
   t_free(y);
 }
 
+/* One message of n int32 each way between partners on c, in an order MPI's rules allow without
+ * buffering: the receive is posted before the blocking send, or (pairs) one side sends first. */
+static void exchange_on(gmpi_comm_t c, size_t n, int tag) {
+  int peer = partner();
+  void *s = pattern_buf(GMPI_INT32, n, rank), *r = t_alloc(n * 4);
+  gmpi_request_t req = NULL;
+  gmpi_msg_status_t st;
+  if (peer == rank) {
+    T_OK(gmpi_irecv(r, n, GMPI_INT32, peer, tag, c, &req));
+    T_OK(gmpi_send(s, n, GMPI_INT32, peer, tag, c));
+    T_OK(gmpi_wait(&req, &st));
+  } else if (sends_first()) {
+    T_OK(gmpi_send(s, n, GMPI_INT32, peer, tag, c));
+    T_OK(gmpi_recv(r, n, GMPI_INT32, peer, tag, c, &st));
+  } else {
+    T_OK(gmpi_recv(r, n, GMPI_INT32, peer, tag, c, &st));
+    T_OK(gmpi_send(s, n, GMPI_INT32, peer, tag, c));
+  }
+  T_EQ_INT(st.source, peer);
+  T_EQ_SIZE(st.count, n);
+  expect_pattern("exchange on a GMPI_SENDS_AS_MPI comm", GMPI_INT32, r, n, peer);
+  /* and nonblocking, the sends posted first */
+  gmpi_request_t reqs[2] = {NULL, NULL};
+  T_OK(gmpi_isend(s, n, GMPI_INT32, peer, tag + 1, c, &reqs[0]));
+  T_OK(gmpi_irecv(r, n, GMPI_INT32, peer, tag + 1, c, &reqs[1]));
+  T_OK(gmpi_waitall(2, reqs, NULL));
+  expect_pattern("isend/irecv on a GMPI_SENDS_AS_MPI comm", GMPI_INT32, r, n, peer);
+  t_free(s);
+  t_free(r);
+}
+
+/* gmpi_comm_set_sends: a bad value is refused; on a comm whose sends complete as MPI's (no
+ * eager copy) every size below, at and above gmpi's 16 KiB eager limit arrives intact, on it
+ * and on its dup (which inherits the setting). */
+static void sends_as_mpi(void) {
+  T_STATUS(gmpi_comm_set_sends(comm, (gmpi_sends_t)5), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("'sends' = 5");
+  gmpi_comm_t c = NULL, child = NULL;
+  T_OK(gmpi_comm_dup(comm, &c));
+  T_OK(gmpi_comm_set_sends(c, GMPI_SENDS_AS_MPI));
+  T_OK(gmpi_comm_dup(c, &child));
+  const size_t counts[] = {2, 1536, 4096, 3072, 16384};
+  for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+    exchange_on(c, counts[i], 10 + 2 * (int)i);
+    exchange_on(child, counts[i], 10 + 2 * (int)i);
+  }
+  T_OK(gmpi_comm_set_sends(c, GMPI_SENDS_EAGER)); /* back, at any time */
+  exchange_on(c, 1536, 30);
+  T_OK(gmpi_comm_free(&child));
+  T_OK(gmpi_comm_free(&c));
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   T_OK(gmpi_comm_rank(comm, &rank));
@@ -328,5 +380,6 @@ int main(int argc, char **argv) {
   sendrecv_truncation();
   sendrecv_keeps_order(7);
   sendrecv_keeps_order((size_t)1 << 16);
+  sends_as_mpi();
   return t_finish("p2p");
 }

@@ -248,6 +248,7 @@ static gmpi_status_t make_child(gmpi_comm_t parent, gmpi_oob_t oob, gmpi_comm_t 
   child->cfg = parent->cfg;
   child->match_across_kinds = parent->match_across_kinds;
   child->tags_full = parent->tags_full;
+  child->sends_as_mpi = parent->sends_as_mpi;
   child->ops = parent->ops;
   child->oob = oob;
   gmpi_status_t st = describe_comm(child);

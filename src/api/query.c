@@ -127,6 +127,15 @@ gmpi_status_t gmpi_comm_set_tags(gmpi_comm_t comm, gmpi_tags_t tags) {
   return GMPI_SUCCESS;
 }
 
+gmpi_status_t gmpi_comm_set_sends(gmpi_comm_t comm, gmpi_sends_t sends) {
+  GMPI_API_ENTER(comm);
+  if (sends != GMPI_SENDS_EAGER && sends != GMPI_SENDS_AS_MPI)
+    return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'sends' = %d is not a gmpi_sends_t",
+                      (int)sends);
+  comm->sends_as_mpi = sends == GMPI_SENDS_AS_MPI;
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_comm_tag_ub(gmpi_comm_t comm, int *tag_ub) {
   GMPI_API_ENTER(comm);
   NEED_OUT(tag_ub);

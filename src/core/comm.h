@@ -31,6 +31,7 @@ struct gmpi_comm {
   gmpi_config_t cfg;
   int tag_ub;                /* largest valid tag */
   int tags_full;             /* gmpi_comm_set_tags(GMPI_TAGS_FULL): no element size in MPI tags */
+  int sends_as_mpi;          /* gmpi_comm_set_sends(GMPI_SENDS_AS_MPI): no eager copies */
   int owns_mpi;              /* gmpi_init called MPI_Init_thread: finalize calls MPI_Finalize */
   int from_init;             /* made by gmpi_init (ended by gmpi_finalize, not gmpi_comm_free) */
   int match_across_kinds;    /* gmpi_comm_set_matching: every p2p message on one engine */

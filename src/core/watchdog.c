@@ -2,6 +2,7 @@
 #include "watchdog.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -37,10 +38,16 @@ static void step_mark(gmpi_comm_t comm) {
   atomic_store_explicit(&comm->watch.mark, m + 1, memory_order_release);
 }
 
-void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count) {
+void gmpi_watch_enter_p2p(gmpi_comm_t comm, const char *what, size_t count, int peer, int tag) {
   atomic_store_explicit(&comm->watch.what, what, memory_order_relaxed);
   atomic_store_explicit(&comm->watch.count, count, memory_order_relaxed);
+  atomic_store_explicit(&comm->watch.peer, peer, memory_order_relaxed);
+  atomic_store_explicit(&comm->watch.tag, tag, memory_order_relaxed);
   step_mark(comm);
+}
+
+void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count) {
+  gmpi_watch_enter_p2p(comm, what, count, -1, 0);
 }
 
 void gmpi_watch_exit(gmpi_comm_t comm) { step_mark(comm); }
@@ -51,8 +58,9 @@ void gmpi_watchdog_end_job(gmpi_comm_t comm, const char *what, size_t count, dou
   int status_mode = comm->cfg.timeout_action == GMPI_TIMEOUT_STATUS;
   gmpi_log(GMPI_LOG_WARN,
            "watchdog: rank %d of a %d-rank comm has been inside %s (count %zu) for %.1f s, over "
-           "GMPI_TIMEOUT = %g s: a rank is not taking part, called a different collective, or "
-           "passed memory of another kind (device memory here, host memory there: GMPI_CHECK=1 "
+           "GMPI_TIMEOUT = %g s: a rank is not taking part (no matching send or receive; a "
+           "different collective), or passed memory of another kind (device memory here, host "
+           "memory there: GMPI_CHECK=1 "
            "names the rank). Ending the job (%s; docs/reliability.md)",
            comm->rank, comm->size, what ? what : "a collective", count, inside, comm->cfg.timeout_s,
            status_mode ? "nothing can interrupt this call to return a status (MPI has no "
@@ -65,8 +73,16 @@ void gmpi_watchdog_end_job(gmpi_comm_t comm, const char *what, size_t count, dou
 }
 
 static void fire(gmpi_comm_t comm, double inside) {
-  gmpi_watchdog_end_job(comm, atomic_load_explicit(&comm->watch.what, memory_order_relaxed),
-                        atomic_load_explicit(&comm->watch.count, memory_order_relaxed), inside);
+  const char *what = atomic_load_explicit(&comm->watch.what, memory_order_relaxed);
+  int peer = atomic_load_explicit(&comm->watch.peer, memory_order_relaxed);
+  char p2p[128];
+  if (peer >= 0) { /* point to point: which rank and tag it waits for */
+    snprintf(p2p, sizeof(p2p), "%s with rank %d, tag %d", what ? what : "a call", peer,
+             atomic_load_explicit(&comm->watch.tag, memory_order_relaxed));
+    what = p2p;
+  }
+  gmpi_watchdog_end_job(comm, what, atomic_load_explicit(&comm->watch.count, memory_order_relaxed),
+                        inside);
 }
 
 /* One look at every comm; returns the period until the next (a quarter of the shortest

@@ -21,11 +21,14 @@
 
 #include "gmpi.h"
 
-/* A comm's mark: odd while inside a watched call. what/count describe that call. */
+/* A comm's mark: odd while inside a watched call. what/count (and peer/tag, for point to
+ * point) describe that call. */
 typedef struct {
   atomic_ulong mark;
   const char *_Atomic what;
   atomic_size_t count;
+  atomic_int peer; /* the other rank of a point-to-point call; -1: a collective */
+  atomic_int tag;
 } gmpi_watch_t;
 
 /* Watch comm from now on (starts the thread with the first comm); no-op when its timeout is 0.
@@ -38,6 +41,8 @@ void gmpi_watchdog_remove(gmpi_comm_t comm);
 /* Around a blocking call on comm that gmpi cannot poll: what names it for the diagnosis.
  * Under GMPI_TIMEOUT_ACTION=status mark only calls nothing can interrupt (above). */
 void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count);
+/* The same around a blocking point-to-point call with peer (source or dest) and tag. */
+void gmpi_watch_enter_p2p(gmpi_comm_t comm, const char *what, size_t count, int peer, int tag);
 void gmpi_watch_exit(gmpi_comm_t comm);
 
 /* End the job now for a wait on comm that passed GMPI_TIMEOUT inside `what` (count elements)

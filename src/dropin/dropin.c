@@ -79,6 +79,7 @@ gmpi_comm_t dropin_twin(MPI_Comm comm) {
       if (st == GMPI_SUCCESS && !dropin.per_kind)
         st = gmpi_comm_set_matching(dropin.self, GMPI_MATCH_ACROSS_KINDS);
       if (st == GMPI_SUCCESS) st = gmpi_comm_set_tags(dropin.self, GMPI_TAGS_FULL);
+      if (st == GMPI_SUCCESS) st = gmpi_comm_set_sends(dropin.self, GMPI_SENDS_AS_MPI);
       if (st != GMPI_SUCCESS) {
         dropin_fail(MPI_COMM_SELF, "MPI_COMM_SELF's gmpi communicator", st);
         return NULL;
@@ -319,6 +320,8 @@ static void start(void) {
                                 dropin.per_kind ? GMPI_MATCH_PER_KIND : GMPI_MATCH_ACROSS_KINDS);
   /* every tag MPI_TAG_UB promises the program: messages move as bytes, no sizes in tags */
   if (st == GMPI_SUCCESS) st = gmpi_comm_set_tags(dropin.world, GMPI_TAGS_FULL);
+  /* MPI programs rely on MPI's eager size only: host sends need no copy (split, dup inherit) */
+  if (st == GMPI_SUCCESS) st = gmpi_comm_set_sends(dropin.world, GMPI_SENDS_AS_MPI);
   if (st == GMPI_SUCCESS) st = gmpi_comm_backend(dropin.world, &backend);
   if (st != GMPI_SUCCESS) {
     fprintf(stderr, "[gmpi_mpi] MPI_Init: gmpi could not start: %s\n", gmpi_last_error());

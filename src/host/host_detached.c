@@ -112,6 +112,11 @@ free_copy:
   return st;
 }
 
+int gmpi_host_sends_detached(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
+  return !a->sync && !comm->sends_as_mpi &&
+         a->count * gmpi_dtype_elem_size(a->dtype) <= GMPI_ENV_EAGER_BYTES;
+}
+
 gmpi_status_t gmpi_host_detached_send(gmpi_host_t *host, gmpi_request_t req) {
   GMPI_CHECK(gmpi_host_detached_post(host, req->comm, &req->args));
   host_req_t *cr = req->be;

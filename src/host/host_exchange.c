@@ -1,15 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gmpi_sendrecv in native mode between this rank and two others (core/p2p.c
- * gmpi_p2p_exchange): the receive and the send go straight to MPI and are tested together
- * until both end or GMPI_TIMEOUT passes -- no gmpi request, no engine state, no eager copy.
- * A blocking gmpi_send, gmpi_ssend or gmpi_recv with another rank is the same exchange with
- * one half (gmpi_p2p_single), except that a standard send of eager size is detached
- * (host_detached.c), so that gmpi_send keeps its promise to complete with no receive posted.
- * The send half completes with its transfer, as MPI_Sendrecv's does: gmpi's 16 KiB eager
- * promise is for gmpi_send and gmpi_isend (docs/api.md; copying it cost 1.2-1.6x MPI_Sendrecv from
- * 512 B to 16 KiB, docs/performance.md). Message order is MPI's, as for every native send (one
- * communicator, post order). Under GMPI_CHECK both messages are framed (host_frame.c) in the
- * engine's two exchange frames, reused call after call. */
+ * gmpi_p2p_exchange): the receive and the send go straight to MPI -- no gmpi request, no
+ * engine state, no eager copy -- either as MPI's blocking call, watched (below), or posted and
+ * tested together until both end or GMPI_TIMEOUT passes. A blocking gmpi_send, gmpi_ssend or
+ * gmpi_recv with another rank is the same exchange with one half (gmpi_p2p_single), except
+ * that a standard send of eager size is detached (host_detached.c), so that gmpi_send keeps its
+ * promise to complete with no receive posted (unless the comm's sends complete as MPI's,
+ * gmpi_comm_set_sends). The send half completes with its transfer, as MPI_Sendrecv's does:
+ * gmpi's 16 KiB eager promise is for gmpi_send and gmpi_isend (docs/api.md; copying it cost
+ * 1.2-1.6x MPI_Sendrecv from 512 B to 16 KiB, docs/performance.md). Message order is MPI's, as
+ * for every native send (one communicator, post order). Under GMPI_CHECK both messages are
+ * framed (host_frame.c) in the engine's two exchange frames, reused call after call.
+ *
+ * MPI's blocking call, watched: under GMPI_TIMEOUT_ACTION=end (or GMPI_TIMEOUT=0) the exchange
+ * is MPI_Send, MPI_Ssend, MPI_Recv or MPI_Sendrecv on the caller's buffers inside the
+ * watchdog's mark, as blocking host collectives are (host_coll.c): MPI's speed, and past
+ * GMPI_TIMEOUT the job ends naming the call (docs/reliability.md). Only where nothing but MPI
+ * must progress while this rank is inside MPI: no GMPI_CHECK frames, no engine of gmpi's in the
+ * process (an envelope or device engine, on which a peer's send may wait), and no
+ * MPI_THREAD_MULTIPLE (the comm has one watch mark, and threads may share the comm). Elsewhere,
+ * and under GMPI_TIMEOUT_ACTION=status (which promises GMPI_ERR_TIMEOUT), the polled exchange. */
 #include <stdlib.h>
 
 #include "../core/comm.h"
@@ -17,13 +27,19 @@
 #include "../core/envelope.h"
 #include "../core/error.h"
 #include "../core/park.h"
+#include "../core/progress.h"
 #include "../core/wait.h"
+#include "../core/watchdog.h"
 #include "../mpi/mpi_check.h"
 #include "../mpi/types.h"
 #include "host.h"
 #include "host_native.h"
 
 enum { RECV = 0, SEND = 1 };
+
+static size_t bytes_of(const gmpi_p2p_args_t *a) {
+  return a->count * gmpi_dtype_elem_size(a->dtype);
+}
 
 typedef struct {
   MPI_Request mpi[2];   /* MPI_REQUEST_NULL once ended (or never posted) */
@@ -118,16 +134,9 @@ static void let_go(gmpi_host_t *host, exchange_t *x) {
   host->native->exchange_frames = NULL;
 }
 
-/* A standard send that gmpi promises to complete with no receive posted. */
-static int eager(const gmpi_p2p_args_t *send) {
-  return !send->sync && send->count * gmpi_dtype_elem_size(send->dtype) <= GMPI_ENV_EAGER_BYTES;
-}
-
-gmpi_status_t gmpi_host_p2p_exchange(gmpi_host_t *host, gmpi_comm_t comm,
-                                     const gmpi_p2p_args_t *send, const gmpi_p2p_args_t *recv,
-                                     gmpi_msg_status_t *status) {
-  gmpi_host_detached_reap(host->native); /* as every native post does: the list stays short */
-  if (!recv && eager(send)) return gmpi_host_detached_post(host, comm, send);
+/* The exchange posted and tested until both halves end or GMPI_TIMEOUT passes. */
+static gmpi_status_t run_polled(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+                                const gmpi_p2p_args_t *recv, host_recv_end_t *end) {
   exchange_t x = {.mpi = {MPI_REQUEST_NULL, MPI_REQUEST_NULL},
                   .type = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL},
                   .ended = {!recv, !send}}; /* a missing half has nothing to wait for */
@@ -137,9 +146,69 @@ gmpi_status_t gmpi_host_p2p_exchange(gmpi_host_t *host, gmpi_comm_t comm,
   if (st == GMPI_SUCCESS && recv && x.frames && !x.end.other_elem_size)
     gmpi_host_unframe(&x.frames[RECV], recv, &x.end);
   let_go(host, &x);
+  *end = x.end;
+  return st;
+}
+
+/* May this exchange be MPI's blocking call, watched? (the file's head says when) */
+static int watched_blocking(const gmpi_host_t *host, gmpi_comm_t comm) {
+  return !host->checked && !comm->device_engine.p2p &&
+         (comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB || comm->cfg.timeout_s <= 0) &&
+         !host->threads_share && !gmpi_progress_needed();
+}
+
+/* The exchange as MPI's blocking call inside the watchdog's mark (never framed: unchecked). */
+static gmpi_status_t run_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+                                  const gmpi_p2p_args_t *recv, host_recv_end_t *end) {
+  size_t limit = comm->cfg.max_chunk;
+  MPI_Datatype type[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
+  int n[2] = {0, 0}, rc;
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (recv) GMPI_CHECK(gmpi_mpi_bytes_type(bytes_of(recv), limit, &type[RECV], &n[RECV]));
+  if (send)
+    GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes_of(send), limit, &type[SEND], &n[SEND]), st,
+                    release_types);
+  MPI_Status s = {0}; /* read for the receive's end even when MPI failed */
+  const char *what;
+  if (recv) {
+    what = send ? "MPI_Sendrecv" : "MPI_Recv";
+    gmpi_watch_enter_p2p(comm, send ? "MPI_Sendrecv (its receive)" : what, recv->count, recv->peer,
+                         recv->tag);
+    int rtag = gmpi_host_mpi_tag(comm->tags_full, recv->tag, recv->dtype);
+    rc = send ? PMPI_Sendrecv(send->buf, n[SEND], type[SEND], send->peer,
+                              gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype), recv->buf,
+                              n[RECV], type[RECV], recv->peer, rtag, host->data, &s)
+              : PMPI_Recv(recv->buf, n[RECV], type[RECV], recv->peer, rtag, host->data, &s);
+  } else {
+    what = send->sync ? "MPI_Ssend" : "MPI_Send";
+    gmpi_watch_enter_p2p(comm, what, send->count, send->peer, send->tag);
+    rc = (send->sync ? PMPI_Ssend : PMPI_Send)(
+        send->buf, n[SEND], type[SEND], send->peer,
+        gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype), host->data);
+  }
+  gmpi_watch_exit(comm);
+  if (recv) /* a truncation is the receive's verdict (gmpi_host_recv_result), not a failure */
+    gmpi_host_recv_end(comm->tags_full, &s, rc, type[RECV], end);
+  else if (rc != MPI_SUCCESS)
+    st = gmpi_mpi_error(rc, what);
+release_types:
+  gmpi_mpi_type_release(&type[RECV]);
+  gmpi_mpi_type_release(&type[SEND]);
+  return st;
+}
+
+gmpi_status_t gmpi_host_p2p_exchange(gmpi_host_t *host, gmpi_comm_t comm,
+                                     const gmpi_p2p_args_t *send, const gmpi_p2p_args_t *recv,
+                                     gmpi_msg_status_t *status) {
+  gmpi_host_detached_reap(host->native); /* as every native post does: the list stays short */
+  if (!recv && gmpi_host_sends_detached(comm, send))
+    return gmpi_host_detached_post(host, comm, send);
+  host_recv_end_t end;
+  gmpi_status_t st = watched_blocking(host, comm) ? run_blocking(host, comm, send, recv, &end)
+                                                  : run_polled(host, comm, send, recv, &end);
   if (st != GMPI_SUCCESS || !recv) return st;
   gmpi_msg_status_t got;
-  st = gmpi_host_recv_result(recv, &x.end, &got);
+  st = gmpi_host_recv_result(recv, &end, &got);
   if (st == GMPI_SUCCESS && status) *status = got;
   return st;
 }

@@ -136,6 +136,9 @@ typedef struct gmpi_host_native host_native_t;
 
 /* host_detached.c */
 #define HOST_SPARE_COPY_BYTES 4096 /* detached copies up to this size reuse one buffer */
+/* Whether a send to another rank goes detached: a standard send of at most
+ * GMPI_ENV_EAGER_BYTES, unless the comm's sends complete as MPI's (gmpi_comm_set_sends). */
+int gmpi_host_sends_detached(gmpi_comm_t comm, const gmpi_p2p_args_t *a);
 /* Copy a send of at most GMPI_ENV_EAGER_BYTES and MPI_Isend the copy; req is complete. */
 gmpi_status_t gmpi_host_detached_send(gmpi_host_t *host, gmpi_request_t req);
 /* The same for a blocking send with no request (host_exchange.c): done once this returns. */

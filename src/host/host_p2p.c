@@ -103,8 +103,7 @@ release_type:
 static gmpi_status_t post_send(gmpi_host_t *host, gmpi_request_t req) {
   if (req->args.peer == req->comm->rank) return gmpi_host_self_send(host->native, req);
   /* An eager send is copied so that it completes with no receive posted. */
-  if (bytes_of(&req->args) <= GMPI_ENV_EAGER_BYTES && !req->args.sync)
-    return gmpi_host_detached_send(host, req);
+  if (gmpi_host_sends_detached(req->comm, &req->args)) return gmpi_host_detached_send(host, req);
   return post_to_mpi(host, req);
 }
 
@@ -153,7 +152,11 @@ void gmpi_host_recv_end(int full, const MPI_Status *s, int rc, MPI_Datatype type
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
   MPI_Count bytes = 0;
-  if (rc == MPI_SUCCESS) PMPI_Get_elements_x(s, type, &bytes); /* bytes: every type is of bytes */
+  int n = 0;
+  if (rc == MPI_SUCCESS && type == MPI_BYTE && PMPI_Get_count(s, MPI_BYTE, &n) == MPI_SUCCESS)
+    bytes = n; /* the common case, and MPI's cheaper query */
+  else if (rc == MPI_SUCCESS)
+    PMPI_Get_elements_x(s, type, &bytes); /* bytes: every type is of bytes */
   *end = (host_recv_end_t){.source = s->MPI_SOURCE,
                            .tag = gmpi_host_user_tag(full, s->MPI_TAG),
                            .bytes = (size_t)bytes,

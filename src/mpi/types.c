@@ -101,7 +101,7 @@ MPI_Op gmpi_mpi_op(gmpi_dtype_t dtype, gmpi_op_t op) {
 }
 
 /* ---- byte counts beyond one MPI count ---------------------------------------------- */
-gmpi_status_t gmpi_mpi_bytes_type(size_t bytes, size_t limit, MPI_Datatype *type, int *count) {
+gmpi_status_t gmpi_mpi_bytes_type_made(size_t bytes, size_t limit, MPI_Datatype *type, int *count) {
   if (limit > INT_MAX) limit = INT_MAX;
   if (bytes <= limit) {
     *type = MPI_BYTE;
@@ -126,9 +126,4 @@ gmpi_status_t gmpi_mpi_bytes_type(size_t bytes, size_t limit, MPI_Datatype *type
   *type = whole;
   *count = 1;
   return GMPI_SUCCESS;
-}
-
-void gmpi_mpi_type_release(MPI_Datatype *type) {
-  if (*type != MPI_BYTE && *type != MPI_DATATYPE_NULL) PMPI_Type_free(type);
-  *type = MPI_DATATYPE_NULL;
 }

@@ -3,6 +3,7 @@
 #ifndef GMPI_MPI_TYPES_H
 #define GMPI_MPI_TYPES_H
 
+#include <limits.h>
 #include <mpi.h>
 #include <stddef.h>
 
@@ -21,7 +22,20 @@ void gmpi_mpi_ops_release(void);
 /* A (type, count) that moves exactly `bytes` bytes; one message even beyond INT_MAX. limit is
  * the largest count one MPI call gets. The type's extent is `bytes`, so it can describe one
  * block of an allgather or alltoall. Release with gmpi_mpi_type_release. */
-gmpi_status_t gmpi_mpi_bytes_type(size_t bytes, size_t limit, MPI_Datatype *type, int *count);
-void gmpi_mpi_type_release(MPI_Datatype *type);
+gmpi_status_t gmpi_mpi_bytes_type_made(size_t bytes, size_t limit, MPI_Datatype *type, int *count);
+/* Inline: every message asks, and almost every one fits one count of MPI_BYTE. */
+static inline gmpi_status_t gmpi_mpi_bytes_type(size_t bytes, size_t limit, MPI_Datatype *type,
+                                                int *count) {
+  if (bytes <= limit && bytes <= INT_MAX) {
+    *type = MPI_BYTE;
+    *count = (int)bytes;
+    return GMPI_SUCCESS;
+  }
+  return gmpi_mpi_bytes_type_made(bytes, limit, type, count);
+}
+static inline void gmpi_mpi_type_release(MPI_Datatype *type) {
+  if (*type != MPI_BYTE && *type != MPI_DATATYPE_NULL) PMPI_Type_free(type);
+  *type = MPI_DATATYPE_NULL;
+}
 
 #endif

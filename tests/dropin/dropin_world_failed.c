@@ -3,8 +3,9 @@
  * receive from its neighbour times out: GMPI_TIMEOUT), calls on a duplicate made before still
  * work, those the layer copies or stages through host memory (device buffers of
  * Sendrecv_replace, a user-defined op, a buffered send, a derived type) included, and move the
- * right values on every rank. Only the layer fails a comm on a timeout: under MPI alone the test
- * skips (77). */
+ * right values on every rank. Only the layer fails a comm on a timeout (under
+ * GMPI_TIMEOUT_ACTION=status for host memory, as ctest runs it): under MPI alone the test skips
+ * (77). */
 #include "dropin_util.h"
 
 static void add_ints(void *in, void *inout, int *len, MPI_Datatype *type) {
