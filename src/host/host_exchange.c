@@ -187,8 +187,10 @@ static gmpi_status_t run_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gmp
         gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype), host->data);
   }
   gmpi_watch_exit(comm);
-  if (recv) /* a truncation is the receive's verdict (gmpi_host_recv_result), not a failure */
-    gmpi_host_recv_end(comm->tags_full, &s, rc, type[RECV], end);
+  int cls = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
+  if (recv && (rc == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE))
+    gmpi_host_recv_end(comm->tags_full, &s, rc, type[RECV], end); /* truncation: its verdict */
   else if (rc != MPI_SUCCESS)
     st = gmpi_mpi_error(rc, what);
 release_types:
