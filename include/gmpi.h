@@ -224,6 +224,8 @@ GMPI_API gmpi_status_t gmpi_comm_tag_ub(gmpi_comm_t comm, int *tag_ub);
  * the eager promise. */
 typedef enum { GMPI_SENDS_EAGER = 0, GMPI_SENDS_AS_MPI = 1 } gmpi_sends_t;
 GMPI_API gmpi_status_t gmpi_comm_set_sends(gmpi_comm_t comm, gmpi_sends_t sends);
+/* How the comm's standard sends of host memory complete (gmpi_comm_set_sends). */
+GMPI_API gmpi_status_t gmpi_comm_sends(gmpi_comm_t comm, gmpi_sends_t *sends);
 /* 1 when the comm's backend moves ptr as device memory (0 on cpu, for host memory and NULL). */
 GMPI_API gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_device);
 /* One line through gmpi's log at level info (GMPI_DEBUG=info or trace), prefixed by the rank

@@ -339,23 +339,56 @@ static void exchange_on(gmpi_comm_t c, size_t n, int tag) {
   t_free(r);
 }
 
-/* gmpi_comm_set_sends: a bad value is refused; on a comm whose sends complete as MPI's (no
- * eager copy) every size below, at and above gmpi's 16 KiB eager limit arrives intact, on it
- * and on its dup (which inherits the setting). */
+/* The eager promise on c: a 12 KiB blocking send completes before its receive is posted (above
+ * Open MPI's own eager size, 4 KiB): the sender sends it, then a note; the receiver takes the
+ * note first. Without the promise the sender would wait in its send and never send the note. */
+static void eager_before_receive(gmpi_comm_t c) {
+  int peer = partner();
+  if (peer == rank) return; /* self messages are gmpi's own: tested above */
+  size_t n = 3072;
+  void *s = pattern_buf(GMPI_INT32, n, rank), *r = t_alloc(n * 4);
+  int note = rank, got = -1;
+  if (sends_first()) {
+    T_OK(gmpi_send(s, n, GMPI_INT32, peer, 40, c));
+    T_OK(gmpi_send(&note, 1, GMPI_INT32, peer, 41, c));
+  } else {
+    int *hnote = t_alloc(sizeof(int));
+    T_OK(gmpi_recv(hnote, 1, GMPI_INT32, peer, 41, c, NULL));
+    t_get(&got, hnote, sizeof(int));
+    T_EQ_INT(got, peer);
+    T_OK(gmpi_recv(r, n, GMPI_INT32, peer, 40, c, NULL));
+    expect_pattern("eager send received after the note", GMPI_INT32, r, n, peer);
+    t_free(hnote);
+  }
+  t_free(s);
+  t_free(r);
+}
+
+/* gmpi_comm_set_sends: a bad value is refused; the setting reads back and a dup inherits it; on
+ * a comm whose sends complete as MPI's (no eager copy) every size below, at and above gmpi's
+ * 16 KiB eager limit arrives intact, on it and on its dup; set back, the eager promise holds. */
 static void sends_as_mpi(void) {
+  gmpi_sends_t sends = (gmpi_sends_t)-1;
   T_STATUS(gmpi_comm_set_sends(comm, (gmpi_sends_t)5), GMPI_ERR_INVALID_ARG);
   T_ERROR_MENTIONS("'sends' = 5");
+  T_OK(gmpi_comm_sends(comm, &sends));
+  T_EQ_INT(sends, GMPI_SENDS_EAGER);
   gmpi_comm_t c = NULL, child = NULL;
   T_OK(gmpi_comm_dup(comm, &c));
   T_OK(gmpi_comm_set_sends(c, GMPI_SENDS_AS_MPI));
   T_OK(gmpi_comm_dup(c, &child));
+  T_OK(gmpi_comm_sends(child, &sends));
+  T_EQ_INT(sends, GMPI_SENDS_AS_MPI);
   const size_t counts[] = {2, 1536, 4096, 3072, 16384};
   for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
     exchange_on(c, counts[i], 10 + 2 * (int)i);
     exchange_on(child, counts[i], 10 + 2 * (int)i);
   }
   T_OK(gmpi_comm_set_sends(c, GMPI_SENDS_EAGER)); /* back, at any time */
+  T_OK(gmpi_comm_sends(c, &sends));
+  T_EQ_INT(sends, GMPI_SENDS_EAGER);
   exchange_on(c, 1536, 30);
+  eager_before_receive(c);
   T_OK(gmpi_comm_free(&child));
   T_OK(gmpi_comm_free(&c));
 }

@@ -136,6 +136,13 @@ gmpi_status_t gmpi_comm_set_sends(gmpi_comm_t comm, gmpi_sends_t sends) {
   return GMPI_SUCCESS;
 }
 
+gmpi_status_t gmpi_comm_sends(gmpi_comm_t comm, gmpi_sends_t *sends) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(sends);
+  *sends = comm->sends_as_mpi ? GMPI_SENDS_AS_MPI : GMPI_SENDS_EAGER;
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_comm_tag_ub(gmpi_comm_t comm, int *tag_ub) {
   GMPI_API_ENTER(comm);
   NEED_OUT(tag_ub);

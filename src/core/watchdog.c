@@ -38,16 +38,23 @@ static void step_mark(gmpi_comm_t comm) {
   atomic_store_explicit(&comm->watch.mark, m + 1, memory_order_release);
 }
 
-void gmpi_watch_enter_p2p(gmpi_comm_t comm, const char *what, size_t count, int peer, int tag) {
+void gmpi_watch_enter_p2p(gmpi_comm_t comm, const char *what, size_t count, int source,
+                          int recv_tag, int dest, int send_tag) {
   atomic_store_explicit(&comm->watch.what, what, memory_order_relaxed);
   atomic_store_explicit(&comm->watch.count, count, memory_order_relaxed);
-  atomic_store_explicit(&comm->watch.peer, peer, memory_order_relaxed);
-  atomic_store_explicit(&comm->watch.tag, tag, memory_order_relaxed);
+  atomic_store_explicit(&comm->watch.source, source, memory_order_relaxed);
+  atomic_store_explicit(&comm->watch.recv_tag, recv_tag, memory_order_relaxed);
+  atomic_store_explicit(&comm->watch.dest, dest, memory_order_relaxed);
+  atomic_store_explicit(&comm->watch.send_tag, send_tag, memory_order_relaxed);
   step_mark(comm);
 }
 
 void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count) {
-  gmpi_watch_enter_p2p(comm, what, count, -1, 0);
+  gmpi_watch_enter_p2p(comm, what, count, -1, -1, -1, -1);
+}
+
+int gmpi_watchdog_watches(gmpi_comm_t comm) {
+  return atomic_load_explicit(&comm->watch.watched, memory_order_relaxed);
 }
 
 void gmpi_watch_exit(gmpi_comm_t comm) { step_mark(comm); }
@@ -74,11 +81,17 @@ void gmpi_watchdog_end_job(gmpi_comm_t comm, const char *what, size_t count, dou
 
 static void fire(gmpi_comm_t comm, double inside) {
   const char *what = atomic_load_explicit(&comm->watch.what, memory_order_relaxed);
-  int peer = atomic_load_explicit(&comm->watch.peer, memory_order_relaxed);
-  char p2p[128];
-  if (peer >= 0) { /* point to point: which rank and tag it waits for */
-    snprintf(p2p, sizeof(p2p), "%s with rank %d, tag %d", what ? what : "a call", peer,
-             atomic_load_explicit(&comm->watch.tag, memory_order_relaxed));
+  int source = atomic_load_explicit(&comm->watch.source, memory_order_relaxed);
+  int dest = atomic_load_explicit(&comm->watch.dest, memory_order_relaxed);
+  char p2p[192], from[64] = "", to[64] = "";
+  if (source >= 0) /* point to point: the ranks and tags it waits for */
+    snprintf(from, sizeof(from), " from rank %d (tag %d)", source,
+             atomic_load_explicit(&comm->watch.recv_tag, memory_order_relaxed));
+  if (dest >= 0)
+    snprintf(to, sizeof(to), "%s to rank %d (tag %d)", source >= 0 ? " and" : "", dest,
+             atomic_load_explicit(&comm->watch.send_tag, memory_order_relaxed));
+  if (source >= 0 || dest >= 0) {
+    snprintf(p2p, sizeof(p2p), "%s%s%s", what ? what : "a call", from, to);
     what = p2p;
   }
   gmpi_watchdog_end_job(comm, what, atomic_load_explicit(&comm->watch.count, memory_order_relaxed),
@@ -144,6 +157,7 @@ void gmpi_watchdog_add(gmpi_comm_t comm) {
     }
     running = 1;
   }
+  atomic_store_explicit(&comm->watch.watched, 1, memory_order_relaxed);
 unlock:
   pthread_mutex_unlock(&lock);
   /* Not fatal, and not a reason to change how this rank runs collectives (every rank must run
@@ -151,11 +165,12 @@ unlock:
   if (failed)
     gmpi_log(GMPI_LOG_WARN,
              "watchdog: %s; blocking host collectives of this comm are not bounded by "
-             "GMPI_TIMEOUT",
+             "GMPI_TIMEOUT (its blocking point to point stays polled)",
              failed);
 }
 
 void gmpi_watchdog_remove(gmpi_comm_t comm) {
+  atomic_store_explicit(&comm->watch.watched, 0, memory_order_relaxed);
   pthread_mutex_lock(&lock);
   for (int i = 0; i < n_watched; i++)
     if (watched[i].comm == comm) {

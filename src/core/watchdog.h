@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The watchdog: bounds the one wait gmpi does not poll -- a blocking MPI collective on host
- * buffers, which is how the host path runs at MPI's speed (no arrival gate, no nonblocking
- * collective polled). Each comm marks when it enters and leaves such a call (two relaxed
+/* The watchdog: bounds the waits gmpi does not poll -- a blocking MPI collective on host
+ * buffers, and under GMPI_TIMEOUT_ACTION=end a blocking host send or receive with another rank
+ * (host_exchange.c), which is how the host path runs at MPI's speed (no arrival gate, no
+ * nonblocking call polled). Each comm marks when it enters and leaves such a call (two relaxed
  * atomic stores, no clock, no lock); a helper thread looks at the marks a few times per
  * GMPI_TIMEOUT, and a comm that stays inside one call for longer than GMPI_TIMEOUT ends the job
  * with a diagnosis naming the call, its count and the flight record. The thread calls no MPI
@@ -21,14 +22,15 @@
 
 #include "gmpi.h"
 
-/* A comm's mark: odd while inside a watched call. what/count (and peer/tag, for point to
- * point) describe that call. */
+/* A comm's mark: odd while inside a watched call. what/count (and for point to point the
+ * ranks and tags) describe that call. */
 typedef struct {
   atomic_ulong mark;
   const char *_Atomic what;
   atomic_size_t count;
-  atomic_int peer; /* the other rank of a point-to-point call; -1: a collective */
-  atomic_int tag;
+  atomic_int source, recv_tag; /* a receive's; source -1: none */
+  atomic_int dest, send_tag;   /* a send's; dest -1: none */
+  atomic_int watched;          /* the watchdog looks at this comm (gmpi_watchdog_add worked) */
 } gmpi_watch_t;
 
 /* Watch comm from now on (starts the thread with the first comm); no-op when its timeout is 0.
@@ -41,8 +43,13 @@ void gmpi_watchdog_remove(gmpi_comm_t comm);
 /* Around a blocking call on comm that gmpi cannot poll: what names it for the diagnosis.
  * Under GMPI_TIMEOUT_ACTION=status mark only calls nothing can interrupt (above). */
 void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count);
-/* The same around a blocking point-to-point call with peer (source or dest) and tag. */
-void gmpi_watch_enter_p2p(gmpi_comm_t comm, const char *what, size_t count, int peer, int tag);
+/* The same around a blocking point-to-point call: its receive's source and tag, its send's
+ * dest and tag (-1 for a half it does not have). */
+void gmpi_watch_enter_p2p(gmpi_comm_t comm, const char *what, size_t count, int source,
+                          int recv_tag, int dest, int send_tag);
+/* Whether the watchdog bounds comm's watched calls: 0 when its timeout is 0 or the watchdog
+ * could not take it (no memory, no thread), so that a caller can keep a wait it polls. */
+int gmpi_watchdog_watches(gmpi_comm_t comm);
 void gmpi_watch_exit(gmpi_comm_t comm);
 
 /* End the job now for a wait on comm that passed GMPI_TIMEOUT inside `what` (count elements)

@@ -12,7 +12,6 @@
 typedef struct {
   MPI_Comm data;                   /* gmpi's duplicate carrying host data */
   int checked;                     /* GMPI_CHECK=1 on native p2p: framed messages */
-  int threads_share;               /* MPI_THREAD_MULTIPLE: threads may call MPI on it at once */
   MPI_Comm plans;                  /* plans' persistent requests live here (made on demand) */
   struct gmpi_host_native *native; /* native p2p: eager sends, self messages (host_native.h) */
 } gmpi_host_t;

@@ -9,7 +9,6 @@
 #include "../core/comm.h"
 #include "../core/envelope.h"
 #include "../core/error.h"
-#include "../mpi/bootstrap.h"
 #include "../mpi/mpi_check.h"
 #include "../mpi/oob.h"
 #include "../mpi/types.h"
@@ -28,7 +27,6 @@ gmpi_status_t gmpi_host_open(gmpi_comm_t comm, gmpi_host_t *host) {
   /* GMPI_CHECK=1 on native messages only needs each message's dtype: a header (host_frame.c).
    * (Under GMPI_P2P=envelope the envelope carries it.) */
   host->checked = comm->cfg.p2p != GMPI_P2P_ENVELOPE && comm->cfg.check;
-  host->threads_share = gmpi_mpi_concurrent_threads();
   return GMPI_SUCCESS;
 free_data:
   PMPI_Comm_free(&host->data);

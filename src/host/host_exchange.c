@@ -15,11 +15,12 @@
  * MPI's blocking call, watched: under GMPI_TIMEOUT_ACTION=end (or GMPI_TIMEOUT=0) the exchange
  * is MPI_Send, MPI_Ssend, MPI_Recv or MPI_Sendrecv on the caller's buffers inside the
  * watchdog's mark, as blocking host collectives are (host_coll.c): MPI's speed, and past
- * GMPI_TIMEOUT the job ends naming the call (docs/reliability.md). Only where nothing but MPI
- * must progress while this rank is inside MPI: no GMPI_CHECK frames, no engine of gmpi's in the
- * process (an envelope or device engine, on which a peer's send may wait), and no
- * MPI_THREAD_MULTIPLE (the comm has one watch mark, and threads may share the comm). Elsewhere,
- * and under GMPI_TIMEOUT_ACTION=status (which promises GMPI_ERR_TIMEOUT), the polled exchange. */
+ * GMPI_TIMEOUT the job ends naming the call, ranks and tags (docs/reliability.md). Only where
+ * nothing but MPI must progress while this rank is inside MPI -- no GMPI_CHECK frames, no
+ * engine of gmpi's in the process (an envelope or device engine, on which a peer's send may
+ * wait) -- and where the watchdog did take the comm. One mark per comm is enough: calls on one
+ * comm never overlap (gmpi.h, threads). Elsewhere, and under GMPI_TIMEOUT_ACTION=status (which
+ * promises GMPI_ERR_TIMEOUT), the polled exchange. */
 #include <stdlib.h>
 
 #include "../core/comm.h"
@@ -152,9 +153,9 @@ static gmpi_status_t run_polled(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_
 
 /* May this exchange be MPI's blocking call, watched? (the file's head says when) */
 static int watched_blocking(const gmpi_host_t *host, gmpi_comm_t comm) {
-  return !host->checked && !comm->device_engine.p2p &&
-         (comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB || comm->cfg.timeout_s <= 0) &&
-         !host->threads_share && !gmpi_progress_needed();
+  if (host->checked || comm->device_engine.p2p || gmpi_progress_needed()) return 0;
+  if (comm->cfg.timeout_s <= 0) return 1; /* waits forever either way */
+  return comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB && gmpi_watchdog_watches(comm);
 }
 
 /* The exchange as MPI's blocking call inside the watchdog's mark (never framed: unchecked). */
@@ -164,24 +165,27 @@ static gmpi_status_t run_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gmp
   MPI_Datatype type[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
   int n[2] = {0, 0}, rc;
   gmpi_status_t st = GMPI_SUCCESS;
+  MPI_Status s = {0};
   if (recv) GMPI_CHECK(gmpi_mpi_bytes_type(bytes_of(recv), limit, &type[RECV], &n[RECV]));
   if (send)
     GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes_of(send), limit, &type[SEND], &n[SEND]), st,
                     release_types);
-  MPI_Status s = {0}; /* read for the receive's end even when MPI failed */
   const char *what;
   if (recv) {
     what = send ? "MPI_Sendrecv" : "MPI_Recv";
-    gmpi_watch_enter_p2p(comm, send ? "MPI_Sendrecv (its receive)" : what, recv->count, recv->peer,
-                         recv->tag);
+    gmpi_watch_enter_p2p(comm, what, recv->count, recv->peer, recv->tag, send ? send->peer : -1,
+                         send ? send->tag : -1);
     int rtag = gmpi_host_mpi_tag(comm->tags_full, recv->tag, recv->dtype);
+    /* what the receive's end reads if MPI reports a truncation without filling them */
+    s.MPI_SOURCE = recv->peer;
+    s.MPI_TAG = rtag;
     rc = send ? PMPI_Sendrecv(send->buf, n[SEND], type[SEND], send->peer,
                               gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype), recv->buf,
                               n[RECV], type[RECV], recv->peer, rtag, host->data, &s)
               : PMPI_Recv(recv->buf, n[RECV], type[RECV], recv->peer, rtag, host->data, &s);
   } else {
     what = send->sync ? "MPI_Ssend" : "MPI_Send";
-    gmpi_watch_enter_p2p(comm, what, send->count, send->peer, send->tag);
+    gmpi_watch_enter_p2p(comm, what, send->count, -1, -1, send->peer, send->tag);
     rc = (send->sync ? PMPI_Ssend : PMPI_Send)(
         send->buf, n[SEND], type[SEND], send->peer,
         gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype), host->data);

@@ -4,6 +4,7 @@
  *  - Eager: gmpi documents that a send of at most GMPI_ENV_EAGER_BYTES completes with no
  *    receive posted; Open MPI's own limits are 4 KiB (vader) and ~1 KiB (self). Such a send is
  *    copied and the copy is sent "detached" (host_detached.c); its request completes at once.
+ *    A comm set to GMPI_SENDS_AS_MPI (gmpi_comm_set_sends) sends to other ranks without it.
  *  - Self messages: Open MPI 4.1's self transport gets truncation wrong (reports success, or
  *    writes past the receive buffer), so messages to one's own rank never reach MPI; gmpi
  *    matches them itself (host_self.c).

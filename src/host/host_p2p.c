@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Point to point on host buffers. Natively MPI matches (source, tag, order) itself; messages
  * travel as bytes so one message may exceed INT_MAX elements. What native mode adds to MPI
- * (host_native.h): sends of at most GMPI_ENV_EAGER_BYTES complete at once (host_detached.c),
+ * (host_native.h): sends of at most GMPI_ENV_EAGER_BYTES complete at once (host_detached.c;
+ * not on a comm whose sends complete as MPI's, gmpi_comm_set_sends),
  * messages to one's own rank are matched by gmpi, never by MPI (host_self.c), and under
  * GMPI_CHECK=1 each message carries its sender's dtype in a header (host_frame.c). With
  * GMPI_P2P=envelope none of this runs: the host engine's point to point is then core's
