@@ -67,8 +67,7 @@ void gmpi_watchdog_end_job(gmpi_comm_t comm, const char *what, size_t count, dou
            "watchdog: rank %d of a %d-rank comm has been inside %s (count %zu) for %.1f s, over "
            "GMPI_TIMEOUT = %g s: a rank is not taking part (no matching send or receive; a "
            "different collective), or passed memory of another kind (device memory here, host "
-           "memory there: GMPI_CHECK=1 "
-           "names the rank). Ending the job (%s; docs/reliability.md)",
+           "memory there: GMPI_CHECK=1 names the rank). Ending the job (%s; docs/reliability.md)",
            comm->rank, comm->size, what ? what : "a collective", count, inside, comm->cfg.timeout_s,
            status_mode ? "nothing can interrupt this call to return a status (MPI has no "
                          "nonblocking form of it, or it is inside NCCL), also under "

@@ -38,10 +38,6 @@
 
 enum { RECV = 0, SEND = 1 };
 
-static size_t bytes_of(const gmpi_p2p_args_t *a) {
-  return a->count * gmpi_dtype_elem_size(a->dtype);
-}
-
 typedef struct {
   MPI_Request mpi[2];   /* MPI_REQUEST_NULL once ended (or never posted) */
   MPI_Datatype type[2]; /* released at the end of the call: MPI keeps them alive as needed */
@@ -56,7 +52,7 @@ static gmpi_status_t wire_of(const exchange_t *x, int half, const gmpi_p2p_args_
   if (x->frames)
     return gmpi_host_frame(&x->frames[half], a, limit, HOST_FRAME_COPY_BYTES, buf, n, type);
   *buf = a->buf;
-  return gmpi_mpi_bytes_type(a->count * gmpi_dtype_elem_size(a->dtype), limit, type, n);
+  return gmpi_mpi_bytes_type(gmpi_host_bytes(a), limit, type, n);
 }
 
 static gmpi_status_t post_pair(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
@@ -166,9 +162,9 @@ static gmpi_status_t run_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gmp
   int n[2] = {0, 0}, rc;
   gmpi_status_t st = GMPI_SUCCESS;
   MPI_Status s = {0};
-  if (recv) GMPI_CHECK(gmpi_mpi_bytes_type(bytes_of(recv), limit, &type[RECV], &n[RECV]));
+  if (recv) GMPI_CHECK(gmpi_mpi_bytes_type(gmpi_host_bytes(recv), limit, &type[RECV], &n[RECV]));
   if (send)
-    GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(bytes_of(send), limit, &type[SEND], &n[SEND]), st,
+    GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(gmpi_host_bytes(send), limit, &type[SEND], &n[SEND]), st,
                     release_types);
   const char *what;
   if (recv) {

@@ -34,10 +34,6 @@ gmpi_status_t gmpi_host_native(gmpi_host_t *host, host_native_t **out) {
   return GMPI_SUCCESS;
 }
 
-static size_t bytes_of(const gmpi_p2p_args_t *a) {
-  return a->count * gmpi_dtype_elem_size(a->dtype);
-}
-
 /* ---- element size in the MPI tag (host_native.h) ---- */
 #define TAG_CLASS_BITS 3
 static const size_t class_size[] = {1, 2, 4, 8, 16};
@@ -71,7 +67,7 @@ static gmpi_status_t wire_of(gmpi_host_t *host, gmpi_request_t req, void **buf, 
     return gmpi_host_frame(&cr->frame, &req->args, limit, HOST_FRAME_COPY_BYTES, buf, n, &cr->type);
   }
   *buf = req->args.buf;
-  return gmpi_mpi_bytes_type(bytes_of(&req->args), limit, &cr->type, n);
+  return gmpi_mpi_bytes_type(gmpi_host_bytes(&req->args), limit, &cr->type, n);
 }
 
 /* MPI_Isend or MPI_Irecv of the request's message (a receive may be from ANY_SOURCE). */

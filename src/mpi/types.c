@@ -102,12 +102,8 @@ MPI_Op gmpi_mpi_op(gmpi_dtype_t dtype, gmpi_op_t op) {
 
 /* ---- byte counts beyond one MPI count ---------------------------------------------- */
 gmpi_status_t gmpi_mpi_bytes_type_made(size_t bytes, size_t limit, MPI_Datatype *type, int *count) {
+  /* only for bytes > min(limit, INT_MAX): gmpi_mpi_bytes_type answers the rest inline */
   if (limit > INT_MAX) limit = INT_MAX;
-  if (bytes <= limit) {
-    *type = MPI_BYTE;
-    *count = (int)bytes;
-    return GMPI_SUCCESS;
-  }
   /* q blocks of `block` bytes, then r bytes: a struct whose type signature is plain bytes,
    * so any receive of enough bytes matches it, and whose extent is exactly `bytes`. */
   size_t block = limit;
