@@ -347,10 +347,13 @@ static void eager_before_receive(gmpi_comm_t c) {
   if (peer == rank) return; /* self messages are gmpi's own: tested above */
   size_t n = 3072;
   void *s = pattern_buf(GMPI_INT32, n, rank), *r = t_alloc(n * 4);
-  int note = rank, got = -1;
+  int got = -1;
   if (sends_first()) {
+    int *note = t_alloc(sizeof(int)); /* the receiver's kind: kinds match apart by default */
+    t_put(note, &rank, sizeof(int));
     T_OK(gmpi_send(s, n, GMPI_INT32, peer, 40, c));
-    T_OK(gmpi_send(&note, 1, GMPI_INT32, peer, 41, c));
+    T_OK(gmpi_send(note, 1, GMPI_INT32, peer, 41, c));
+    t_free(note);
   } else {
     int *hnote = t_alloc(sizeof(int));
     T_OK(gmpi_recv(hnote, 1, GMPI_INT32, peer, 41, c, NULL));

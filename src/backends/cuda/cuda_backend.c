@@ -172,13 +172,19 @@ static void warn_single_cpu(const gmpi_comm_t comm) {
  * different orders on two ranks, would wait for each other for ever. Under
  * MPI_THREAD_MULTIPLE (threads may call gmpi on different comms at once, gmpi.h) every comm
  * has resources of its own (docs/design.md, "Threads and NCCL"; a segfault inside
- * ncclAllReduce in test_threads at 2 ranks, H100). GMPI_NCCL_SPLIT_SHARE=1 or 0 decides instead
- * (1: a program granted MPI_THREAD_MULTIPLE that calls gmpi from one thread at a time). */
+ * ncclAllReduce in test_threads at 2 ranks, H100). Under GMPI_CHECK too: communicators that
+ * share resources share NCCL's abort flag, and the check fails a comm (a rank refused its
+ * nonblocking collective after the others' had started) whose NCCL communicator must then be
+ * aborted -- shared, that abort took its parent with it (the next ncclCommSplit of the world
+ * failed with "internal error" in test_check at 2 ranks sharing an H200). GMPI_NCCL_SPLIT_SHARE=1
+ * or 0 decides instead (1: a program granted MPI_THREAD_MULTIPLE that calls gmpi from one thread
+ * at a time). */
 static ncclConfig_t comm_config(const gmpi_comm_t comm) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;
-  config.splitShare =
-      comm->cfg.split_share >= 0 ? comm->cfg.split_share : !comm->oob.ops->concurrent_threads();
+  config.splitShare = comm->cfg.split_share >= 0
+                          ? comm->cfg.split_share
+                          : !comm->oob.ops->concurrent_threads() && !comm->cfg.check;
   return config;
 }
 
@@ -199,14 +205,20 @@ static void log_memory(gmpi_comm_t comm, cuda_comm_t *cc, size_t free_before) {
  * return a status. Under GMPI_TIMEOUT_ACTION=end that call is watched and ends the job, as any
  * stuck collective does, and lazy connection keeps one communicator at 580 MiB on an H200.
  * Under status a stuck collective must come back as GMPI_ERR_TIMEOUT, so every peer is
- * connected at init instead (1092 MiB there; found by test_timeout at 2 ranks). NCCL reads the
- * variable once, at its first communicator: a program that made one before gmpi_init, or that
- * sets the variable itself, keeps its own choice. */
+ * connected at init instead (1092 MiB there; found by test_timeout at 2 ranks). Under GMPI_CHECK
+ * too: a nonblocking collective starts before its check has heard from every rank, and a rank
+ * that refused its own call never connects, so the others' call blocked inside NCCL's connect
+ * and failed with a socket error instead of the check's mismatch (test_check, 2 ranks sharing
+ * an H200). NCCL reads the variable once, at its first communicator: a program that made one
+ * before gmpi_init, or that sets the variable itself, keeps its own choice. */
 static void choose_connection(const gmpi_comm_t comm) {
-  if (comm->cfg.timeout_action != GMPI_TIMEOUT_STATUS || getenv("NCCL_RUNTIME_CONNECT")) return;
+  if ((comm->cfg.timeout_action != GMPI_TIMEOUT_STATUS && !comm->cfg.check) ||
+      getenv("NCCL_RUNTIME_CONNECT"))
+    return;
   setenv("NCCL_RUNTIME_CONNECT", "0", 0);
-  gmpi_log(GMPI_LOG_INFO, "cuda: GMPI_TIMEOUT_ACTION=status: NCCL connects every peer at init "
-                          "(NCCL_RUNTIME_CONNECT=0), so that no collective blocks inside NCCL");
+  gmpi_log(GMPI_LOG_INFO, "cuda: %s: NCCL connects every peer at init (NCCL_RUNTIME_CONNECT=0), "
+                          "so that no collective blocks inside NCCL",
+           comm->cfg.check ? "GMPI_CHECK" : "GMPI_TIMEOUT_ACTION=status");
 }
 
 static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
