@@ -216,8 +216,9 @@ static void choose_connection(const gmpi_comm_t comm) {
       getenv("NCCL_RUNTIME_CONNECT"))
     return;
   setenv("NCCL_RUNTIME_CONNECT", "0", 0);
-  gmpi_log(GMPI_LOG_INFO, "cuda: %s: NCCL connects every peer at init (NCCL_RUNTIME_CONNECT=0), "
-                          "so that no collective blocks inside NCCL",
+  gmpi_log(GMPI_LOG_INFO,
+           "cuda: %s: NCCL connects every peer at init (NCCL_RUNTIME_CONNECT=0), "
+           "so that no collective blocks inside NCCL",
            comm->cfg.check ? "GMPI_CHECK" : "GMPI_TIMEOUT_ACTION=status");
 }
 
