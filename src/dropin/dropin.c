@@ -311,8 +311,10 @@ static void start(void) {
     return; /* device mode: the program runs on MPI alone */
   }
   /* The layer grants at most MPI_THREAD_SERIALIZED (MPI_Init_thread below), so its comms may
-   * share NCCL resources whatever MPI itself granted; a user's own setting stands. */
-  setenv("GMPI_NCCL_SPLIT_SHARE", "1", 0);
+   * share NCCL resources whatever MPI itself granted -- but not under GMPI_CHECK, where a failed
+   * comm's abort would take its parent with it (docs/design.md); a user's own setting stands. */
+  const char *check = getenv("GMPI_CHECK");
+  if (!check || strcmp(check, "1") != 0) setenv("GMPI_NCCL_SPLIT_SHARE", "1", 0);
   gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &dropin.world);
   gmpi_backend_t backend = GMPI_BACKEND_CPU;
   if (st == GMPI_SUCCESS)
