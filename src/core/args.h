@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "dtype.h"
 #include "gmpi.h"
 
 typedef enum {
@@ -56,5 +57,10 @@ typedef struct {
   int tag;
   int sync; /* a synchronous send (gmpi_issend): complete once a receive matched it */
 } gmpi_p2p_args_t;
+
+/* The bytes a point-to-point operation moves. */
+static inline size_t gmpi_p2p_bytes(const gmpi_p2p_args_t *a) {
+  return a->count * gmpi_dtype_elem_size(a->dtype);
+}
 
 #endif

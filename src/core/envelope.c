@@ -418,7 +418,7 @@ static gmpi_status_t send_answered(struct gmpi_envelope_engine *env, int src, co
     return GMPI_SUCCESS;
   }
   const gmpi_p2p_args_t *a = &es->req->args;
-  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
+  size_t bytes = gmpi_p2p_bytes(a);
   if (w->kind == W_CTS) {
     GMPI_CHECK(link_follow(env, src, w));
     return env->mover->link_send(env->mctx, src, w->k, a->buf, bytes, &es->handle);
@@ -779,7 +779,7 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   env_send_t *es = calloc(1, sizeof(*es));
   if (!es) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a send");
   const gmpi_p2p_args_t *a = &req->args;
-  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
+  size_t bytes = gmpi_p2p_bytes(a);
   es->req = req;
   es->seq = env->peers[a->peer].next_out_seq++;
   req->be = es;

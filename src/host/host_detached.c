@@ -44,7 +44,7 @@ static gmpi_status_t reserve_one(host_native_t *nat) {
  * HOST_SPARE_COPY_BYTES (*spare_sized: it may become the spare). */
 static gmpi_status_t copy_of(host_native_t *nat, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
                              void **copy, size_t *copy_bytes, int *spare_sized) {
-  size_t bytes = gmpi_host_bytes(a);
+  size_t bytes = gmpi_p2p_bytes(a);
   *copy = NULL;
   *copy_bytes = bytes;
   *spare_sized = 0;
@@ -113,7 +113,7 @@ free_copy:
 }
 
 int gmpi_host_sends_detached(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
-  return !a->sync && !comm->sends_as_mpi && gmpi_host_bytes(a) <= GMPI_ENV_EAGER_BYTES;
+  return !a->sync && !comm->sends_as_mpi && gmpi_p2p_bytes(a) <= GMPI_ENV_EAGER_BYTES;
 }
 
 gmpi_status_t gmpi_host_detached_send(gmpi_host_t *host, gmpi_request_t req) {

@@ -52,7 +52,7 @@ static gmpi_status_t wire_of(const exchange_t *x, int half, const gmpi_p2p_args_
   if (x->frames)
     return gmpi_host_frame(&x->frames[half], a, limit, HOST_FRAME_COPY_BYTES, buf, n, type);
   *buf = a->buf;
-  return gmpi_mpi_bytes_type(gmpi_host_bytes(a), limit, type, n);
+  return gmpi_mpi_bytes_type(gmpi_p2p_bytes(a), limit, type, n);
 }
 
 static gmpi_status_t post_pair(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
@@ -162,9 +162,9 @@ static gmpi_status_t run_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gmp
   int n[2] = {0, 0}, rc;
   gmpi_status_t st = GMPI_SUCCESS;
   MPI_Status s = {0};
-  if (recv) GMPI_CHECK(gmpi_mpi_bytes_type(gmpi_host_bytes(recv), limit, &type[RECV], &n[RECV]));
+  if (recv) GMPI_CHECK(gmpi_mpi_bytes_type(gmpi_p2p_bytes(recv), limit, &type[RECV], &n[RECV]));
   if (send)
-    GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(gmpi_host_bytes(send), limit, &type[SEND], &n[SEND]), st,
+    GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(gmpi_p2p_bytes(send), limit, &type[SEND], &n[SEND]), st,
                     release_types);
   const char *what;
   if (recv) {

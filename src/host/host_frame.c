@@ -52,7 +52,7 @@ static gmpi_status_t struct_type(host_frame_t *f, void *payload, size_t bytes, s
 
 gmpi_status_t gmpi_host_frame(host_frame_t *f, const gmpi_p2p_args_t *a, size_t limit,
                               size_t copy_max, void **buf, int *n, MPI_Datatype *type) {
-  size_t bytes = a->count * gmpi_dtype_size(a->dtype);
+  size_t bytes = gmpi_p2p_bytes(a);
   int sending = a->dir == GMPI_P2P_SEND;
   if (sending) f->hdr = (host_frame_hdr_t){HOST_FRAME_MAGIC, (int32_t)a->dtype, a->count};
   f->copied = bytes <= copy_max;

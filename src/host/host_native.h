@@ -16,13 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/dtype.h"
 #include "host.h"
-
-/* The bytes a point-to-point operation moves. */
-static inline size_t gmpi_host_bytes(const gmpi_p2p_args_t *a) {
-  return a->count * gmpi_dtype_elem_size(a->dtype);
-}
 
 /* Native messages carry the sender's element size in the low bits of their MPI tag (user tag
  * * 8 + size class), so that gmpi_probe can count a message in the sender's elements, which

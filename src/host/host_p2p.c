@@ -67,7 +67,7 @@ static gmpi_status_t wire_of(gmpi_host_t *host, gmpi_request_t req, void **buf, 
     return gmpi_host_frame(&cr->frame, &req->args, limit, HOST_FRAME_COPY_BYTES, buf, n, &cr->type);
   }
   *buf = req->args.buf;
-  return gmpi_mpi_bytes_type(gmpi_host_bytes(&req->args), limit, &cr->type, n);
+  return gmpi_mpi_bytes_type(gmpi_p2p_bytes(&req->args), limit, &cr->type, n);
 }
 
 /* MPI_Isend or MPI_Irecv of the request's message (a receive may be from ANY_SOURCE). */

@@ -32,7 +32,7 @@ typedef struct {
 /* Give a self message to a receive: all of it, or nothing when it does not fit. */
 static void deliver(const host_native_t *nat, gmpi_request_t recv, const self_msg_view_t *m) {
   host_req_t *cr = recv->be;
-  int fits = m->bytes <= gmpi_host_bytes(&recv->args);
+  int fits = m->bytes <= gmpi_p2p_bytes(&recv->args);
   int wanted = !nat->checked || m->dtype == (int)recv->args.dtype; /* else a mismatch */
   if (fits && wanted && m->bytes) memcpy(recv->args.buf, m->data, m->bytes);
   cr->end = (host_recv_end_t){.source = recv->comm->rank,
@@ -120,7 +120,7 @@ static gmpi_status_t take_pending_receive(host_native_t *nat, int tag, gmpi_requ
 /* ---- the queue of unmatched self messages ------------------------------------------------ */
 
 static gmpi_status_t enqueue(host_native_t *nat, gmpi_request_t send) {
-  size_t bytes = gmpi_host_bytes(&send->args);
+  size_t bytes = gmpi_p2p_bytes(&send->args);
   host_self_msg_t *m = calloc(1, sizeof(*m));
   if (!m) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a message to self");
   m->tag = send->args.tag;
@@ -158,7 +158,7 @@ gmpi_status_t gmpi_host_self_send(host_native_t *nat, gmpi_request_t req) {
   GMPI_CHECK(take_pending_receive(nat, req->args.tag, &recv));
   if (!recv) return enqueue(nat, req);
   const gmpi_p2p_args_t *a = &req->args;
-  deliver(nat, recv, &(self_msg_view_t){a->tag, (int)a->dtype, a->buf, gmpi_host_bytes(a)});
+  deliver(nat, recv, &(self_msg_view_t){a->tag, (int)a->dtype, a->buf, gmpi_p2p_bytes(a)});
   complete_send(req);
   return GMPI_SUCCESS;
 }

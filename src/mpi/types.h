@@ -19,12 +19,12 @@ MPI_Op gmpi_mpi_op(gmpi_dtype_t dtype, gmpi_op_t op);
 gmpi_status_t gmpi_mpi_ops_acquire(void);
 void gmpi_mpi_ops_release(void);
 
-/* A (type, count) that moves exactly `bytes` bytes; one message even beyond INT_MAX. limit is
- * the largest count one MPI call gets. The type's extent is `bytes`, so it can describe one
- * block of an allgather or alltoall. Release with gmpi_mpi_type_release. */
 /* The type made for a message beyond one count (gmpi_mpi_bytes_type calls it). */
 gmpi_status_t gmpi_mpi_bytes_type_made(size_t bytes, size_t limit, MPI_Datatype *type, int *count);
-/* Inline: every message asks, and almost every one fits one count of MPI_BYTE. */
+/* A (type, count) that moves exactly `bytes` bytes; one message even beyond INT_MAX. limit is
+ * the largest count one MPI call gets. The type's extent is `bytes`, so it can describe one
+ * block of an allgather or alltoall. Release with gmpi_mpi_type_release. Inline: every message
+ * asks, and almost every one fits one count of MPI_BYTE. */
 static inline gmpi_status_t gmpi_mpi_bytes_type(size_t bytes, size_t limit, MPI_Datatype *type,
                                                 int *count) {
   if (bytes <= limit && bytes <= INT_MAX) {
