@@ -376,6 +376,8 @@ static void sends_as_mpi(void) {
   T_ERROR_MENTIONS("'sends' = 5");
   T_OK(gmpi_comm_sends(comm, &sends));
   T_EQ_INT(sends, GMPI_SENDS_EAGER);
+  T_STATUS(gmpi_comm_sends(comm, NULL), GMPI_ERR_INVALID_ARG);
+  T_ERROR_MENTIONS("'sends' is NULL");
   gmpi_comm_t c = NULL, child = NULL;
   T_OK(gmpi_comm_dup(comm, &c));
   T_OK(gmpi_comm_set_sends(c, GMPI_SENDS_AS_MPI));
