@@ -48,6 +48,17 @@ static int read_matching(int *per_kind) {
   return 0;
 }
 
+/* GMPI_INTERPOSE_KINDS: uniform (default; every rank of a collective passes one memory kind, as
+ * NCCL asks) or mixed (the ranks agree on each collective's route first: one small allreduce;
+ * docs/dropin.md). */
+static int read_kinds(int *mixed) {
+  const char *v = getenv("GMPI_INTERPOSE_KINDS");
+  *mixed = v && !strcmp(v, "mixed");
+  if (!v || !*v || *mixed || !strcmp(v, "uniform")) return 1;
+  fprintf(stderr, "[gmpi_mpi] GMPI_INTERPOSE_KINDS='%s' is not one of uniform, mixed\n", v);
+  return 0;
+}
+
 static double read_timeout(void) {
   const char *v = getenv("GMPI_TIMEOUT");
   char *end = NULL;
@@ -301,7 +312,9 @@ static int collective_alloc(void) {
 }
 
 static void start(void) {
-  if (!read_mode(&dropin.mode) || !read_matching(&dropin.per_kind)) PMPI_Abort(MPI_COMM_WORLD, 2);
+  if (!read_mode(&dropin.mode) || !read_matching(&dropin.per_kind) ||
+      !read_kinds(&dropin.kinds_mixed))
+    PMPI_Abort(MPI_COMM_WORLD, 2);
   dropin.timeout_s = read_timeout();
   if (dropin.mode == INTERPOSE_OFF) return;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, noop_delete, &dropin.keyval, NULL);
@@ -314,7 +327,8 @@ static void start(void) {
    * share NCCL resources whatever MPI itself granted -- but not under GMPI_CHECK, where a failed
    * comm's abort would take its parent with it (docs/design.md); a user's own setting stands. */
   const char *check = getenv("GMPI_CHECK");
-  if (!check || strcmp(check, "1") != 0) setenv("GMPI_NCCL_SPLIT_SHARE", "1", 0);
+  dropin.check = check && !strcmp(check, "1");
+  if (!dropin.check) setenv("GMPI_NCCL_SPLIT_SHARE", "1", 0);
   gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &dropin.world);
   gmpi_backend_t backend = GMPI_BACKEND_CPU;
   if (st == GMPI_SUCCESS)

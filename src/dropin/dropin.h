@@ -29,6 +29,8 @@ typedef struct {
   gmpi_comm_t self;   /* MPI_COMM_SELF's twin, made at first use (one rank: local) */
   double timeout_s;   /* GMPI_TIMEOUT: bounds waits on arrays that hold gmpi requests */
   int per_kind;       /* GMPI_INTERPOSE_MATCHING=per-kind: host messages stay on MPI */
+  int kinds_mixed;    /* GMPI_INTERPOSE_KINDS=mixed: a collective's ranks agree on its route */
+  int check;          /* GMPI_CHECK=1: ranks whose collective routes differ fail the call */
   MPI_Comm self_comm; /* the layer's own dup of MPI_COMM_SELF (unpacking partial elements) */
 } dropin_t;
 
@@ -36,9 +38,10 @@ extern dropin_t dropin;
 
 /* Host buffers go to gmpi only under GMPI_INTERPOSE=all; MPI_IN_PLACE and NULL are no buffer. */
 typedef enum { VIA_MPI = 0, VIA_GMPI, VIA_STAGING } dropin_via_t;
-/* How a collective on comm with buffers a and b runs: gmpi (*twin set; native says gmpi can
- * take the types and ops), MPI, or MPI on host copies of device buffers. In device mode on the
- * cpu backend nothing is classified: MPI at once. */
+/* How a collective on comm with buffers a and b runs, from this rank's buffers alone: gmpi
+ * (*twin set; native says gmpi can take the types and ops), MPI, or MPI on host copies of device
+ * buffers. In device mode on the cpu backend nothing is classified: MPI at once. Under
+ * GMPI_INTERPOSE_KINDS=mixed dropin_coll_run then makes the ranks agree (dropin_coll.c). */
 dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native, gmpi_comm_t *twin);
 /* Point to point: every message of a comm with a twin goes to gmpi (one matching engine per
  * comm, docs/design.md), device or host. NULL: MPI takes it. */

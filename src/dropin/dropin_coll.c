@@ -156,11 +156,85 @@ static int run_gmpi_sides(const coll_kind_t *kind, coll_call_t *c, gmpi_comm_t t
   return sides_finish(c, rc, st, g, s);
 }
 
+/* ---- one route on every rank (GMPI_INTERPOSE_KINDS) ------------------------------------------ */
+
+/* Each rank routes by its own buffers, so ranks passing different memory kinds (device on some,
+ * host on others: legal in a CUDA-aware MPI) would wait in different engines. Under mixed the
+ * ranks agree first, and where they differ every rank takes MPI, whose collective serves any
+ * mix; under uniform (the default) they are trusted, and GMPI_CHECK=1 finds out. */
+
+/* MPI's route for this rank: on host copies where its buffers are device memory. */
+static dropin_via_t via_mpi(const coll_call_t *c) {
+  return dropin_is_device(c->send_used) || dropin_is_device(c->recv_used) ? VIA_STAGING : VIA_MPI;
+}
+
+static void leave_gmpi(coll_call_t *c, dropin_via_t *via, const char *why) {
+  *via = via_mpi(c);
+  c->no_gmpi = why;
+}
+
+/* Whether the ranks agree on this call's route: from what every rank of the call shares (the
+ * settings, the comm's twin and size, the call), never from this rank's buffers, or the
+ * agreement itself would wait for ranks that skip it. Nonblocking calls must not wait for
+ * other ranks (MPI); calls gmpi has no form of (scans) always end in MPI. */
+static int agreement_runs(const coll_kind_t *kind, const coll_call_t *c) {
+  if (!(dropin.kinds_mixed || dropin.check) || !dropin.active || c->request || !kind->start)
+    return 0;
+  /* the size first: MPI_COMM_SELF's twin would be made at its first lookup */
+  return c->comm != MPI_COMM_NULL && dropin_size_of(c->comm) > 1 && dropin_twin(c->comm);
+}
+
+/* The routes of every rank as bits (1 << VIA_x), by one allreduce on the program's comm: MPI's
+ * nonblocking form, waited while gmpi's live requests are driven (a peer may sit in a receive
+ * that only this rank's gmpi progress completes), and on every rank alike (MPI does not match a
+ * blocking collective with a nonblocking one). */
+static int agree(const coll_call_t *c, dropin_via_t mine, int *routes) {
+  int bit = 1 << mine;
+  MPI_Request q = MPI_REQUEST_NULL;
+  return dropin_polled(PMPI_Iallreduce(&bit, routes, 1, MPI_INT, MPI_BOR, c->comm, &q), &q);
+}
+
+/* Only gmpi beside MPI waits: staged and plain routes both end in MPI's collective. */
+static int routes_conflict(int routes) {
+  int gmpi = 1 << VIA_GMPI;
+  return (routes & gmpi) && (routes & ~gmpi);
+}
+
+/* GMPI_CHECK=1 under uniform: the call fails on every rank (each saw the same bits) instead of
+ * waiting for gmpi's watchdog. */
+static int refuse_kinds(const coll_call_t *c, dropin_via_t via) {
+  fprintf(stderr,
+          "[gmpi_mpi] %s: ranks differ in memory kind (this rank: %s memory, to %s; others "
+          "to %s); GMPI_INTERPOSE_KINDS=mixed makes such calls work\n",
+          c->func, via_mpi(c) == VIA_STAGING ? "device" : "host", via == VIA_GMPI ? "gmpi" : "MPI",
+          via == VIA_GMPI ? "MPI" : "gmpi");
+  PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OTHER);
+  return MPI_ERR_OTHER;
+}
+
+/* Turn this rank's route into one every rank of the call can meet. */
+static int route_for_all(const coll_kind_t *kind, coll_call_t *c, dropin_via_t *via) {
+  if (dropin.kinds_mixed && c->request && *via == VIA_GMPI && !c->bufferless) {
+    leave_gmpi(c, via, "a nonblocking collective under GMPI_INTERPOSE_KINDS=mixed");
+    return MPI_SUCCESS;
+  }
+  if (!agreement_runs(kind, c)) return MPI_SUCCESS;
+  int routes = 0;
+  int rc = agree(c, *via, &routes);
+  if (rc != MPI_SUCCESS || !routes_conflict(routes)) return rc;
+  if (!dropin.kinds_mixed) return refuse_kinds(c, *via);
+  if (*via == VIA_GMPI) leave_gmpi(c, via, "other ranks' buffers take MPI (another memory kind)");
+  return MPI_SUCCESS;
+}
+
 /* The one place a collective's route is chosen and taken. */
 int dropin_coll_run(const coll_kind_t *kind, coll_call_t c) {
   kind->describe(&c);
   gmpi_comm_t twin = NULL;
-  switch (dropin_via(c.comm, c.send_used, c.recv_used, c.native, &twin)) {
+  dropin_via_t via = dropin_via(c.comm, c.send_used, c.recv_used, c.native, &twin);
+  int rc = route_for_all(kind, &c, &via);
+  if (rc != MPI_SUCCESS) return rc;
+  switch (via) {
   case VIA_GMPI:
     return kind->prepare ? run_gmpi_sides(kind, &c, twin) : run_gmpi_direct(kind, &c, twin);
   case VIA_STAGING: return run_staged(kind, &c);
@@ -181,8 +255,9 @@ int MPI_Barrier(MPI_Comm comm) {
   return rc != MPI_SUCCESS || arrived ? rc : PMPI_Barrier(comm);
 }
 
-/* No buffers: dropin_via takes it to gmpi under GMPI_INTERPOSE=all (on a comm with a twin). */
-static void ibarrier_describe(coll_call_t *c) { c->native = 1; }
+/* No buffers: dropin_via takes it to gmpi under GMPI_INTERPOSE=all (on a comm with a twin), on
+ * every rank alike, so it stays there under GMPI_INTERPOSE_KINDS=mixed too. */
+static void ibarrier_describe(coll_call_t *c) { c->native = c->bufferless = 1; }
 
 static gmpi_status_t ibarrier_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
                                     gmpi_request_t *request) {

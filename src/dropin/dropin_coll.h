@@ -7,8 +7,9 @@
  *   start     gmpi's call, blocking or nonblocking
  *   mpi       MPI's own call, on the program's buffers or on host copies of device ones
  *
- * dropin_coll_run asks dropin_via for the route (gmpi, MPI on host copies, MPI) and takes it;
- * nothing else chooses (dropin_coll.c). Reductions are in dropin_coll_reduce.c, data movement in
+ * dropin_coll_run asks dropin_via for the route (gmpi, MPI on host copies, MPI), under
+ * GMPI_INTERPOSE_KINDS=mixed makes the ranks agree on it, and takes it; nothing else chooses
+ * (dropin_coll.c). Reductions are in dropin_coll_reduce.c, data movement in
  * dropin_coll_move.c. */
 #ifndef GMPI_DROPIN_COLL_H
 #define GMPI_DROPIN_COLL_H
@@ -43,7 +44,8 @@ typedef struct {
   int native;              /* gmpi can take the call's types (and op) */
   int args_missing;        /* a count or displacement array gmpi needs is NULL */
   MPI_Datatype named_type; /* the type a staged call's note names */
-  const char *no_gmpi;     /* why gmpi never takes this call (it has no such call), or NULL */
+  const char *no_gmpi;     /* why gmpi does not take this call (it has none; kinds), or NULL */
+  int bufferless;          /* no buffers (MPI_Ibarrier): every rank routes it alike */
   gmpi_dtype_t dtype;      /* reductions: gmpi's type and op, when native */
   gmpi_op_t gop;
 } coll_call_t;
