@@ -9,7 +9,8 @@
 
 #include "dropin.h"
 
-dropin_t dropin = {.keyval = MPI_KEYVAL_INVALID, .self_comm = MPI_COMM_NULL};
+dropin_t dropin = {
+    .keyval = MPI_KEYVAL_INVALID, .self_comm = MPI_COMM_NULL, .last_comm = MPI_COMM_NULL};
 
 /* Twins in creation order: MPI_Finalize frees them newest first (every rank made its comms in
  * the same collective order, so the collective frees line up). */
@@ -68,19 +69,11 @@ static double read_timeout(void) {
 
 /* ---- twins ------------------------------------------------------------------------------ */
 
-/* The last comm whose twin was looked up: most programs send on one comm call after call, and
- * MPI's attribute lookup is a sizable part of a small message's cost. Forgotten whenever a twin
- * is made, retired or freed, and before MPI frees any comm (whose handle MPI may then reuse). */
-static struct {
-  MPI_Comm comm;
-  gmpi_comm_t twin;
-} last_twin = {MPI_COMM_NULL, NULL};
-
-static void forget_last_twin(void) { last_twin.comm = MPI_COMM_NULL, last_twin.twin = NULL; }
+static void forget_last_twin(void) { dropin.last_comm = MPI_COMM_NULL, dropin.last_twin = NULL; }
 
 gmpi_comm_t dropin_twin(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL || dropin.keyval == MPI_KEYVAL_INVALID) return NULL;
-  if (comm == last_twin.comm) return last_twin.twin;
+  if (comm == dropin.last_comm) return dropin.last_twin;
   void *val = NULL;
   int flag = 0;
   if (PMPI_Comm_get_attr(comm, dropin.keyval, &val, &flag) != MPI_SUCCESS || !flag) {
@@ -100,8 +93,8 @@ gmpi_comm_t dropin_twin(MPI_Comm comm) {
     }
     return NULL;
   }
-  last_twin.comm = comm;
-  last_twin.twin = val;
+  dropin.last_comm = comm;
+  dropin.last_twin = val;
   return val;
 }
 
@@ -216,7 +209,7 @@ dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
 /* Host messages stay on MPI (GMPI_INTERPOSE_MATCHING=per-kind, unless all go through gmpi). */
 static int per_kind(void) { return dropin.per_kind && dropin.mode != INTERPOSE_ALL; }
 
-gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf) {
+gmpi_comm_t dropin_take_p2p_lookup(MPI_Comm comm, const void *buf) {
   if (!dropin.active) return NULL;
   /* one matching engine per comm: the kind of buf does not choose it, unless per-kind */
   if (per_kind() && !dropin_is_device(buf)) return NULL;

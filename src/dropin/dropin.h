@@ -32,6 +32,12 @@ typedef struct {
   int kinds_mixed;    /* GMPI_INTERPOSE_KINDS=mixed: a collective's ranks agree on its route */
   int check;          /* GMPI_CHECK=1: ranks whose collective routes differ fail the call */
   MPI_Comm self_comm; /* the layer's own dup of MPI_COMM_SELF (unpacking partial elements) */
+  /* The last comm whose twin was looked up, and that twin: most programs send on one comm call
+   * after call, and MPI's attribute lookup is a sizable part of a small message's cost.
+   * Forgotten (MPI_COMM_NULL) whenever a twin is made, retired or freed, and before MPI frees any
+   * comm (whose handle MPI may then reuse). */
+  MPI_Comm last_comm;
+  gmpi_comm_t last_twin;
 } dropin_t;
 
 extern dropin_t dropin;
@@ -44,8 +50,15 @@ typedef enum { VIA_MPI = 0, VIA_GMPI, VIA_STAGING } dropin_via_t;
  * GMPI_INTERPOSE_KINDS=mixed dropin_coll_run then makes the ranks agree (dropin_coll.c). */
 dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native, gmpi_comm_t *twin);
 /* Point to point: every message of a comm with a twin goes to gmpi (one matching engine per
- * comm, docs/design.md), device or host. NULL: MPI takes it. */
-gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf);
+ * comm, docs/design.md), device or host. NULL: MPI takes it. Inline for the comm asked last
+ * (every message asks; a call across files costs more than the answer). */
+gmpi_comm_t dropin_take_p2p_lookup(MPI_Comm comm, const void *buf);
+static inline gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf) {
+  if (dropin.active && comm == dropin.last_comm &&
+      (!dropin.per_kind || dropin.mode == INTERPOSE_ALL))
+    return dropin.last_twin;
+  return dropin_take_p2p_lookup(comm, buf);
+}
 /* The twin a probe on comm asks (NULL: MPI alone answers); *either when under per-kind
  * matching the message may wait in gmpi's engine or in MPI's, so both are asked. */
 gmpi_comm_t dropin_take_probe(MPI_Comm comm, int *either);

@@ -228,17 +228,17 @@ static int route_for_all(const coll_kind_t *kind, coll_call_t *c, dropin_via_t *
 }
 
 /* The one place a collective's route is chosen and taken. */
-int dropin_coll_run(const coll_kind_t *kind, coll_call_t c) {
-  kind->describe(&c);
+int dropin_coll_run_at(const coll_kind_t *kind, coll_call_t *c) {
+  kind->describe(c);
   gmpi_comm_t twin = NULL;
-  dropin_via_t via = dropin_via(c.comm, c.send_used, c.recv_used, c.native, &twin);
-  int rc = route_for_all(kind, &c, &via);
+  dropin_via_t via = dropin_via(c->comm, c->send_used, c->recv_used, c->native, &twin);
+  int rc = route_for_all(kind, c, &via);
   if (rc != MPI_SUCCESS) return rc;
   switch (via) {
   case VIA_GMPI:
-    return kind->prepare ? run_gmpi_sides(kind, &c, twin) : run_gmpi_direct(kind, &c, twin);
-  case VIA_STAGING: return run_staged(kind, &c);
-  default: return kind->mpi(&c, c.send.buf, c.recv.buf);
+    return kind->prepare ? run_gmpi_sides(kind, c, twin) : run_gmpi_direct(kind, c, twin);
+  case VIA_STAGING: return run_staged(kind, c);
+  default: return kind->mpi(c, c->send.buf, c->recv.buf);
   }
 }
 

@@ -71,8 +71,12 @@ typedef struct {
   int (*mpi)(const coll_call_t *c, const void *sb, void *rb);
 } coll_kind_t;
 
-/* Route c (dropin_via) and run it the way kind says; an MPI code. */
-int dropin_coll_run(const coll_kind_t *kind, coll_call_t c);
+/* Route c (dropin_via) and run it the way kind says; an MPI code. c is the caller's: the MPI
+ * functions hand it over by value (below), built in place and never copied. */
+int dropin_coll_run_at(const coll_kind_t *kind, coll_call_t *c);
+static inline int dropin_coll_run(const coll_kind_t *kind, coll_call_t c) {
+  return dropin_coll_run_at(kind, &c);
+}
 
 static inline int dropin_rank_of(MPI_Comm comm) {
   int r = 0;

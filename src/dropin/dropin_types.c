@@ -3,6 +3,7 @@
  * addresses (Open MPI) or constants (MPICH), so the tables are lists searched in order, the
  * common types first. */
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -23,37 +24,38 @@
 static const struct {
   MPI_Datatype mpi;
   gmpi_dtype_t g;
+  size_t size; /* MPI's size of one element: the C type's */
 } type_table[] = {
-    {MPI_FLOAT, GMPI_FLOAT32},
-    {MPI_DOUBLE, GMPI_FLOAT64},
-    {MPI_INT, SIGNED_OF(int)},
-    {MPI_BYTE, GMPI_BYTE},
-    {MPI_CHAR, GMPI_INT8},
-    {MPI_SIGNED_CHAR, GMPI_INT8},
-    {MPI_UNSIGNED_CHAR, GMPI_UINT8},
-    {MPI_SHORT, SIGNED_OF(short)},
-    {MPI_UNSIGNED_SHORT, UNSIGNED_OF(unsigned short)},
-    {MPI_UNSIGNED, UNSIGNED_OF(unsigned)},
-    {MPI_LONG, SIGNED_OF(long)},
-    {MPI_UNSIGNED_LONG, UNSIGNED_OF(unsigned long)},
-    {MPI_LONG_LONG, SIGNED_OF(long long)},
-    {MPI_LONG_LONG_INT, SIGNED_OF(long long)},
-    {MPI_UNSIGNED_LONG_LONG, UNSIGNED_OF(unsigned long long)},
-    {MPI_INT8_T, GMPI_INT8},
-    {MPI_INT16_T, GMPI_INT16},
-    {MPI_INT32_T, GMPI_INT32},
-    {MPI_INT64_T, GMPI_INT64},
-    {MPI_UINT8_T, GMPI_UINT8},
-    {MPI_UINT16_T, GMPI_UINT16},
-    {MPI_UINT32_T, GMPI_UINT32},
-    {MPI_UINT64_T, GMPI_UINT64},
-    {MPI_AINT, SIGNED_OF(MPI_Aint)},
-    {MPI_OFFSET, SIGNED_OF(MPI_Offset)},
-    {MPI_COUNT, SIGNED_OF(MPI_Count)},
-    {MPI_C_BOOL, GMPI_BOOL},
-    {MPI_C_FLOAT_COMPLEX, GMPI_COMPLEX64},
-    {MPI_C_COMPLEX, GMPI_COMPLEX64},
-    {MPI_C_DOUBLE_COMPLEX, GMPI_COMPLEX128},
+    {MPI_FLOAT, GMPI_FLOAT32, sizeof(float)},
+    {MPI_DOUBLE, GMPI_FLOAT64, sizeof(double)},
+    {MPI_INT, SIGNED_OF(int), sizeof(int)},
+    {MPI_BYTE, GMPI_BYTE, sizeof(char)},
+    {MPI_CHAR, GMPI_INT8, sizeof(char)},
+    {MPI_SIGNED_CHAR, GMPI_INT8, sizeof(signed char)},
+    {MPI_UNSIGNED_CHAR, GMPI_UINT8, sizeof(unsigned char)},
+    {MPI_SHORT, SIGNED_OF(short), sizeof(short)},
+    {MPI_UNSIGNED_SHORT, UNSIGNED_OF(unsigned short), sizeof(unsigned short)},
+    {MPI_UNSIGNED, UNSIGNED_OF(unsigned), sizeof(unsigned)},
+    {MPI_LONG, SIGNED_OF(long), sizeof(long)},
+    {MPI_UNSIGNED_LONG, UNSIGNED_OF(unsigned long), sizeof(unsigned long)},
+    {MPI_LONG_LONG, SIGNED_OF(long long), sizeof(long long)},
+    {MPI_LONG_LONG_INT, SIGNED_OF(long long), sizeof(long long)},
+    {MPI_UNSIGNED_LONG_LONG, UNSIGNED_OF(unsigned long long), sizeof(unsigned long long)},
+    {MPI_INT8_T, GMPI_INT8, sizeof(int8_t)},
+    {MPI_INT16_T, GMPI_INT16, sizeof(int16_t)},
+    {MPI_INT32_T, GMPI_INT32, sizeof(int32_t)},
+    {MPI_INT64_T, GMPI_INT64, sizeof(int64_t)},
+    {MPI_UINT8_T, GMPI_UINT8, sizeof(uint8_t)},
+    {MPI_UINT16_T, GMPI_UINT16, sizeof(uint16_t)},
+    {MPI_UINT32_T, GMPI_UINT32, sizeof(uint32_t)},
+    {MPI_UINT64_T, GMPI_UINT64, sizeof(uint64_t)},
+    {MPI_AINT, SIGNED_OF(MPI_Aint), sizeof(MPI_Aint)},
+    {MPI_OFFSET, SIGNED_OF(MPI_Offset), sizeof(MPI_Offset)},
+    {MPI_COUNT, SIGNED_OF(MPI_Count), sizeof(MPI_Count)},
+    {MPI_C_BOOL, GMPI_BOOL, sizeof(_Bool)},
+    {MPI_C_FLOAT_COMPLEX, GMPI_COMPLEX64, sizeof(float _Complex)},
+    {MPI_C_COMPLEX, GMPI_COMPLEX64, sizeof(float _Complex)},
+    {MPI_C_DOUBLE_COMPLEX, GMPI_COMPLEX128, sizeof(double _Complex)},
 };
 
 static const struct {
@@ -65,14 +67,27 @@ static const struct {
     {MPI_LOR, GMPI_LOR},   {MPI_LXOR, GMPI_LXOR},
 };
 
+#define N_TYPES (sizeof(type_table) / sizeof(type_table[0]))
+
+/* type's row of type_table; N_TYPES when it has none. The row found last is tried first: most
+ * programs move one type call after call (relaxed: calls on other threads only cost a scan). */
+static atomic_size_t last_row;
+
+static size_t type_row(MPI_Datatype type) {
+  size_t i = atomic_load_explicit(&last_row, memory_order_relaxed);
+  if (type_table[i].mpi == type) return i;
+  i = 0;
+  while (i < N_TYPES && type_table[i].mpi != type)
+    i++;
+  if (i < N_TYPES) atomic_store_explicit(&last_row, i, memory_order_relaxed);
+  return i;
+}
+
 int dropin_dtype(MPI_Datatype type, gmpi_dtype_t *dtype) {
-  for (size_t i = 0; i < sizeof(type_table) / sizeof(type_table[0]); i++) {
-    if (type_table[i].mpi == type) {
-      *dtype = type_table[i].g;
-      return 1;
-    }
-  }
-  return 0;
+  size_t i = type_row(type);
+  if (i == N_TYPES) return 0;
+  *dtype = type_table[i].g;
+  return 1;
 }
 
 int dropin_op(MPI_Op op, gmpi_op_t *gop) {
@@ -86,9 +101,9 @@ int dropin_op(MPI_Op op, gmpi_op_t *gop) {
 }
 
 int dropin_contiguous(MPI_Datatype type, size_t *size) {
-  gmpi_dtype_t g;
-  if (dropin_dtype(type, &g)) {
-    *size = gmpi_dtype_size(g);
+  size_t i = type_row(type); /* a predefined type: its size from the table (no call) */
+  if (i < N_TYPES) {
+    *size = type_table[i].size;
     return 1;
   }
   MPI_Count bytes = 0, lb = 0, extent = 0, tlb = 0, textent = 0;
