@@ -186,6 +186,21 @@ static void full_tags(void) {
     T_EQ_INT(got, 1000 + left);
     T_OK(gmpi_wait(&q, NULL));
   }
+  /* Without a status MPI is not asked the length (the drop-in's MPI_STATUS_IGNORE): the message
+   * still lands, and elements of more than one byte are still checked whole (host engine). */
+  gmpi_request_t q = NULL;
+  T_OK(gmpi_isend(s, 4, GMPI_UINT8, right, 7, d, &q));
+  T_OK(gmpi_recv(r, 4, GMPI_UINT8, left, 7, d, NULL));
+  int32_t got = 0;
+  t_get(&got, r, 4);
+  T_EQ_INT(got, 1000 + left);
+  T_OK(gmpi_wait(&q, NULL));
+  if (t_host_buffers()) {
+    T_OK(gmpi_isend(s, 3, GMPI_UINT8, right, 8, d, &q));
+    T_STATUS(gmpi_recv(r, 1, GMPI_INT32, left, 8, d, NULL), GMPI_ERR_MISMATCH);
+    T_ERROR_MENTIONS("whole number");
+    T_OK(gmpi_wait(&q, NULL));
+  }
   T_EQ_INT(gmpi_comm_set_tags(d, GMPI_TAGS_TYPED), GMPI_ERR_STATE);
   T_EQ_INT(gmpi_isend(s, 1, GMPI_INT32, right, *mpi_ub, comm, &(gmpi_request_t){NULL}),
            GMPI_ERR_INVALID_ARG); /* the default comm keeps its range */

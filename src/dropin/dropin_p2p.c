@@ -231,8 +231,10 @@ static int gmpi_recv_blocking(gmpi_comm_t g, MPI_Comm comm, void *buf, int count
   int rc = recv_bytes(&local, buf, count, type, func, &data, &bytes);
   if (rc == MPI_SUCCESS) {
     gmpi_msg_status_t gs = {0};
+    /* no status asked for: gmpi need not ask MPI the message's length */
+    gmpi_msg_status_t *want = status == MPI_STATUS_IGNORE && !local.after ? NULL : &gs;
     gmpi_status_t st =
-        gmpi_recv(data, bytes, GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(tag), g, &gs);
+        gmpi_recv(data, bytes, GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(tag), g, want);
     if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
     local.bytes = gs.count;
     if (rc == MPI_SUCCESS && local.after) rc = local.after(&local);

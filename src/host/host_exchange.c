@@ -156,7 +156,7 @@ static int watched_blocking(const gmpi_host_t *host, gmpi_comm_t comm) {
 
 /* The exchange as MPI's blocking call inside the watchdog's mark (never framed: unchecked). */
 static gmpi_status_t run_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
-                                  const gmpi_p2p_args_t *recv, host_recv_end_t *end) {
+                                  const gmpi_p2p_args_t *recv, int length, host_recv_end_t *end) {
   size_t limit = comm->cfg.max_chunk;
   MPI_Datatype type[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
   int n[2] = {0, 0}, rc;
@@ -189,8 +189,8 @@ static gmpi_status_t run_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gmp
   gmpi_watch_exit(comm);
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
-  if (recv && (rc == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE))
-    gmpi_host_recv_end(comm->tags_full, &s, rc, type[RECV], end); /* truncation: its verdict */
+  if (recv && (rc == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE)) /* truncation: its verdict */
+    gmpi_host_recv_end(comm->tags_full, &s, rc, length ? type[RECV] : MPI_DATATYPE_NULL, end);
   else if (rc != MPI_SUCCESS)
     st = gmpi_mpi_error(rc, what);
 release_types:
@@ -205,9 +205,13 @@ gmpi_status_t gmpi_host_p2p_exchange(gmpi_host_t *host, gmpi_comm_t comm,
   gmpi_host_detached_reap(host->native); /* as every native post does: the list stays short */
   if (!recv && gmpi_host_sends_detached(comm, send))
     return gmpi_host_detached_post(host, comm, send);
+  /* A receive's length is one more call into MPI: asked for a status, or to check that whole
+   * elements arrived (elements of more than one byte). */
+  int length = recv && (status || gmpi_dtype_elem_size(recv->dtype) != 1);
   host_recv_end_t end;
-  gmpi_status_t st = watched_blocking(host, comm) ? run_blocking(host, comm, send, recv, &end)
-                                                  : run_polled(host, comm, send, recv, &end);
+  gmpi_status_t st = watched_blocking(host, comm)
+                         ? run_blocking(host, comm, send, recv, length, &end)
+                         : run_polled(host, comm, send, recv, &end);
   if (st != GMPI_SUCCESS || !recv) return st;
   gmpi_msg_status_t got;
   st = gmpi_host_recv_result(recv, &end, &got);

@@ -170,7 +170,7 @@ void gmpi_host_self_free_all(host_native_t *nat);
 /* The engine's native state, made at its first use. */
 gmpi_status_t gmpi_host_native(gmpi_host_t *host, host_native_t **out);
 /* How a receive ended in MPI (MPI_Test or MPI_Wait's status and return code; type: the
- * receive's, made of bytes). */
+ * receive's, made of bytes; MPI_DATATYPE_NULL when its length is not asked: bytes 0). */
 void gmpi_host_recv_end(int full, const MPI_Status *s, int rc, MPI_Datatype type,
                         host_recv_end_t *end);
 /* Take a posted receive back from MPI: MPI_Cancel, waited within comm's GMPI_TIMEOUT (driving

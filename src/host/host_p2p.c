@@ -152,7 +152,7 @@ void gmpi_host_recv_end(int full, const MPI_Status *s, int rc, MPI_Datatype type
   int n = 0;
   if (rc == MPI_SUCCESS && type == MPI_BYTE && PMPI_Get_count(s, MPI_BYTE, &n) == MPI_SUCCESS)
     bytes = n; /* the common case, and MPI's cheaper query */
-  else if (rc == MPI_SUCCESS)
+  else if (rc == MPI_SUCCESS && type != MPI_DATATYPE_NULL)
     PMPI_Get_elements_x(s, type, &bytes); /* bytes: every type is of bytes */
   *end = (host_recv_end_t){.source = s->MPI_SOURCE,
                            .tag = gmpi_host_user_tag(full, s->MPI_TAG),
