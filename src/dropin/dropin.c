@@ -304,10 +304,32 @@ static int collective_alloc(void) {
   return 1;
 }
 
+/* The settings that choose routes must be alike on every rank (an MPMD launch may give ranks
+ * different environments): a rank that routed a collective differently, or agreed on its route
+ * alone (GMPI_INTERPOSE_KINDS, GMPI_CHECK), would leave the others waiting. One allreduce of
+ * each setting and its negation: max and min at once. */
+static int settings_alike(void) {
+  int v[8] = {(int)dropin.mode, dropin.per_kind, dropin.kinds_mixed, dropin.check};
+  for (int i = 0; i < 4; i++)
+    v[4 + i] = -v[i];
+  int m[8];
+  if (PMPI_Allreduce(v, m, 8, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS) return 0;
+  for (int i = 0; i < 4; i++)
+    if (m[i] != -m[4 + i]) return 0;
+  return 1;
+}
+
 static void start(void) {
   if (!read_mode(&dropin.mode) || !read_matching(&dropin.per_kind) ||
       !read_kinds(&dropin.kinds_mixed))
     PMPI_Abort(MPI_COMM_WORLD, 2);
+  const char *check = getenv("GMPI_CHECK");
+  dropin.check = check && !strcmp(check, "1");
+  if (!settings_alike()) {
+    fprintf(stderr, "[gmpi_mpi] MPI_Init: GMPI_INTERPOSE, GMPI_INTERPOSE_MATCHING, "
+                    "GMPI_INTERPOSE_KINDS and GMPI_CHECK must be set alike on every rank\n");
+    PMPI_Abort(MPI_COMM_WORLD, 2);
+  }
   dropin.timeout_s = read_timeout();
   if (dropin.mode == INTERPOSE_OFF) return;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, noop_delete, &dropin.keyval, NULL);
@@ -319,8 +341,6 @@ static void start(void) {
   /* The layer grants at most MPI_THREAD_SERIALIZED (MPI_Init_thread below), so its comms may
    * share NCCL resources whatever MPI itself granted -- but not under GMPI_CHECK, where a failed
    * comm's abort would take its parent with it (docs/design.md); a user's own setting stands. */
-  const char *check = getenv("GMPI_CHECK");
-  dropin.check = check && !strcmp(check, "1");
   if (!dropin.check) setenv("GMPI_NCCL_SPLIT_SHARE", "1", 0);
   gmpi_status_t st = gmpi_init(MPI_COMM_WORLD, &dropin.world);
   gmpi_backend_t backend = GMPI_BACKEND_CPU;
