@@ -206,20 +206,17 @@ dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
   return device ? VIA_STAGING : VIA_MPI;
 }
 
-/* Host messages stay on MPI (GMPI_INTERPOSE_MATCHING=per-kind, unless all go through gmpi). */
-static int per_kind(void) { return dropin.per_kind && dropin.mode != INTERPOSE_ALL; }
-
 gmpi_comm_t dropin_take_p2p_lookup(MPI_Comm comm, const void *buf) {
   if (!dropin.active) return NULL;
   /* one matching engine per comm: the kind of buf does not choose it, unless per-kind */
-  if (per_kind() && !dropin_is_device(buf)) return NULL;
+  if (dropin_per_kind() && !dropin_is_device(buf)) return NULL;
   return dropin_twin(comm);
 }
 
 gmpi_comm_t dropin_take_probe(MPI_Comm comm, int *either) {
   *either = 0;
   if (!dropin.active) return NULL;
-  *either = per_kind();
+  *either = dropin_per_kind();
   return dropin_twin(comm);
 }
 
@@ -319,6 +316,11 @@ static int settings_alike(void) {
   return 1;
 }
 
+static const char *env_or_unset(const char *name) {
+  const char *v = getenv(name);
+  return v ? v : "(unset)";
+}
+
 static void start(void) {
   if (!read_mode(&dropin.mode) || !read_matching(&dropin.per_kind) ||
       !read_kinds(&dropin.kinds_mixed))
@@ -326,8 +328,15 @@ static void start(void) {
   const char *check = getenv("GMPI_CHECK");
   dropin.check = check && !strcmp(check, "1");
   if (!settings_alike()) {
-    fprintf(stderr, "[gmpi_mpi] MPI_Init: GMPI_INTERPOSE, GMPI_INTERPOSE_MATCHING, "
-                    "GMPI_INTERPOSE_KINDS and GMPI_CHECK must be set alike on every rank\n");
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    fprintf(stderr,
+            "[gmpi_mpi] MPI_Init (rank %d): GMPI_INTERPOSE, GMPI_INTERPOSE_MATCHING, "
+            "GMPI_INTERPOSE_KINDS and GMPI_CHECK must be set alike on every rank; here "
+            "GMPI_INTERPOSE='%s' GMPI_INTERPOSE_MATCHING='%s' GMPI_INTERPOSE_KINDS='%s' "
+            "GMPI_CHECK='%s'\n",
+            rank, env_or_unset("GMPI_INTERPOSE"), env_or_unset("GMPI_INTERPOSE_MATCHING"),
+            env_or_unset("GMPI_INTERPOSE_KINDS"), env_or_unset("GMPI_CHECK"));
     PMPI_Abort(MPI_COMM_WORLD, 2);
   }
   dropin.timeout_s = read_timeout();

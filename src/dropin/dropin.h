@@ -53,10 +53,10 @@ dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
  * comm, docs/design.md), device or host. NULL: MPI takes it. Inline for the comm asked last
  * (every message asks; a call across files costs more than the answer). */
 gmpi_comm_t dropin_take_p2p_lookup(MPI_Comm comm, const void *buf);
+/* Host messages stay on MPI (GMPI_INTERPOSE_MATCHING=per-kind, unless all go through gmpi). */
+static inline int dropin_per_kind(void) { return dropin.per_kind && dropin.mode != INTERPOSE_ALL; }
 static inline gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf) {
-  if (dropin.active && comm == dropin.last_comm &&
-      (!dropin.per_kind || dropin.mode == INTERPOSE_ALL))
-    return dropin.last_twin;
+  if (dropin.active && comm == dropin.last_comm && !dropin_per_kind()) return dropin.last_twin;
   return dropin_take_p2p_lookup(comm, buf);
 }
 /* The twin a probe on comm asks (NULL: MPI alone answers); *either when under per-kind

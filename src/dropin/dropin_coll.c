@@ -204,10 +204,11 @@ static int routes_conflict(int routes) {
  * waiting for gmpi's watchdog. */
 static int refuse_kinds(const coll_call_t *c, dropin_via_t via) {
   fprintf(stderr,
-          "[gmpi_mpi] %s: the ranks' routes differ, by memory kind or datatype (this rank: %s "
-          "memory, to %s; others to %s); GMPI_INTERPOSE_KINDS=mixed makes such calls work\n",
-          c->func, via_mpi(c) == VIA_STAGING ? "device" : "host", via == VIA_GMPI ? "gmpi" : "MPI",
-          via == VIA_GMPI ? "MPI" : "gmpi");
+          "[gmpi_mpi] %s (rank %d): the ranks' routes differ, by memory kind or datatype (this "
+          "rank: %s memory, to %s; others to %s); GMPI_INTERPOSE_KINDS=mixed makes such calls "
+          "work\n",
+          c->func, dropin_rank_of(c->comm), via_mpi(c) == VIA_STAGING ? "device" : "host",
+          via == VIA_GMPI ? "gmpi" : "MPI", via == VIA_GMPI ? "MPI" : "gmpi");
   PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OTHER);
   return MPI_ERR_OTHER;
 }
