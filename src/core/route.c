@@ -82,7 +82,8 @@ gmpi_status_t gmpi_route_p2p(gmpi_request_t req) {
   return p2p_engine(req->comm, req->args.buf, &req->engine);
 }
 
-gmpi_status_t gmpi_route_p2p_buf(gmpi_comm_t comm, const void *buf, const gmpi_engine_t **engine) {
+gmpi_status_t gmpi_route_p2p_classified(gmpi_comm_t comm, const void *buf,
+                                        const gmpi_engine_t **engine) {
   return p2p_engine(comm, buf, engine);
 }
 

@@ -4,6 +4,7 @@
 #ifndef GMPI_CORE_ROUTE_H
 #define GMPI_CORE_ROUTE_H
 
+#include "comm.h"
 #include "engine.h"
 #include "ops.h"
 
@@ -15,8 +16,18 @@ gmpi_status_t gmpi_route_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                               const gmpi_coll_extent_t *ext, const gmpi_engine_t **engine);
 /* Set req->engine from the kind of its buffer. */
 gmpi_status_t gmpi_route_p2p(gmpi_request_t req);
-/* The engine a point-to-point operation on buf goes to. */
-gmpi_status_t gmpi_route_p2p_buf(gmpi_comm_t comm, const void *buf, const gmpi_engine_t **engine);
+/* The engine a point-to-point operation on buf goes to, asking the backend the memory's kind. */
+gmpi_status_t gmpi_route_p2p_classified(gmpi_comm_t comm, const void *buf,
+                                        const gmpi_engine_t **engine);
+/* The engine a point-to-point operation on buf goes to. Inline for a backend that tells no
+ * memory kinds apart (cpu): every message is host memory, and a sender waits on this. */
+static inline gmpi_status_t gmpi_route_p2p_buf(gmpi_comm_t comm, const void *buf,
+                                               const gmpi_engine_t **engine) {
+  if (comm->ops->classify || comm->device_engine.p2p)
+    return gmpi_route_p2p_classified(comm, buf, engine);
+  *engine = &comm->host_engine;
+  return GMPI_SUCCESS;
+}
 /* The one engine both ends of a sendrecv go to; NULL when their buffers go to different ones. */
 gmpi_status_t gmpi_route_p2p_pair(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                   const gmpi_p2p_args_t *recv, const gmpi_engine_t **engine);

@@ -16,6 +16,7 @@
 
 #include <gmpi.h>
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 typedef enum { INTERPOSE_OFF = 0, INTERPOSE_DEVICE, INTERPOSE_ALL } dropin_mode_t;
@@ -88,6 +89,24 @@ int dropin_op(MPI_Op op, gmpi_op_t *gop);
 /* A type whose count elements are count*size contiguous bytes from buf (lb 0, no holes):
  * gmpi moves it as bytes. *size gets the type's size. */
 int dropin_contiguous(MPI_Datatype type, size_t *size);
+/* A predefined type's row of the layer's table. */
+typedef struct {
+  MPI_Datatype mpi;
+  gmpi_dtype_t g;
+  size_t size; /* MPI's size of one element: the C type's */
+} dropin_type_row_t;
+/* The row found last: most programs move one type call after call, and a message's sender
+ * waits on this lookup. An atomic pointer to a row that never changes, so a call on another
+ * thread reads a whole row, old or new. */
+extern _Atomic(const dropin_type_row_t *) dropin_last_type_row;
+/* The size of type when it is the predefined type asked last (predefined: committed and
+ * contiguous); 0 when it is not (ask dropin_contiguous). */
+static inline int dropin_last_type_size(MPI_Datatype type, size_t *size) {
+  const dropin_type_row_t *row = atomic_load_explicit(&dropin_last_type_row, memory_order_relaxed);
+  if (row->mpi != type) return 0;
+  *size = row->size;
+  return 1;
+}
 /* 0 for a type the program made and has not committed: MPI forbids moving one and Open MPI
  * refuses it (MPI_ERR_TYPE), so the layer does too wherever it lays out a type itself (it
  * would otherwise move it, or crash in MPI_Pack_size). */

@@ -38,15 +38,29 @@ static int usable_type(MPI_Comm comm, const char *func, MPI_Datatype type) {
   return MPI_ERR_TYPE;
 }
 
+/* A usable count and type; *size: the type's size when count elements of it are count*size
+ * contiguous bytes, else 0 (a derived type to pack). The predefined type asked last is answered
+ * inline: it is the common case, and the sender's latency. */
+static int contiguous_size(MPI_Comm comm, const char *func, int count, MPI_Datatype type,
+                           size_t *size) {
+  if (count < 0) return MPI_ERR_COUNT;
+  if (dropin_last_type_size(type, size)) return MPI_SUCCESS;
+  int rc = usable_type(comm, func, type);
+  if (rc == MPI_SUCCESS && !dropin_contiguous(type, size)) *size = 0;
+  return rc;
+}
+
+static int send_packed(dropin_req_t *r, const void *buf, int count, MPI_Datatype type,
+                       const char *func, const void **data, size_t *bytes);
+
 /* The bytes a send moves: the program's buffer for a contiguous type (copied to the host when
  * keep_copy: buffered sends), else packed into r->owned. */
 static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype type, int keep_copy,
                       const char *func, const void **data, size_t *bytes) {
   size_t size = 0;
-  if (count < 0) return MPI_ERR_COUNT;
-  int rc = usable_type(r->comm, func, type);
+  int rc = contiguous_size(r->comm, func, count, type, &size);
   if (rc != MPI_SUCCESS) return rc;
-  if (dropin_contiguous(type, &size)) {
+  if (size) {
     *data = buf;
     *bytes = (size_t)count * size;
     if (!keep_copy || !*bytes) return MPI_SUCCESS;
@@ -55,8 +69,14 @@ static int send_bytes(dropin_req_t *r, const void *buf, int count, MPI_Datatype 
     *data = r->owned;
     return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(r->comm, func, st);
   }
+  return send_packed(r, buf, count, type, func, data, bytes);
+}
+
+/* A derived type's send: its bytes packed into r->owned. */
+static int send_packed(dropin_req_t *r, const void *buf, int count, MPI_Datatype type,
+                       const char *func, const void **data, size_t *bytes) {
   int packed = 0, pos = 0;
-  rc = PMPI_Pack_size(count, type, r->comm, &packed);
+  int rc = PMPI_Pack_size(count, type, r->comm, &packed);
   if (rc != MPI_SUCCESS) return rc;
   if (!(r->owned = malloc(packed ? (size_t)packed : 1))) return MPI_ERR_NO_MEM;
   dropin_stage_t s;
@@ -102,10 +122,9 @@ static int unpack_received(dropin_req_t *r) {
 static int recv_bytes(dropin_req_t *r, void *buf, int count, MPI_Datatype type, const char *func,
                       void **data, size_t *bytes) {
   size_t size = 0;
-  if (count < 0) return MPI_ERR_COUNT;
-  int rc = usable_type(r->comm, func, type);
+  int rc = contiguous_size(r->comm, func, count, type, &size);
   if (rc != MPI_SUCCESS) return rc;
-  if (dropin_contiguous(type, &size)) {
+  if (size) {
     *data = buf;
     *bytes = (size_t)count * size;
     return MPI_SUCCESS;
@@ -207,16 +226,20 @@ static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int
   dropin_req_t local;
   local.comm = comm;
   local.owned = NULL;
-  const void *data = NULL;
-  size_t bytes = 0;
-  int rc = send_bytes(&local, buf, count, type, 0, func, &data, &bytes);
+  const void *data = buf;
+  size_t size = 0, bytes = 0;
+  int rc = contiguous_size(comm, func, count, type, &size);
+  if (rc == MPI_SUCCESS && size)
+    bytes = (size_t)count * size;
+  else if (rc == MPI_SUCCESS)
+    rc = send_packed(&local, buf, count, type, func, &data, &bytes);
   if (rc == MPI_SUCCESS) {
     gmpi_status_t st = kind == DROPIN_SEND_SYNC
                            ? gmpi_ssend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g)
                            : gmpi_send(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g);
     if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
   }
-  free(local.owned);
+  if (local.owned) free(local.owned);
   return rc;
 }
 
@@ -240,7 +263,7 @@ static int gmpi_recv_blocking(gmpi_comm_t g, MPI_Comm comm, void *buf, int count
     if (rc == MPI_SUCCESS && local.after) rc = local.after(&local);
     if (rc == MPI_SUCCESS) fill_status(status, &gs);
   }
-  free(local.owned);
+  if (local.owned) free(local.owned); /* a receiver's latency: most receives own nothing */
   return rc;
 }
 

@@ -21,11 +21,7 @@
    : sizeof(t) == 4 ? GMPI_UINT32                                                                  \
                     : GMPI_UINT64)
 
-static const struct {
-  MPI_Datatype mpi;
-  gmpi_dtype_t g;
-  size_t size; /* MPI's size of one element: the C type's */
-} type_table[] = {
+static const dropin_type_row_t type_table[] = {
     {MPI_FLOAT, GMPI_FLOAT32, sizeof(float)},
     {MPI_DOUBLE, GMPI_FLOAT64, sizeof(double)},
     {MPI_INT, SIGNED_OF(int), sizeof(int)},
@@ -69,17 +65,18 @@ static const struct {
 
 #define N_TYPES (sizeof(type_table) / sizeof(type_table[0]))
 
-/* type's row of type_table; N_TYPES when it has none. The row found last is tried first: most
- * programs move one type call after call (relaxed: calls on other threads only cost a scan). */
-static atomic_size_t last_row;
+_Atomic(const dropin_type_row_t *) dropin_last_type_row = &type_table[0];
 
+/* type's row of type_table; N_TYPES when it has none. The row found last is tried first
+ * (dropin_last_type_row). */
 static size_t type_row(MPI_Datatype type) {
-  size_t i = atomic_load_explicit(&last_row, memory_order_relaxed);
-  if (type_table[i].mpi == type) return i;
-  i = 0;
+  const dropin_type_row_t *last = atomic_load_explicit(&dropin_last_type_row, memory_order_relaxed);
+  if (last->mpi == type) return (size_t)(last - type_table);
+  size_t i = 0;
   while (i < N_TYPES && type_table[i].mpi != type)
     i++;
-  if (i < N_TYPES) atomic_store_explicit(&last_row, i, memory_order_relaxed);
+  if (i < N_TYPES)
+    atomic_store_explicit(&dropin_last_type_row, &type_table[i], memory_order_relaxed);
   return i;
 }
 

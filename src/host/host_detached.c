@@ -112,10 +112,6 @@ free_copy:
   return st;
 }
 
-int gmpi_host_sends_detached(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
-  return !a->sync && !comm->sends_as_mpi && gmpi_p2p_bytes(a) <= GMPI_ENV_EAGER_BYTES;
-}
-
 gmpi_status_t gmpi_host_detached_send(gmpi_host_t *host, gmpi_request_t req) {
   GMPI_CHECK(gmpi_host_detached_post(host, req->comm, &req->args));
   host_req_t *cr = req->be;
@@ -123,8 +119,7 @@ gmpi_status_t gmpi_host_detached_send(gmpi_host_t *host, gmpi_request_t req) {
   return GMPI_SUCCESS;
 }
 
-void gmpi_host_detached_reap(host_native_t *nat) {
-  if (!nat || !nat->n_detached) return;
+void gmpi_host_detached_test(host_native_t *nat) {
   int reaped = 0;
   int rc = PMPI_Testsome((int)nat->n_detached, nat->detached, &reaped, nat->reaped_index,
                          MPI_STATUSES_IGNORE);

@@ -154,44 +154,57 @@ static int watched_blocking(const gmpi_host_t *host, gmpi_comm_t comm) {
   return comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB && gmpi_watchdog_watches(comm);
 }
 
-/* The exchange as MPI's blocking call inside the watchdog's mark (never framed: unchecked). */
-static gmpi_status_t run_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
-                                  const gmpi_p2p_args_t *recv, int length, host_recv_end_t *end) {
+/* A send alone as MPI's blocking call inside the watchdog's mark (never framed: unchecked). Kept
+ * apart from the receive's: in a ping-pong the sender's work before MPI_Send is latency. */
+static gmpi_status_t send_blocking(gmpi_host_t *host, gmpi_comm_t comm,
+                                   const gmpi_p2p_args_t *send) {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  int n = 0;
+  GMPI_CHECK(gmpi_mpi_bytes_type(gmpi_p2p_bytes(send), comm->cfg.max_chunk, &type, &n));
+  const char *what = send->sync ? "MPI_Ssend" : "MPI_Send";
+  int tag = gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype);
+  gmpi_watch_enter_p2p(comm, what, send->count, -1, -1, send->peer, send->tag);
+  int rc = (send->sync ? PMPI_Ssend : PMPI_Send)(send->buf, n, type, send->peer, tag, host->data);
+  gmpi_watch_exit(comm);
+  gmpi_mpi_type_release(&type);
+  return rc == MPI_SUCCESS ? GMPI_SUCCESS : gmpi_mpi_error(rc, what);
+}
+
+/* A receive, with or without a send half, as MPI's blocking call inside the watchdog's mark
+ * (never framed: unchecked). *settled: it succeeded and nothing about it is left to look at
+ * (no status asked, one-byte elements), so the receiver's work after MPI_Recv -- latency in a
+ * ping-pong -- ends here. */
+static gmpi_status_t recv_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
+                                   const gmpi_p2p_args_t *recv, int length, host_recv_end_t *end,
+                                   int *settled) {
   size_t limit = comm->cfg.max_chunk;
   MPI_Datatype type[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
-  int n[2] = {0, 0}, rc;
+  int n[2] = {0, 0};
   gmpi_status_t st = GMPI_SUCCESS;
-  MPI_Status s = {0};
-  if (recv) GMPI_CHECK(gmpi_mpi_bytes_type(gmpi_p2p_bytes(recv), limit, &type[RECV], &n[RECV]));
+  MPI_Status s;
+  GMPI_CHECK(gmpi_mpi_bytes_type(gmpi_p2p_bytes(recv), limit, &type[RECV], &n[RECV]));
   if (send)
     GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(gmpi_p2p_bytes(send), limit, &type[SEND], &n[SEND]), st,
                     release_types);
-  const char *what;
-  if (recv) {
-    what = send ? "MPI_Sendrecv" : "MPI_Recv";
-    gmpi_watch_enter_p2p(comm, what, recv->count, recv->peer, recv->tag, send ? send->peer : -1,
-                         send ? send->tag : -1);
-    int rtag = gmpi_host_mpi_tag(comm->tags_full, recv->tag, recv->dtype);
-    /* what the receive's end reads if MPI reports a truncation without filling them */
-    s.MPI_SOURCE = recv->peer;
-    s.MPI_TAG = rtag;
-    rc = send ? PMPI_Sendrecv(send->buf, n[SEND], type[SEND], send->peer,
-                              gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype), recv->buf,
-                              n[RECV], type[RECV], recv->peer, rtag, host->data, &s)
-              : PMPI_Recv(recv->buf, n[RECV], type[RECV], recv->peer, rtag, host->data, &s);
-  } else {
-    what = send->sync ? "MPI_Ssend" : "MPI_Send";
-    gmpi_watch_enter_p2p(comm, what, send->count, -1, -1, send->peer, send->tag);
-    rc = (send->sync ? PMPI_Ssend : PMPI_Send)(
-        send->buf, n[SEND], type[SEND], send->peer,
-        gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype), host->data);
-  }
+  const char *what = send ? "MPI_Sendrecv" : "MPI_Recv";
+  gmpi_watch_enter_p2p(comm, what, recv->count, recv->peer, recv->tag, send ? send->peer : -1,
+                       send ? send->tag : -1);
+  int rtag = gmpi_host_mpi_tag(comm->tags_full, recv->tag, recv->dtype);
+  /* what the receive's end reads if MPI reports a truncation without filling them */
+  s.MPI_SOURCE = recv->peer;
+  s.MPI_TAG = rtag;
+  int rc = send ? PMPI_Sendrecv(send->buf, n[SEND], type[SEND], send->peer,
+                                gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype),
+                                recv->buf, n[RECV], type[RECV], recv->peer, rtag, host->data, &s)
+                : PMPI_Recv(recv->buf, n[RECV], type[RECV], recv->peer, rtag, host->data, &s);
   gmpi_watch_exit(comm);
+  *settled = rc == MPI_SUCCESS && !length;
+  if (*settled) goto release_types;
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
-  if (recv && (rc == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE)) /* truncation: its verdict */
+  if (rc == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE) /* truncation: its verdict */
     gmpi_host_recv_end(comm->tags_full, &s, rc, length ? type[RECV] : MPI_DATATYPE_NULL, end);
-  else if (rc != MPI_SUCCESS)
+  else
     st = gmpi_mpi_error(rc, what);
 release_types:
   gmpi_mpi_type_release(&type[RECV]);
@@ -205,14 +218,16 @@ gmpi_status_t gmpi_host_p2p_exchange(gmpi_host_t *host, gmpi_comm_t comm,
   gmpi_host_detached_reap(host->native); /* as every native post does: the list stays short */
   if (!recv && gmpi_host_sends_detached(comm, send))
     return gmpi_host_detached_post(host, comm, send);
+  int watched = watched_blocking(host, comm);
+  if (!recv && watched) return send_blocking(host, comm, send);
   /* A receive's length is one more call into MPI: asked for a status, or to check that whole
    * elements arrived (elements of more than one byte). */
   int length = recv && (status || gmpi_dtype_elem_size(recv->dtype) != 1);
   host_recv_end_t end;
-  gmpi_status_t st = watched_blocking(host, comm)
-                         ? run_blocking(host, comm, send, recv, length, &end)
-                         : run_polled(host, comm, send, recv, &end);
-  if (st != GMPI_SUCCESS || !recv) return st;
+  int settled = 0;
+  gmpi_status_t st = watched && recv ? recv_blocking(host, comm, send, recv, length, &end, &settled)
+                                     : run_polled(host, comm, send, recv, &end);
+  if (st != GMPI_SUCCESS || !recv || settled) return st;
   gmpi_msg_status_t got;
   st = gmpi_host_recv_result(recv, &end, &got);
   if (st == GMPI_SUCCESS && status) *status = got;

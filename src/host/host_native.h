@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/comm.h"
+#include "../core/envelope.h"
 #include "host.h"
 
 /* Native messages carry the sender's element size in the low bits of their MPI tag (user tag
@@ -139,14 +141,20 @@ typedef struct gmpi_host_native host_native_t;
 #define HOST_SPARE_COPY_BYTES 4096 /* detached copies up to this size reuse one buffer */
 /* Whether a send to another rank goes detached: a standard send of at most
  * GMPI_ENV_EAGER_BYTES, unless the comm's sends complete as MPI's (gmpi_comm_set_sends). */
-int gmpi_host_sends_detached(gmpi_comm_t comm, const gmpi_p2p_args_t *a);
+static inline int gmpi_host_sends_detached(gmpi_comm_t comm, const gmpi_p2p_args_t *a) {
+  return !a->sync && !comm->sends_as_mpi && gmpi_p2p_bytes(a) <= GMPI_ENV_EAGER_BYTES;
+}
 /* Copy a send of at most GMPI_ENV_EAGER_BYTES and MPI_Isend the copy; req is complete. */
 gmpi_status_t gmpi_host_detached_send(gmpi_host_t *host, gmpi_request_t req);
 /* The same for a blocking send with no request (host_exchange.c): done once this returns. */
 gmpi_status_t gmpi_host_detached_post(gmpi_host_t *host, gmpi_comm_t comm,
                                       const gmpi_p2p_args_t *a);
-/* Free the copies of detached sends that MPI has finished. Never blocks. */
-void gmpi_host_detached_reap(host_native_t *nat);
+/* Free the copies of detached sends that MPI has finished. Never blocks. Inline: every native
+ * post asks, and most find none (a sender waits on this). */
+void gmpi_host_detached_test(host_native_t *nat);
+static inline void gmpi_host_detached_reap(host_native_t *nat) {
+  if (nat && nat->n_detached) gmpi_host_detached_test(nat);
+}
 /* At close: let detached sends finish within GMPI_TIMEOUT, then give up on the rest. */
 void gmpi_host_detached_drain(gmpi_comm_t comm, host_native_t *nat);
 
