@@ -11,13 +11,7 @@
 #include "route.h"
 #include "wait.h"
 
-typedef struct {
-  const char *name, *iname; /* the blocking call's and the nonblocking one's */
-  int has_root, has_op;
-  int varies; /* counts differ between ranks (the v-variants): count is not compared */
-} coll_info_t;
-
-static const coll_info_t coll_info[GMPI_COLL_KIND_COUNT] = {
+const gmpi_coll_info_t gmpi_coll_info[GMPI_COLL_KIND_COUNT] = {
     [GMPI_COLL_ALLREDUCE] = {"allreduce", "iallreduce", 0, 1, 0},
     [GMPI_COLL_BCAST] = {"bcast", "ibcast", 1, 0, 0},
     [GMPI_COLL_REDUCE] = {"reduce", "ireduce", 1, 1, 0},
@@ -33,16 +27,6 @@ static const coll_info_t coll_info[GMPI_COLL_KIND_COUNT] = {
     [GMPI_COLL_ALLTOALLV] = {"alltoallv", "ialltoallv", 0, 0, 1},
     [GMPI_COLL_REDUCE_SCATTERV] = {"reduce_scatterv", "ireduce_scatterv", 0, 1, 1},
 };
-
-const char *gmpi_coll_name(gmpi_coll_kind_t kind) {
-  return (unsigned)kind < GMPI_COLL_KIND_COUNT ? coll_info[kind].name : "invalid";
-}
-const char *gmpi_coll_iname(gmpi_coll_kind_t kind) {
-  return (unsigned)kind < GMPI_COLL_KIND_COUNT ? coll_info[kind].iname : "invalid";
-}
-int gmpi_coll_has_root(gmpi_coll_kind_t kind) { return coll_info[kind].has_root; }
-int gmpi_coll_has_op(gmpi_coll_kind_t kind) { return coll_info[kind].has_op; }
-int gmpi_coll_varies(gmpi_coll_kind_t kind) { return coll_info[kind].varies; }
 
 gmpi_status_t gmpi_count_bytes_overflow(size_t count, gmpi_dtype_t dtype, size_t multiple,
                                         const char *arg) {
@@ -60,7 +44,7 @@ static gmpi_status_t check_dtype_op(const gmpi_coll_args_t *a) {
   if (!gmpi_coll_has_op(a->kind)) return GMPI_SUCCESS;
   if (!gmpi_op_in_range(a->op))
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'op' = %d is not a gmpi_op_t", (int)a->op);
-  if (!gmpi_op_valid(a->dtype, a->op))
+  if (!gmpi_op_applies(a->dtype, a->op))
     return gmpi_error(GMPI_ERR_INVALID_ARG, "op %s is not defined on dtype %s (MPI's rules)",
                       gmpi_op_name(a->op), gmpi_dtype_name(a->dtype));
   return GMPI_SUCCESS;

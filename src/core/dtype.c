@@ -46,7 +46,4 @@ const char *gmpi_op_name(gmpi_op_t op) {
   return gmpi_op_in_range(op) ? gmpi_op_table[op].name : "invalid";
 }
 
-int gmpi_op_valid(gmpi_dtype_t dtype, gmpi_op_t op) {
-  if (!gmpi_dtype_in_range(dtype) || !gmpi_op_in_range(op)) return 0;
-  return (gmpi_op_table[op].classes & gmpi_dtype_table[dtype].cls) != 0;
-}
+int gmpi_op_valid(gmpi_dtype_t dtype, gmpi_op_t op) { return gmpi_op_applies(dtype, op); }

@@ -34,6 +34,11 @@ static inline int gmpi_dtype_in_range(gmpi_dtype_t d) {
   return (unsigned)d < (unsigned)GMPI_DTYPE_COUNT;
 }
 static inline int gmpi_op_in_range(gmpi_op_t o) { return (unsigned)o < (unsigned)GMPI_OP_COUNT; }
+/* gmpi_op_valid inlined: does op apply to dtype? Every reduction asks. */
+static inline int gmpi_op_applies(gmpi_dtype_t dtype, gmpi_op_t op) {
+  if (!gmpi_dtype_in_range(dtype) || !gmpi_op_in_range(op)) return 0;
+  return (gmpi_op_table[op].classes & gmpi_dtype_table[dtype].cls) != 0;
+}
 /* gmpi_dtype_size inlined, for the library's per-call paths (a call into the exported symbol
  * costs more than the lookup): bytes per element, 0 for a dtype out of range. */
 static inline size_t gmpi_dtype_elem_size(gmpi_dtype_t d) {

@@ -14,14 +14,28 @@ typedef struct {
   int in_place;
 } gmpi_coll_extent_t;
 
-const char *gmpi_coll_name(gmpi_coll_kind_t kind);
+/* What core knows of each collective kind (coll.c); read inline: every collective asks. */
+typedef struct {
+  const char *name, *iname; /* the blocking call's and the nonblocking one's */
+  int has_root, has_op;
+  int varies; /* counts differ between ranks (the v-variants): count is not compared */
+} gmpi_coll_info_t;
+extern const gmpi_coll_info_t gmpi_coll_info[GMPI_COLL_KIND_COUNT];
+
+static inline const char *gmpi_coll_name(gmpi_coll_kind_t kind) {
+  return (unsigned)kind < GMPI_COLL_KIND_COUNT ? gmpi_coll_info[kind].name : "invalid";
+}
 /* "iallreduce": the nonblocking form's name, a static string (the flight record keeps it). */
-const char *gmpi_coll_iname(gmpi_coll_kind_t kind);
+static inline const char *gmpi_coll_iname(gmpi_coll_kind_t kind) {
+  return (unsigned)kind < GMPI_COLL_KIND_COUNT ? gmpi_coll_info[kind].iname : "invalid";
+}
 /* Is the root/op field meaningful for this kind? */
-int gmpi_coll_has_root(gmpi_coll_kind_t kind);
-int gmpi_coll_has_op(gmpi_coll_kind_t kind);
+static inline int gmpi_coll_has_root(gmpi_coll_kind_t kind) {
+  return gmpi_coll_info[kind].has_root;
+}
+static inline int gmpi_coll_has_op(gmpi_coll_kind_t kind) { return gmpi_coll_info[kind].has_op; }
 /* Do counts differ between ranks (the v-variants)? */
-int gmpi_coll_varies(gmpi_coll_kind_t kind);
+static inline int gmpi_coll_varies(gmpi_coll_kind_t kind) { return gmpi_coll_info[kind].varies; }
 /* Is this rank's part of a validated collective in place (the forms in gmpi.h)? */
 int gmpi_coll_in_place(gmpi_comm_t comm, const gmpi_coll_args_t *a);
 /* What this rank sends to and receives from peer in a validated data-moving collective

@@ -124,7 +124,7 @@ static const divide_fn_t divide_table[GMPI_DTYPE_COUNT] = {
 };
 
 void gmpi_host_reduce(gmpi_dtype_t dtype, gmpi_op_t op, void *inout, const void *in, size_t n) {
-  if (!gmpi_op_valid(dtype, op) || n == 0) return;
+  if (!gmpi_op_applies(dtype, op) || n == 0) return;
   reduce_table[dtype][op](inout, in, n);
 }
 

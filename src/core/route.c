@@ -55,8 +55,9 @@ static gmpi_status_t coll_kind(gmpi_comm_t comm, const gmpi_coll_args_t *a,
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_route_coll(gmpi_comm_t comm, const gmpi_coll_args_t *a,
-                              const gmpi_coll_extent_t *ext, const gmpi_engine_t **engine) {
+gmpi_status_t gmpi_route_coll_classified(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                                         const gmpi_coll_extent_t *ext,
+                                         const gmpi_engine_t **engine) {
   gmpi_mem_kind_t kind = GMPI_MEM_NONE;
   GMPI_CHECK(coll_kind(comm, a, ext, &kind));
   *engine = engine_for(comm, kind);
@@ -132,8 +133,6 @@ gmpi_status_t gmpi_route_plan(gmpi_comm_t comm, const struct gmpi_plan *plan,
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_route_fence(gmpi_comm_t comm, const gmpi_engine_t *engine) {
-  if (engine != &comm->host_engine || !stream_ordered(comm) || !comm->ops->host_fence)
-    return GMPI_SUCCESS;
-  return comm->ops->host_fence(comm);
+gmpi_status_t gmpi_route_fence_host(gmpi_comm_t comm) {
+  return stream_ordered(comm) ? comm->ops->host_fence(comm) : GMPI_SUCCESS;
 }

@@ -99,13 +99,11 @@ typedef struct {
  * waits on this lookup. An atomic pointer to a row that never changes, so a call on another
  * thread reads a whole row, old or new. */
 extern _Atomic(const dropin_type_row_t *) dropin_last_type_row;
-/* The size of type when it is the predefined type asked last (predefined: committed and
- * contiguous); 0 when it is not (ask dropin_contiguous). */
-static inline int dropin_last_type_size(MPI_Datatype type, size_t *size) {
+/* type's row when it is the predefined type asked last (predefined: committed and contiguous),
+ * else NULL (ask dropin_contiguous or dropin_dtype). */
+static inline const dropin_type_row_t *dropin_last_type(MPI_Datatype type) {
   const dropin_type_row_t *row = atomic_load_explicit(&dropin_last_type_row, memory_order_relaxed);
-  if (row->mpi != type) return 0;
-  *size = row->size;
-  return 1;
+  return row->mpi == type ? row : NULL;
 }
 /* 0 for a type the program made and has not committed: MPI forbids moving one and Open MPI
  * refuses it (MPI_ERR_TYPE), so the layer does too wherever it lays out a type itself (it

@@ -44,7 +44,11 @@ static int usable_type(MPI_Comm comm, const char *func, MPI_Datatype type) {
 static int contiguous_size(MPI_Comm comm, const char *func, int count, MPI_Datatype type,
                            size_t *size) {
   if (count < 0) return MPI_ERR_COUNT;
-  if (dropin_last_type_size(type, size)) return MPI_SUCCESS;
+  const dropin_type_row_t *row = dropin_last_type(type);
+  if (row) {
+    *size = row->size;
+    return MPI_SUCCESS;
+  }
   int rc = usable_type(comm, func, type);
   if (rc == MPI_SUCCESS && !dropin_contiguous(type, size)) *size = 0;
   return rc;

@@ -537,23 +537,30 @@ static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_host_t *host, const gmp
 /* GMPI_TIMEOUT_ACTION=status: the nonblocking form, waited (bounded, driving every engine). */
 static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a);
 
+static gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a);
+
+/* MPI's blocking calls inside the watchdog's mark. */
+static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
+  gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count);
+  gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
+                         ? gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier")
+                         : run_blocking(comm, host, a);
+  gmpi_watch_exit(comm);
+  return st;
+}
+
 gmpi_status_t gmpi_host_coll(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
   if (polled(comm)) return run_polled(comm, host, a);
   int passed = 0;
   GMPI_CHECK(arrival_gate(comm, host, a, &passed));
   if (passed) return GMPI_SUCCESS;
-  return gmpi_host_coll_past_gate(comm, host, a);
+  return run_watched(comm, host, a);
 }
 
 gmpi_status_t gmpi_host_coll_past_gate(gmpi_comm_t comm, gmpi_host_t *host,
                                        const gmpi_coll_args_t *a) {
   if (polled(comm)) return run_polled(comm, host, a);
-  gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count);
-  gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
-                         ? gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier")
-                         : gmpi_host_coll_run(comm, host, a);
-  gmpi_watch_exit(comm);
-  return st;
+  return run_watched(comm, host, a);
 }
 
 /* Run a's calls: blocking ones when nb is NULL, else their nonblocking forms kept in nb. */
@@ -566,10 +573,13 @@ static gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_c
                   .chunk = comm->cfg.max_chunk,
                   .after = after,
                   .nb = nb};
-  return coll_table[a->kind](&c);
+  /* the commonest collective called directly: its calls then need no frame of their own */
+  return a->kind == GMPI_COLL_ALLREDUCE ? run_allreduce(&c) : coll_table[a->kind](&c);
 }
 
-gmpi_status_t gmpi_host_coll_run(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
+/* Run a's blocking calls, then what is left once they complete (the file's head). Static, so
+ * that a small collective's path through this engine is one frame. */
+static gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
   coll_after_t after;
   after_clear(&after);
   gmpi_status_t st = run_calls(comm, host, a, &after, NULL);
@@ -578,6 +588,10 @@ gmpi_status_t gmpi_host_coll_run(gmpi_comm_t comm, gmpi_host_t *host, const gmpi
   else
     finish(&after, a->dtype, comm->size);
   return st;
+}
+
+gmpi_status_t gmpi_host_coll_run(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
+  return run_blocking(comm, host, a);
 }
 
 /* ---- nonblocking ------------------------------------------------------------------------- */
