@@ -182,10 +182,9 @@ static int twin_free(MPI_Comm comm, const char *func) {
 /* A pointer gmpi cannot classify (another GPU's memory, or any pointer once the world twin has
  * failed) counts as device memory: gmpi then refuses the call with its reason, where MPI would
  * have read device memory and crashed. */
-int dropin_is_device(const void *ptr) {
-  /* The cpu backend has no device memory (it classifies nothing, even on a failed comm): no
-   * call into gmpi per buffer under GMPI_INTERPOSE=all there. */
-  if (!ptr || ptr == MPI_IN_PLACE || !dropin.world || dropin.cpu) return 0;
+/* The cpu backend has no device memory (it classifies nothing, even on a failed comm): no call
+ * into gmpi per buffer under GMPI_INTERPOSE=all there (dropin_is_device). */
+int dropin_is_device_asked(const void *ptr) {
   int dev = 0;
   gmpi_status_t st = gmpi_mem_is_device(dropin.world, ptr, &dev);
   return st != GMPI_SUCCESS || dev;
@@ -194,16 +193,6 @@ int dropin_is_device(const void *ptr) {
 gmpi_comm_t dropin_copier(MPI_Comm comm) {
   gmpi_comm_t g = dropin.active ? dropin_twin(comm) : NULL;
   return g ? g : dropin.world;
-}
-
-dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
-                        gmpi_comm_t *twin) {
-  if (!dropin.active) return VIA_MPI;
-  int device = dropin_is_device(a) || dropin_is_device(b);
-  if (!device && dropin.mode != INTERPOSE_ALL) return VIA_MPI;
-  *twin = dropin_twin(comm);
-  if (*twin && native) return VIA_GMPI;
-  return device ? VIA_STAGING : VIA_MPI;
 }
 
 gmpi_comm_t dropin_take_p2p_lookup(MPI_Comm comm, const void *buf) {

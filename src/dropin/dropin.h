@@ -45,11 +45,6 @@ extern dropin_t dropin;
 
 /* Host buffers go to gmpi only under GMPI_INTERPOSE=all; MPI_IN_PLACE and NULL are no buffer. */
 typedef enum { VIA_MPI = 0, VIA_GMPI, VIA_STAGING } dropin_via_t;
-/* How a collective on comm with buffers a and b runs, from this rank's buffers alone: gmpi
- * (*twin set; native says gmpi can take the types and ops), MPI, or MPI on host copies of device
- * buffers. In device mode on the cpu backend nothing is classified: MPI at once. Under
- * GMPI_INTERPOSE_KINDS=mixed dropin_coll_run then makes the ranks agree (dropin_coll.c). */
-dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native, gmpi_comm_t *twin);
 /* Point to point: every message of a comm with a twin goes to gmpi (one matching engine per
  * comm, docs/design.md), device or host. NULL: MPI takes it. Inline for the comm asked last
  * (every message asks; a call across files costs more than the answer). */
@@ -69,7 +64,32 @@ gmpi_comm_t dropin_twin(MPI_Comm comm);
  * while it waits, within GMPI_TIMEOUT); *arrived (may be NULL) says whether it did. Nothing is
  * done when the layer is inactive, comm has one rank or no twin. */
 int dropin_arrive(MPI_Comm comm, const char *func, int *arrived);
-int dropin_is_device(const void *ptr);
+/* Is ptr device memory? Asks gmpi (dropin_is_device_asked) only where there may be any: not on
+ * the cpu backend, not for NULL or MPI_IN_PLACE. Inline: every buffer of every call asks. */
+int dropin_is_device_asked(const void *ptr);
+static inline int dropin_is_device(const void *ptr) {
+  if (!ptr || ptr == MPI_IN_PLACE || !dropin.world || dropin.cpu) return 0;
+  return dropin_is_device_asked(ptr);
+}
+/* dropin_twin, inline for the comm asked last. */
+static inline gmpi_comm_t dropin_twin_inline(MPI_Comm comm) {
+  if (comm != MPI_COMM_NULL && comm == dropin.last_comm) return dropin.last_twin;
+  return dropin_twin(comm);
+}
+/* How a collective on comm with buffers a and b runs, from this rank's buffers alone: gmpi
+ * (*twin set; native says gmpi can take the types and ops), MPI, or MPI on host copies of device
+ * buffers. In device mode on the cpu backend nothing is classified: MPI at once. Under
+ * GMPI_INTERPOSE_KINDS=mixed dropin_coll_run then makes the ranks agree (dropin_coll.c).
+ * Inline: every collective asks, and its every instruction is latency. */
+static inline dropin_via_t dropin_via(MPI_Comm comm, const void *a, const void *b, int native,
+                                      gmpi_comm_t *twin) {
+  if (!dropin.active) return VIA_MPI;
+  int device = dropin_is_device(a) || dropin_is_device(b);
+  if (!device && dropin.mode != INTERPOSE_ALL) return VIA_MPI;
+  *twin = dropin_twin_inline(comm);
+  if (*twin && native) return VIA_GMPI;
+  return device ? VIA_STAGING : VIA_MPI;
+}
 /* The gmpi comm that copies and allocates for a call on comm: its own twin, so that a failed
  * MPI_COMM_WORLD leaves other comms' staging alone; MPI_COMM_WORLD's twin for a comm without
  * one (an intercommunicator). */

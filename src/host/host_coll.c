@@ -129,7 +129,7 @@ static void divide_after(coll_ctx_t *c, void *buf, size_t count) {
 /* ---- reductions -------------------------------------------------------------------------- */
 
 /* Allreduce (root < 0) or reduce to root, in chunks of at most c->chunk elements. */
-static gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
+static inline gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
   const gmpi_coll_args_t *a = c->a;
   MPI_Datatype t = gmpi_mpi_dtype(a->dtype);
   MPI_Op op = gmpi_mpi_op(a->dtype, a->op);
@@ -537,7 +537,8 @@ static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_host_t *host, const gmp
 /* GMPI_TIMEOUT_ACTION=status: the nonblocking form, waited (bounded, driving every engine). */
 static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a);
 
-static gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a);
+static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
+                                         const gmpi_coll_args_t *a);
 
 /* MPI's blocking calls inside the watchdog's mark. */
 static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
@@ -564,8 +565,8 @@ gmpi_status_t gmpi_host_coll_past_gate(gmpi_comm_t comm, gmpi_host_t *host,
 }
 
 /* Run a's calls: blocking ones when nb is NULL, else their nonblocking forms kept in nb. */
-static gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
-                               coll_after_t *after, icoll_t *nb) {
+static inline gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_host_t *host,
+                                      const gmpi_coll_args_t *a, coll_after_t *after, icoll_t *nb) {
   coll_ctx_t c = {.comm = comm,
                   .mc = host->data,
                   .a = a,
@@ -579,7 +580,8 @@ static gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_c
 
 /* Run a's blocking calls, then what is left once they complete (the file's head). Static, so
  * that a small collective's path through this engine is one frame. */
-static gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
+static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
+                                         const gmpi_coll_args_t *a) {
   coll_after_t after;
   after_clear(&after);
   gmpi_status_t st = run_calls(comm, host, a, &after, NULL);
