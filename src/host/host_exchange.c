@@ -132,8 +132,11 @@ static void let_go(gmpi_host_t *host, exchange_t *x) {
 }
 
 /* The exchange posted and tested until both halves end or GMPI_TIMEOUT passes. */
-static gmpi_status_t run_polled(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
-                                const gmpi_p2p_args_t *recv, host_recv_end_t *end) {
+/* Out of line (noinline): inlined, its frame would cost every watched send and receive. */
+__attribute__((noinline)) static gmpi_status_t run_polled(gmpi_host_t *host, gmpi_comm_t comm,
+                                                          const gmpi_p2p_args_t *send,
+                                                          const gmpi_p2p_args_t *recv,
+                                                          host_recv_end_t *end) {
   exchange_t x = {.mpi = {MPI_REQUEST_NULL, MPI_REQUEST_NULL},
                   .type = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL},
                   .ended = {!recv, !send}}; /* a missing half has nothing to wait for */
