@@ -70,15 +70,6 @@ static int run_staged(const coll_kind_t *kind, const coll_call_t *c) {
   return c->request ? unstage_later(&s, c->comm, rc, c->request) : unstage(&s, rc);
 }
 
-/* gmpi on the program's own buffers (reductions, barrier); a nonblocking call's gmpi request
- * is wrapped as the program's MPI request. */
-static int run_gmpi_direct(const coll_kind_t *kind, const coll_call_t *c, gmpi_comm_t twin) {
-  gmpi_request_t g = NULL;
-  gmpi_status_t st = kind->start(c, twin, NULL, c->request ? &g : NULL);
-  if (st != GMPI_SUCCESS) return dropin_fail(c->comm, c->func, st);
-  return c->request ? dropin_req_wrap(c->comm, g, NULL, c->request) : MPI_SUCCESS;
-}
-
 /* Sides on the stack for a blocking call, on the heap for a nonblocking one. */
 static coll_sides_t *sides_new(MPI_Request *request, coll_sides_t *local) {
   coll_sides_t *s = request ? malloc(sizeof(*s)) : local;
@@ -228,16 +219,15 @@ static int route_for_all(const coll_kind_t *kind, coll_call_t *c, dropin_via_t *
   return MPI_SUCCESS;
 }
 
-/* The one place a collective's route is chosen and taken. */
-int dropin_coll_run_at(const coll_kind_t *kind, coll_call_t *c) {
-  kind->describe(c);
-  gmpi_comm_t twin = NULL;
-  dropin_via_t via = dropin_via(c->comm, c->send_used, c->recv_used, c->native, &twin);
+/* Where a collective's route is made one for every rank and taken (dropin_coll_run chooses
+ * this rank's, and takes gmpi itself where nothing here could change that). */
+int dropin_coll_run_routed(const coll_kind_t *kind, coll_call_t *c, dropin_via_t via,
+                           gmpi_comm_t twin) {
   int rc = route_for_all(kind, c, &via);
   if (rc != MPI_SUCCESS) return rc;
   switch (via) {
   case VIA_GMPI:
-    return kind->prepare ? run_gmpi_sides(kind, c, twin) : run_gmpi_direct(kind, c, twin);
+    return kind->prepare ? run_gmpi_sides(kind, c, twin) : dropin_coll_run_direct(kind, c, twin);
   case VIA_STAGING: return run_staged(kind, c);
   default: return kind->mpi(c, c->send.buf, c->recv.buf);
   }
@@ -275,5 +265,5 @@ static const coll_kind_t ibarrier = {ibarrier_describe, NULL, ibarrier_start, ib
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
   coll_call_t c = {.func = "MPI_Ibarrier", .comm = comm, .request = request, .op = MPI_OP_NULL};
-  return dropin_coll_run(&ibarrier, c);
+  return dropin_coll_run(&ibarrier, &c);
 }

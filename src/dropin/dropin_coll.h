@@ -71,11 +71,35 @@ typedef struct {
   int (*mpi)(const coll_call_t *c, const void *sb, void *rb);
 } coll_kind_t;
 
-/* Route c (dropin_via) and run it the way kind says; an MPI code. c is the caller's: the MPI
- * functions hand it over by value (below), built in place and never copied. */
-int dropin_coll_run_at(const coll_kind_t *kind, coll_call_t *c);
-static inline int dropin_coll_run(const coll_kind_t *kind, coll_call_t c) {
-  return dropin_coll_run_at(kind, &c);
+/* c, described and routed on this rank (via, twin), made one route on every rank where the
+ * settings ask for that (GMPI_INTERPOSE_KINDS, GMPI_CHECK), then run that way; an MPI code. */
+int dropin_coll_run_routed(const coll_kind_t *kind, coll_call_t *c, dropin_via_t via,
+                           gmpi_comm_t twin);
+
+/* gmpi on the program's own buffers (reductions, barrier); a nonblocking call's gmpi request
+ * is wrapped as the program's MPI request. */
+static inline int dropin_coll_run_direct(const coll_kind_t *kind, const coll_call_t *c,
+                                         gmpi_comm_t twin) {
+  gmpi_request_t g = NULL;
+  gmpi_status_t st = kind->start(c, twin, NULL, c->request ? &g : NULL);
+  if (st != GMPI_SUCCESS) return dropin_fail(c->comm, c->func, st);
+  return c->request ? dropin_req_wrap(c->comm, g, NULL, c->request) : MPI_SUCCESS;
+}
+
+/* Route c (dropin_via) and run it the way kind says; an MPI code. c is the caller's, built in
+ * place: its builders (reduction, moving) return one compound literal (a struct filled field by
+ * field and returned, or passed by value, was copied: ~35 instructions a call). Inline, so that
+ * kind's describe and start, constants in each MPI function, are called directly: a blocking
+ * call gmpi takes on the program's own buffers, where no agreement of the ranks is asked for,
+ * goes from the MPI function to gmpi's in one frame (a small collective's every instruction is
+ * latency on every rank). */
+static inline int dropin_coll_run(const coll_kind_t *kind, coll_call_t *c) {
+  kind->describe(c);
+  gmpi_comm_t twin = NULL;
+  dropin_via_t via = dropin_via(c->comm, c->send_used, c->recv_used, c->native, &twin);
+  if (via == VIA_GMPI && !kind->prepare && !c->request && !dropin.kinds_mixed && !dropin.check)
+    return dropin_coll_run_direct(kind, c, twin);
+  return dropin_coll_run_routed(kind, c, via, twin);
 }
 
 static inline int dropin_rank_of(MPI_Comm comm) {

@@ -343,45 +343,50 @@ static coll_side_t blocks(const void *buf, const int *counts, const int *displs,
 
 static coll_call_t moving(const char *func, MPI_Comm comm, MPI_Request *request, coll_side_t send,
                           coll_side_t recv, int root) {
-  coll_call_t c = {.func = func, .comm = comm, .request = request, .op = MPI_OP_NULL};
-  c.send = send;
-  c.recv = recv;
-  c.root = root;
-  return c;
+  return (coll_call_t){.func = func,
+                       .comm = comm,
+                       .request = request,
+                       .send = send,
+                       .recv = recv,
+                       .op = MPI_OP_NULL,
+                       .root = root};
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   coll_side_t none = block(NULL, 0, type);
-  return dropin_coll_run(&bcast,
-                         moving("MPI_Bcast", comm, NULL, none, block(buf, count, type), root));
+  coll_call_t c = moving("MPI_Bcast", comm, NULL, none, block(buf, count, type), root);
+  return dropin_coll_run(&bcast, &c);
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
                MPI_Request *request) {
   coll_side_t none = block(NULL, 0, type);
-  return dropin_coll_run(&bcast,
-                         moving("MPI_Ibcast", comm, request, none, block(buf, count, type), root));
+  coll_call_t c = moving("MPI_Ibcast", comm, request, none, block(buf, count, type), root);
+  return dropin_coll_run(&bcast, &c);
 }
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   coll_side_t send = block(sendbuf, sendcount, sendtype),
               recv = block(recvbuf, recvcount, recvtype);
-  return dropin_coll_run(&allgather, moving("MPI_Allgather", comm, NULL, send, recv, 0));
+  coll_call_t c = moving("MPI_Allgather", comm, NULL, send, recv, 0);
+  return dropin_coll_run(&allgather, &c);
 }
 
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
   coll_side_t send = block(sendbuf, sendcount, sendtype),
               recv = block(recvbuf, recvcount, recvtype);
-  return dropin_coll_run(&allgather, moving("MPI_Iallgather", comm, request, send, recv, 0));
+  coll_call_t c = moving("MPI_Iallgather", comm, request, send, recv, 0);
+  return dropin_coll_run(&allgather, &c);
 }
 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   coll_side_t send = block(sendbuf, sendcount, sendtype),
               recv = block(recvbuf, recvcount, recvtype);
-  return dropin_coll_run(&gather, moving("MPI_Gather", comm, NULL, send, recv, root));
+  coll_call_t c = moving("MPI_Gather", comm, NULL, send, recv, root);
+  return dropin_coll_run(&gather, &c);
 }
 
 int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -389,7 +394,8 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 MPI_Request *request) {
   coll_side_t send = block(sendbuf, sendcount, sendtype),
               recv = block(recvbuf, recvcount, recvtype);
-  return dropin_coll_run(&gather, moving("MPI_Igather", comm, request, send, recv, root));
+  coll_call_t c = moving("MPI_Igather", comm, request, send, recv, root);
+  return dropin_coll_run(&gather, &c);
 }
 
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -397,7 +403,8 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    MPI_Comm comm) {
   coll_side_t send = block(sendbuf, sendcount, sendtype);
   coll_side_t recv = blocks(recvbuf, recvcounts, displs, recvtype);
-  return dropin_coll_run(&allgatherv, moving("MPI_Allgatherv", comm, NULL, send, recv, 0));
+  coll_call_t c = moving("MPI_Allgatherv", comm, NULL, send, recv, 0);
+  return dropin_coll_run(&allgatherv, &c);
 }
 
 int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -405,7 +412,8 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
                     MPI_Comm comm, MPI_Request *request) {
   coll_side_t send = block(sendbuf, sendcount, sendtype);
   coll_side_t recv = blocks(recvbuf, recvcounts, displs, recvtype);
-  return dropin_coll_run(&allgatherv, moving("MPI_Iallgatherv", comm, request, send, recv, 0));
+  coll_call_t c = moving("MPI_Iallgatherv", comm, request, send, recv, 0);
+  return dropin_coll_run(&allgatherv, &c);
 }
 
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -413,7 +421,8 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 MPI_Comm comm) {
   coll_side_t send = block(sendbuf, sendcount, sendtype);
   coll_side_t recv = blocks(recvbuf, recvcounts, displs, recvtype);
-  return dropin_coll_run(&gatherv, moving("MPI_Gatherv", comm, NULL, send, recv, root));
+  coll_call_t c = moving("MPI_Gatherv", comm, NULL, send, recv, root);
+  return dropin_coll_run(&gatherv, &c);
 }
 
 int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -421,14 +430,16 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  MPI_Comm comm, MPI_Request *request) {
   coll_side_t send = block(sendbuf, sendcount, sendtype);
   coll_side_t recv = blocks(recvbuf, recvcounts, displs, recvtype);
-  return dropin_coll_run(&gatherv, moving("MPI_Igatherv", comm, request, send, recv, root));
+  coll_call_t c = moving("MPI_Igatherv", comm, request, send, recv, root);
+  return dropin_coll_run(&gatherv, &c);
 }
 
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   coll_side_t send = block(sendbuf, sendcount, sendtype),
               recv = block(recvbuf, recvcount, recvtype);
-  return dropin_coll_run(&scatter, moving("MPI_Scatter", comm, NULL, send, recv, root));
+  coll_call_t c = moving("MPI_Scatter", comm, NULL, send, recv, root);
+  return dropin_coll_run(&scatter, &c);
 }
 
 int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -436,7 +447,8 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  MPI_Request *request) {
   coll_side_t send = block(sendbuf, sendcount, sendtype),
               recv = block(recvbuf, recvcount, recvtype);
-  return dropin_coll_run(&scatter, moving("MPI_Iscatter", comm, request, send, recv, root));
+  coll_call_t c = moving("MPI_Iscatter", comm, request, send, recv, root);
+  return dropin_coll_run(&scatter, &c);
 }
 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
@@ -444,7 +456,8 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
                  int root, MPI_Comm comm) {
   coll_side_t send = blocks(sendbuf, sendcounts, displs, sendtype);
   coll_side_t recv = block(recvbuf, recvcount, recvtype);
-  return dropin_coll_run(&scatterv, moving("MPI_Scatterv", comm, NULL, send, recv, root));
+  coll_call_t c = moving("MPI_Scatterv", comm, NULL, send, recv, root);
+  return dropin_coll_run(&scatterv, &c);
 }
 
 int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
@@ -452,21 +465,24 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[
                   int root, MPI_Comm comm, MPI_Request *request) {
   coll_side_t send = blocks(sendbuf, sendcounts, displs, sendtype);
   coll_side_t recv = block(recvbuf, recvcount, recvtype);
-  return dropin_coll_run(&scatterv, moving("MPI_Iscatterv", comm, request, send, recv, root));
+  coll_call_t c = moving("MPI_Iscatterv", comm, request, send, recv, root);
+  return dropin_coll_run(&scatterv, &c);
 }
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   coll_side_t send = block(sendbuf, sendcount, sendtype),
               recv = block(recvbuf, recvcount, recvtype);
-  return dropin_coll_run(&alltoall, moving("MPI_Alltoall", comm, NULL, send, recv, 0));
+  coll_call_t c = moving("MPI_Alltoall", comm, NULL, send, recv, 0);
+  return dropin_coll_run(&alltoall, &c);
 }
 
 int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
   coll_side_t send = block(sendbuf, sendcount, sendtype),
               recv = block(recvbuf, recvcount, recvtype);
-  return dropin_coll_run(&alltoall, moving("MPI_Ialltoall", comm, request, send, recv, 0));
+  coll_call_t c = moving("MPI_Ialltoall", comm, request, send, recv, 0);
+  return dropin_coll_run(&alltoall, &c);
 }
 
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
@@ -474,7 +490,8 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
                   MPI_Datatype recvtype, MPI_Comm comm) {
   coll_side_t send = blocks(sendbuf, sendcounts, sdispls, sendtype);
   coll_side_t recv = blocks(recvbuf, recvcounts, rdispls, recvtype);
-  return dropin_coll_run(&alltoallv, moving("MPI_Alltoallv", comm, NULL, send, recv, 0));
+  coll_call_t c = moving("MPI_Alltoallv", comm, NULL, send, recv, 0);
+  return dropin_coll_run(&alltoallv, &c);
 }
 
 int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
@@ -483,5 +500,6 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
                    MPI_Request *request) {
   coll_side_t send = blocks(sendbuf, sendcounts, sdispls, sendtype);
   coll_side_t recv = blocks(recvbuf, recvcounts, rdispls, recvtype);
-  return dropin_coll_run(&alltoallv, moving("MPI_Ialltoallv", comm, request, send, recv, 0));
+  coll_call_t c = moving("MPI_Ialltoallv", comm, request, send, recv, 0);
+  return dropin_coll_run(&alltoallv, &c);
 }

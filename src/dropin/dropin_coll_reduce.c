@@ -166,84 +166,94 @@ static const coll_kind_t exscan = {scan_describe, NULL, NULL, exscan_mpi};
 static coll_call_t reduction(const char *func, MPI_Comm comm, MPI_Request *request,
                              const void *sendbuf, void *recvbuf, int count, const int *recvcounts,
                              MPI_Datatype type, MPI_Op op, int root) {
-  coll_call_t c = {.func = func, .comm = comm, .request = request, .op = op, .root = root};
-  c.send = (coll_side_t){(void *)sendbuf, count, NULL, NULL, type};
-  c.recv = (coll_side_t){recvbuf, count, recvcounts, NULL, type};
-  return c;
+  return (coll_call_t){.func = func,
+                       .comm = comm,
+                       .request = request,
+                       .send = {(void *)sendbuf, count, NULL, NULL, type},
+                       .recv = {recvbuf, count, recvcounts, NULL, type},
+                       .op = op,
+                       .root = root};
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm) {
-  return dropin_coll_run(&allreduce, reduction("MPI_Allreduce", comm, NULL, sendbuf, recvbuf, count,
-                                               NULL, type, op, 0));
+  coll_call_t c =
+      reduction("MPI_Allreduce", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, 0);
+  return dropin_coll_run(&allreduce, &c);
 }
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request) {
-  return dropin_coll_run(&allreduce, reduction("MPI_Iallreduce", comm, request, sendbuf, recvbuf,
-                                               count, NULL, type, op, 0));
+  coll_call_t c =
+      reduction("MPI_Iallreduce", comm, request, sendbuf, recvbuf, count, NULL, type, op, 0);
+  return dropin_coll_run(&allreduce, &c);
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                int root, MPI_Comm comm) {
-  return dropin_coll_run(
-      &reduce, reduction("MPI_Reduce", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, root));
+  coll_call_t c =
+      reduction("MPI_Reduce", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, root);
+  return dropin_coll_run(&reduce, &c);
 }
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 int root, MPI_Comm comm, MPI_Request *request) {
-  return dropin_coll_run(&reduce, reduction("MPI_Ireduce", comm, request, sendbuf, recvbuf, count,
-                                            NULL, type, op, root));
+  coll_call_t c =
+      reduction("MPI_Ireduce", comm, request, sendbuf, recvbuf, count, NULL, type, op, root);
+  return dropin_coll_run(&reduce, &c);
 }
 
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
                              MPI_Op op, MPI_Comm comm) {
-  return dropin_coll_run(&reduce_scatter_block,
-                         reduction("MPI_Reduce_scatter_block", comm, NULL, sendbuf, recvbuf,
-                                   recvcount, NULL, type, op, 0));
+  coll_call_t c = reduction("MPI_Reduce_scatter_block", comm, NULL, sendbuf, recvbuf, recvcount,
+                            NULL, type, op, 0);
+  return dropin_coll_run(&reduce_scatter_block, &c);
 }
 
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
                               MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-  return dropin_coll_run(&reduce_scatter_block,
-                         reduction("MPI_Ireduce_scatter_block", comm, request, sendbuf, recvbuf,
-                                   recvcount, NULL, type, op, 0));
+  coll_call_t c = reduction("MPI_Ireduce_scatter_block", comm, request, sendbuf, recvbuf, recvcount,
+                            NULL, type, op, 0);
+  return dropin_coll_run(&reduce_scatter_block, &c);
 }
 
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                        MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return dropin_coll_run(&reduce_scatter, reduction("MPI_Reduce_scatter", comm, NULL, sendbuf,
-                                                    recvbuf, 0, recvcounts, type, op, 0));
+  coll_call_t c =
+      reduction("MPI_Reduce_scatter", comm, NULL, sendbuf, recvbuf, 0, recvcounts, type, op, 0);
+  return dropin_coll_run(&reduce_scatter, &c);
 }
 
 int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                         MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-  return dropin_coll_run(&reduce_scatter, reduction("MPI_Ireduce_scatter", comm, request, sendbuf,
-                                                    recvbuf, 0, recvcounts, type, op, 0));
+  coll_call_t c =
+      reduction("MPI_Ireduce_scatter", comm, request, sendbuf, recvbuf, 0, recvcounts, type, op, 0);
+  return dropin_coll_run(&reduce_scatter, &c);
 }
 
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
              MPI_Comm comm) {
-  return dropin_coll_run(
-      &scan, reduction("MPI_Scan", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, 0));
+  coll_call_t c = reduction("MPI_Scan", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, 0);
+  return dropin_coll_run(&scan, &c);
 }
 
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                MPI_Comm comm) {
-  return dropin_coll_run(
-      &exscan, reduction("MPI_Exscan", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, 0));
+  coll_call_t c = reduction("MPI_Exscan", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, 0);
+  return dropin_coll_run(&exscan, &c);
 }
 
 /* Not wrapped until MPICH's op_coll met them on device buffers, which MPI (not CUDA-aware) then
  * read: a segfault. Staged as the blocking forms are. */
 int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
               MPI_Comm comm, MPI_Request *request) {
-  return dropin_coll_run(
-      &scan, reduction("MPI_Iscan", comm, request, sendbuf, recvbuf, count, NULL, type, op, 0));
+  coll_call_t c = reduction("MPI_Iscan", comm, request, sendbuf, recvbuf, count, NULL, type, op, 0);
+  return dropin_coll_run(&scan, &c);
 }
 
 int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 MPI_Comm comm, MPI_Request *request) {
-  return dropin_coll_run(
-      &exscan, reduction("MPI_Iexscan", comm, request, sendbuf, recvbuf, count, NULL, type, op, 0));
+  coll_call_t c =
+      reduction("MPI_Iexscan", comm, request, sendbuf, recvbuf, count, NULL, type, op, 0);
+  return dropin_coll_run(&exscan, &c);
 }
