@@ -15,11 +15,8 @@ static gmpi_comm_t *registry;
 static size_t registry_len, registry_cap;
 /* Changes with every (un)registration: a thread that found a handle live under generation g
  * knows it is still live while the generation is g, without the lock (the per-call path). */
-static atomic_ulong registry_gen = 1;
-static _Thread_local struct {
-  gmpi_comm_t comm;
-  unsigned long gen;
-} last_live;
+atomic_ulong gmpi_registry_gen = 1;
+_Thread_local gmpi_live_memo_t gmpi_last_live;
 
 void gmpi_comm_register(gmpi_comm_t comm) {
   pthread_mutex_lock(&registry_lock);
@@ -31,7 +28,7 @@ void gmpi_comm_register(gmpi_comm_t comm) {
     registry_cap = cap;
   }
   registry[registry_len++] = comm;
-  atomic_fetch_add(&registry_gen, 1);
+  atomic_fetch_add(&gmpi_registry_gen, 1);
   pthread_mutex_unlock(&registry_lock);
 }
 
@@ -43,7 +40,7 @@ void gmpi_comm_unregister(gmpi_comm_t comm) {
       break;
     }
   }
-  atomic_fetch_add(&registry_gen, 1);
+  atomic_fetch_add(&gmpi_registry_gen, 1);
   if (registry_len == 0) {
     free(registry);
     registry = NULL;
@@ -52,23 +49,18 @@ void gmpi_comm_unregister(gmpi_comm_t comm) {
   pthread_mutex_unlock(&registry_lock);
 }
 
-/* The lock-free answer for the comm this thread found live last (every call asks). */
-static inline int live_as_last(gmpi_comm_t comm) {
-  return comm && last_live.comm == comm && last_live.gen == atomic_load(&registry_gen);
-}
-
 int gmpi_comm_is_live(gmpi_comm_t comm) {
-  if (live_as_last(comm)) return 1;
+  if (gmpi_comm_live_as_last(comm)) return 1;
   unsigned long gen;
   int live = 0;
   pthread_mutex_lock(&registry_lock);
   for (size_t i = 0; i < registry_len && !live; i++)
     live = registry[i] == comm;
-  gen = atomic_load(&registry_gen);
+  gen = atomic_load(&gmpi_registry_gen);
   pthread_mutex_unlock(&registry_lock);
   if (live) {
-    last_live.comm = comm;
-    last_live.gen = gen;
+    gmpi_last_live.comm = comm;
+    gmpi_last_live.gen = gen;
   }
   return live;
 }
@@ -80,7 +72,7 @@ gmpi_status_t gmpi_comm_enter_local(const char *func, gmpi_comm_t comm) {
     gmpi_call_begin(func, -1);
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'comm' is NULL");
   }
-  if (!live_as_last(comm) && !gmpi_comm_is_live(comm)) {
+  if (!gmpi_comm_live_as_last(comm) && !gmpi_comm_is_live(comm)) {
     gmpi_call_begin(func, -1);
     return gmpi_error(GMPI_ERR_INVALID_ARG,
                       "argument 'comm' = %p is not a live communicator (finalized, or never "
@@ -92,7 +84,7 @@ gmpi_status_t gmpi_comm_enter_local(const char *func, gmpi_comm_t comm) {
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_comm_enter(const char *func, gmpi_comm_t comm) {
+gmpi_status_t gmpi_comm_enter_asked(const char *func, gmpi_comm_t comm) {
   GMPI_CHECK(gmpi_comm_enter_local(func, comm));
   if (comm->failure != GMPI_SUCCESS)
     return gmpi_error(GMPI_ERR_STATE,

@@ -3,11 +3,13 @@
 #ifndef GMPI_CORE_COMM_H
 #define GMPI_CORE_COMM_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "backend.h"
 #include "config.h"
 #include "engine.h"
+#include "error.h"
 #include "flight.h"
 #include "gmpi.h"
 #include "oob.h"
@@ -52,9 +54,31 @@ void gmpi_comm_register(gmpi_comm_t comm);
 void gmpi_comm_unregister(gmpi_comm_t comm);
 int gmpi_comm_is_live(gmpi_comm_t comm);
 
+/* Changes with every (un)registration: a thread that found a handle live under generation g
+ * knows it is still live while the generation is g, without the lock (the per-call path). */
+extern atomic_ulong gmpi_registry_gen;
+typedef struct {
+  gmpi_comm_t comm;
+  unsigned long gen;
+} gmpi_live_memo_t;
+extern _Thread_local gmpi_live_memo_t gmpi_last_live;
+/* The lock-free answer for the comm this thread found live last (every call asks). */
+static inline int gmpi_comm_live_as_last(gmpi_comm_t comm) {
+  return comm && gmpi_last_live.comm == comm &&
+         gmpi_last_live.gen == atomic_load(&gmpi_registry_gen);
+}
+
 /* Start a public call on comm: NULL, dead or failed comms are refused with a clear message
- * (gmpi_comm_enter_local, below: failed ones are accepted). */
-gmpi_status_t gmpi_comm_enter(const char *func, gmpi_comm_t comm);
+ * (gmpi_comm_enter_local, below: failed ones are accepted). Inline for the common case (the
+ * comm this thread used last, healthy, no tracing), every public call's first step; the rest
+ * asks the registry (gmpi_comm_enter_asked). */
+gmpi_status_t gmpi_comm_enter_asked(const char *func, gmpi_comm_t comm);
+static inline gmpi_status_t gmpi_comm_enter(const char *func, gmpi_comm_t comm) {
+  if (!gmpi_comm_live_as_last(comm) || gmpi_log_tracing || comm->failure != GMPI_SUCCESS)
+    return gmpi_comm_enter_asked(func, comm);
+  gmpi_call_begin(func, comm->rank);
+  return GMPI_SUCCESS;
+}
 /* Start a public call that has no comm yet (gmpi_init, gmpi_wait on NULL...). */
 void gmpi_call_begin_nocomm(const char *func);
 

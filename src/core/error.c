@@ -9,9 +9,9 @@
 
 #define GMPI_ERROR_LEN 1024
 
-static _Thread_local gmpi_call_ctx_t call_ctx = {.func = "gmpi", .rank = -1};
+_Thread_local gmpi_call_ctx_t gmpi_call_now = {.func = "gmpi", .rank = -1};
 static _Thread_local char last_error[GMPI_ERROR_LEN];
-static _Thread_local unsigned long call_serial; /* the last call_ctx.serial handed out */
+_Thread_local unsigned long gmpi_call_serial;
 
 /* One entry per status: its name and its text. The hint at GMPI_DEBUG=info only where the log
  * says more than gmpi_last_error() (the flight record, NCCL's or MPI's own words). */
@@ -53,14 +53,7 @@ const char *gmpi_status_name(gmpi_status_t status) {
 
 const char *gmpi_last_error(void) { return last_error; }
 
-void gmpi_call_begin(const char *func, int rank) {
-  call_ctx.func = func;
-  call_ctx.rank = rank;
-  call_ctx.described = 0;
-  call_ctx.serial = ++call_serial;
-}
-
-gmpi_call_ctx_t *gmpi_call_ctx(void) { return &call_ctx; }
+gmpi_call_ctx_t *gmpi_call_ctx(void) { return &gmpi_call_now; }
 
 /* Failures that come from outside the caller's arguments are worth a warning in the log. */
 static int is_loud(gmpi_status_t status) {
@@ -69,18 +62,18 @@ static int is_loud(gmpi_status_t status) {
 }
 
 gmpi_status_t gmpi_error(gmpi_status_t status, const char *fmt, ...) {
-  if (call_ctx.described) return status;
-  call_ctx.described = 1;
+  if (gmpi_call_now.described) return status;
+  gmpi_call_now.described = 1;
   char detail[GMPI_ERROR_LEN - 64];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(detail, sizeof(detail), fmt, ap);
   va_end(ap);
   char rank[24] = "rank not known yet"; /* before MPI, or no comm named */
-  if (call_ctx.rank >= 0) snprintf(rank, sizeof(rank), "rank %d", call_ctx.rank);
-  snprintf(last_error, sizeof(last_error), "%s (%s): %s [%s]", call_ctx.func, rank, detail,
+  if (gmpi_call_now.rank >= 0) snprintf(rank, sizeof(rank), "rank %d", gmpi_call_now.rank);
+  snprintf(last_error, sizeof(last_error), "%s (%s): %s [%s]", gmpi_call_now.func, rank, detail,
            gmpi_strerror(status));
   /* The text up to the '(' of the hint is enough in the log line. */
-  gmpi_log(is_loud(status) ? GMPI_LOG_WARN : GMPI_LOG_INFO, "%s: %s", call_ctx.func, detail);
+  gmpi_log(is_loud(status) ? GMPI_LOG_WARN : GMPI_LOG_INFO, "%s: %s", gmpi_call_now.func, detail);
   return status;
 }

@@ -18,8 +18,19 @@ typedef struct {
                          * call only compares it (the cuda backend's memops answer) */
 } gmpi_call_ctx_t;
 
-/* Start a public call: resets the "described" flag so the first failure below wins. */
-void gmpi_call_begin(const char *func, int rank);
+/* This thread's public call in progress (gmpi_call_ctx), and the last serial handed out: apart,
+ * because a call that saves and restores the context (progress.c) must not reuse a serial. */
+extern _Thread_local gmpi_call_ctx_t gmpi_call_now;
+extern _Thread_local unsigned long gmpi_call_serial;
+
+/* Start a public call: resets the "described" flag so the first failure below wins. Inline:
+ * every public call starts so. */
+static inline void gmpi_call_begin(const char *func, int rank) {
+  gmpi_call_now.func = func;
+  gmpi_call_now.rank = rank;
+  gmpi_call_now.described = 0;
+  gmpi_call_now.serial = ++gmpi_call_serial;
+}
 /* The context of the call in progress on this thread. */
 gmpi_call_ctx_t *gmpi_call_ctx(void);
 

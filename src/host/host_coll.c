@@ -540,12 +540,27 @@ static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_
 static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
                                          const gmpi_coll_args_t *a);
 
+/* The commonest collective when it is one MPI call with nothing after it: an allreduce of at
+ * most one chunk, not an average. It skips run_blocking's context and after-work, which a small
+ * allreduce's latency (every rank's) would pay for nothing. */
+static int allreduce_alone(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  return a->kind == GMPI_COLL_ALLREDUCE && a->op != GMPI_AVG && a->count <= comm->cfg.max_chunk;
+}
+
+static gmpi_status_t run_allreduce_alone(gmpi_host_t *host, const gmpi_coll_args_t *a) {
+  const void *s = a->sendbuf == a->recvbuf ? MPI_IN_PLACE : a->sendbuf;
+  GMPI_MPI_CHECK(PMPI_Allreduce(s, a->recvbuf, (int)a->count, gmpi_mpi_dtype(a->dtype),
+                                gmpi_mpi_op(a->dtype, a->op), host->data));
+  return GMPI_SUCCESS;
+}
+
 /* MPI's blocking calls inside the watchdog's mark. */
 static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
   gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count);
   gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
                          ? gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier")
-                         : run_blocking(comm, host, a);
+                     : allreduce_alone(comm, a) ? run_allreduce_alone(host, a)
+                                                : run_blocking(comm, host, a);
   gmpi_watch_exit(comm);
   return st;
 }
@@ -574,8 +589,7 @@ static inline gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_host_t *host,
                   .chunk = comm->cfg.max_chunk,
                   .after = after,
                   .nb = nb};
-  /* the commonest collective called directly: its calls then need no frame of their own */
-  return a->kind == GMPI_COLL_ALLREDUCE ? run_allreduce(&c) : coll_table[a->kind](&c);
+  return coll_table[a->kind](&c);
 }
 
 /* Run a's blocking calls, then what is left once they complete (the file's head). Static, so
