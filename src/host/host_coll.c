@@ -540,17 +540,27 @@ static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_
 static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
                                          const gmpi_coll_args_t *a);
 
-/* The commonest collective when it is one MPI call with nothing after it: an allreduce of at
- * most one chunk, not an average. It skips run_blocking's context and after-work, which a small
- * allreduce's latency (every rank's) would pay for nothing. */
-static int allreduce_alone(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
-  return a->kind == GMPI_COLL_ALLREDUCE && a->op != GMPI_AVG && a->count <= comm->cfg.max_chunk;
+/* The commonest collectives when they are one MPI call with nothing after it: an allreduce or
+ * reduce of at most one chunk, not an average. They skip run_blocking's context and
+ * after-work, which a small reduction's latency (every rank's) would pay for nothing. */
+static int reduction_alone(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  return (a->kind == GMPI_COLL_ALLREDUCE || a->kind == GMPI_COLL_REDUCE) && a->op != GMPI_AVG &&
+         a->count <= comm->cfg.max_chunk;
 }
 
-static gmpi_status_t run_allreduce_alone(gmpi_host_t *host, const gmpi_coll_args_t *a) {
-  const void *s = a->sendbuf == a->recvbuf ? MPI_IN_PLACE : a->sendbuf;
-  GMPI_MPI_CHECK(PMPI_Allreduce(s, a->recvbuf, (int)a->count, gmpi_mpi_dtype(a->dtype),
-                                gmpi_mpi_op(a->dtype, a->op), host->data));
+/* reduce_chunks' one call, as it would make it. */
+static gmpi_status_t run_reduction_alone(gmpi_comm_t comm, gmpi_host_t *host,
+                                         const gmpi_coll_args_t *a) {
+  int root = a->kind == GMPI_COLL_REDUCE ? a->root : -1;
+  int gets_result = root < 0 || comm->rank == root;
+  const void *s = gets_result && a->sendbuf == a->recvbuf ? MPI_IN_PLACE : a->sendbuf;
+  void *d = gets_result ? a->recvbuf : NULL;
+  MPI_Datatype t = gmpi_mpi_dtype(a->dtype);
+  MPI_Op op = gmpi_mpi_op(a->dtype, a->op);
+  if (root < 0)
+    GMPI_MPI_CHECK(PMPI_Allreduce(s, d, (int)a->count, t, op, host->data));
+  else
+    GMPI_MPI_CHECK(PMPI_Reduce(s, d, (int)a->count, t, op, root, host->data));
   return GMPI_SUCCESS;
 }
 
@@ -559,7 +569,7 @@ static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi
   gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count);
   gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
                          ? gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier")
-                     : allreduce_alone(comm, a) ? run_allreduce_alone(host, a)
+                     : reduction_alone(comm, a) ? run_reduction_alone(comm, host, a)
                                                 : run_blocking(comm, host, a);
   gmpi_watch_exit(comm);
   return st;
