@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* mpi_bench: a plain MPI benchmark (ping-pong and allreduce) over host, device or staged buffers.
+/* mpi_bench: a plain MPI benchmark (ping-pong, allreduce, bcast) over host, device or staged
+ * buffers.
  *
  * It uses only <mpi.h>, libc and (with MPI_BENCH_CUDA) the CUDA runtime, so that the same binary
  * can be run as is and under LD_PRELOAD=libgmpi_mpi.so (scripts/dropin-bench compares the two).
@@ -7,12 +8,12 @@
  *   host    malloc'd buffers
  *   device  cudaMalloc'd buffers handed straight to MPI (a CUDA-aware MPI, or the gmpi layer)
  *   staged  cudaMalloc'd buffers; the benchmark copies device->host before each send and
- *           host->device after each receive (around each allreduce) and calls MPI on host
+ *           host->device after each receive (around each collective) and calls MPI on host
  *           buffers: what a user of a non-CUDA-aware MPI does today
  *
  * Each size runs --rounds times (a barrier before each); a row gives the median time per call and
  * the rounds' min..max in microseconds. Ping-pong's time is half a round trip (rank 0's clock);
- * allreduce's is the slowest rank's. After the timed rounds one more call with known values is
+ * a collective's is the slowest rank's. After the timed rounds one more call with known values is
  * checked; a wrong value is reported and makes the exit status 1.
  *
  * Exit status: 0 ok, 1 wrong value or runtime failure, 2 bad option, 77 memory kind unavailable
@@ -33,7 +34,7 @@
 #endif
 
 enum { MEM_HOST, MEM_DEVICE, MEM_STAGED };
-enum { TEST_PINGPONG = 1, TEST_ALLREDUCE = 2 };
+enum { TEST_PINGPONG = 1, TEST_ALLREDUCE = 2, TEST_BCAST = 4 };
 
 #define MAX_BYTES    ((size_t)1 << 30) /* counts stay well inside int */
 #define MAX_ROUNDS   1000
@@ -68,30 +69,33 @@ static void say0(FILE *f, const char *fmt, ...) {
 }
 
 static void usage(FILE *f) {
-  say0(f,
-       "usage: mpiexec -n N mpi_bench [options]\n"
-       "  -t, --test LIST        pingpong,allreduce (comma separated; default both)\n"
-       "  -b, --min BYTES        smallest size (default 8); suffixes K, M, G (powers of 1024)\n"
-       "  -e, --max BYTES        largest size (default 4M); the sweep is MIN, MIN*F, MIN*F^2, ...\n"
-       "                         and MAX itself when the steps miss it\n"
-       "  -f, --factor N         size step factor, >= 2 (default 4)\n"
-       "  -n, --iters N          calls per round (default 100; sizes over 1 MiB use fewer,\n"
-       "                         n*1MiB/bytes but at least min(n,10))\n"
-       "  -w, --warmup N         untimed calls per size before the rounds (default 10, scaled\n"
-       "                         like -n)\n"
-       "  -r, --rounds R         timed rounds per size (default 5); rows give the median and\n"
-       "                         min..max over rounds\n"
-       "  -m, --memory KIND      host | device | staged (default host); device hands cudaMalloc'd\n"
-       "                         buffers to MPI: it needs a CUDA-aware MPI or the gmpi layer\n"
-       "                         (LD_PRELOAD=libgmpi_mpi.so); staged copies through host buffers\n"
-       "      --staging KIND     staged mode's host buffers: pinned (cudaMallocHost, default)\n"
-       "                         or pageable (malloc)\n"
-       "  -j, --json FILE        also write the rows as JSON to FILE (rank 0)\n"
-       "  -h, --help             this text\n"
-       "Rows: bytes median_us min_us max_us, then GB/s (ping-pong: bytes / one-way time) or\n"
-       "busbw GB/s (allreduce: bytes/time * 2(n-1)/n, as nccl-tests). Ping-pong runs on ranks 0\n"
-       "and 1 (others wait); allreduce sums floats on all ranks.\n"
-       "Exit: 0 ok, 1 wrong result, 2 bad option, 77 memory kind unavailable here.\n");
+  say0(
+      f,
+      "usage: mpiexec -n N mpi_bench [options]\n"
+      "  -t, --test LIST        pingpong, allreduce, bcast, all (comma separated; default\n"
+      "                         pingpong,allreduce)\n"
+      "  -b, --min BYTES        smallest size (default 8); suffixes K, M, G (powers of 1024)\n"
+      "  -e, --max BYTES        largest size (default 4M); the sweep is MIN, MIN*F, MIN*F^2, ...\n"
+      "                         and MAX itself when the steps miss it\n"
+      "  -f, --factor N         size step factor, >= 2 (default 4)\n"
+      "  -n, --iters N          calls per round (default 100; sizes over 1 MiB use fewer,\n"
+      "                         n*1MiB/bytes but at least min(n,10))\n"
+      "  -w, --warmup N         untimed calls per size before the rounds (default 10, scaled\n"
+      "                         like -n)\n"
+      "  -r, --rounds R         timed rounds per size (default 5); rows give the median and\n"
+      "                         min..max over rounds\n"
+      "  -m, --memory KIND      host | device | staged (default host); device hands cudaMalloc'd\n"
+      "                         buffers to MPI: it needs a CUDA-aware MPI or the gmpi layer\n"
+      "                         (LD_PRELOAD=libgmpi_mpi.so); staged copies through host buffers\n"
+      "      --staging KIND     staged mode's host buffers: pinned (cudaMallocHost, default)\n"
+      "                         or pageable (malloc)\n"
+      "  -j, --json FILE        also write the rows as JSON to FILE (rank 0)\n"
+      "  -h, --help             this text\n"
+      "Rows: bytes median_us min_us max_us, then GB/s (ping-pong: bytes / one-way time) or\n"
+      "busbw GB/s (allreduce: bytes/time * 2(n-1)/n; bcast: bytes/time; as nccl-tests). Ping-pong\n"
+      "runs on ranks 0 and 1 (others wait); allreduce sums floats on all ranks; bcast sends bytes\n"
+      "from rank 0.\n"
+      "Exit: 0 ok, 1 wrong result, 2 bad option, 77 memory kind unavailable here.\n");
 }
 
 /* ---- option parsing ---------------------------------------------------------------------- */
@@ -152,14 +156,17 @@ static int parse_tests(const char *opt, const char *s, int *out) {
       tests |= TEST_PINGPONG;
     else if (len == 9 && !strncmp(p, "allreduce", len))
       tests |= TEST_ALLREDUCE;
+    else if (len == 5 && !strncmp(p, "bcast", len))
+      tests |= TEST_BCAST;
     else if (len == 3 && !strncmp(p, "all", len))
-      tests |= TEST_PINGPONG | TEST_ALLREDUCE;
+      tests |= TEST_PINGPONG | TEST_ALLREDUCE | TEST_BCAST;
     else
-      return bad_value(opt, s, "expected pingpong, allreduce or both, comma separated");
+      return bad_value(opt, s, "expected pingpong, allreduce, bcast or all, comma separated");
     p += len;
     if (*p == ',') p++;
   }
-  if (!tests) return bad_value(opt, s, "expected pingpong, allreduce or both, comma separated");
+  if (!tests)
+    return bad_value(opt, s, "expected pingpong, allreduce, bcast or all, comma separated");
   *out = tests;
   return 0;
 }
@@ -437,6 +444,29 @@ static void allreduce_once(const buffers_t *b, size_t bytes, int memory) {
   MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 }
 
+/* Rank 0 sends its send buffer; the others receive into their receive buffer. */
+static void bcast_once(const buffers_t *b, size_t bytes, int memory) {
+  int root = world_rank == 0, n = (int)bytes;
+  if (memory == MEM_STAGED) {
+    if (root) to_host(b->send_host, b->send_dev, bytes);
+    MPI_Bcast(root ? b->send_host : b->recv_host, n, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (!root) to_device(b->recv_dev, b->recv_host, bytes);
+    return;
+  }
+  void *buf = memory == MEM_DEVICE ? (root ? b->send_dev : b->recv_dev)
+                                   : (root ? b->send_host : b->recv_host);
+  MPI_Bcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
+static void call_once(int test, const buffers_t *b, size_t bytes, int memory) {
+  if (test == TEST_PINGPONG)
+    pingpong_once(b, bytes, memory, PINGPONG_TAG);
+  else if (test == TEST_ALLREDUCE)
+    allreduce_once(b, bytes, memory);
+  else
+    bcast_once(b, bytes, memory);
+}
+
 /* ---- checks ------------------------------------------------------------------------------ */
 
 static unsigned char byte_pattern(int seed, size_t i) {
@@ -508,6 +538,30 @@ static int check_allreduce(const buffers_t *b, size_t bytes, int memory) {
   return 0;
 }
 
+/* One bcast of a known pattern from rank 0: every other rank checks it byte by byte. */
+static int check_bcast(const buffers_t *b, size_t bytes, int memory) {
+  for (size_t i = 0; i < bytes; i++)
+    ((unsigned char *)b->send_host)[i] = byte_pattern(7, i);
+  memset(b->recv_host, 0, bytes);
+  if (memory != MEM_HOST) to_device(b->recv_dev, b->recv_host, bytes);
+  set_send(b, bytes, memory);
+  bcast_once(b, bytes, memory);
+  device_sync(memory);
+  if (world_rank == 0) return 0;
+  get_recv(b, bytes, memory);
+  const unsigned char *got = b->recv_host;
+  for (size_t i = 0; i < bytes; i++) {
+    if (got[i] != byte_pattern(7, i)) {
+      fprintf(stderr,
+              "mpi_bench: rank %d: bcast %zu bytes (%s): wrong byte %zu from rank 0: got %u, "
+              "expected %u\n",
+              world_rank, bytes, mem_names[memory], i, got[i], byte_pattern(7, i));
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* ---- timing ------------------------------------------------------------------------------ */
 
 static int iters_for(int n, size_t bytes) {
@@ -554,20 +608,15 @@ static int run_size(int test, size_t bytes, const options_t *o, row_t *row) {
   device_sync(o->memory);
 
   for (int i = 0; i < warmup; i++)
-    test == TEST_PINGPONG ? pingpong_once(&b, bytes, o->memory, PINGPONG_TAG)
-                          : allreduce_once(&b, bytes, o->memory);
+    call_once(test, &b, bytes, o->memory);
   device_sync(o->memory);
 
   double us[MAX_ROUNDS];
   for (int r = 0; r < o->rounds; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    if (test == TEST_PINGPONG)
-      for (int i = 0; i < iters; i++)
-        pingpong_once(&b, bytes, o->memory, PINGPONG_TAG);
-    else
-      for (int i = 0; i < iters; i++)
-        allreduce_once(&b, bytes, o->memory);
+    for (int i = 0; i < iters; i++)
+      call_once(test, &b, bytes, o->memory);
     device_sync(o->memory);
     double t = (MPI_Wtime() - t0) * 1e6 / iters;
     if (test == TEST_PINGPONG) {
@@ -578,8 +627,9 @@ static int run_size(int test, size_t bytes, const options_t *o, row_t *row) {
     }
   }
 
-  int bad = test == TEST_PINGPONG ? check_pingpong(&b, bytes, o->memory)
-                                  : check_allreduce(&b, bytes, o->memory);
+  int bad = test == TEST_PINGPONG    ? check_pingpong(&b, bytes, o->memory)
+            : test == TEST_ALLREDUCE ? check_allreduce(&b, bytes, o->memory)
+                                     : check_bcast(&b, bytes, o->memory);
   int bad_ranks = 0;
   MPI_Allreduce(&bad, &bad_ranks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   buffers_free(&b);
@@ -596,7 +646,7 @@ static int run_size(int test, size_t bytes, const options_t *o, row_t *row) {
       row->max_us = fmax(row->max_us, us[r]);
     }
     double algbw = (double)bytes / row->median_us / 1e3; /* bytes/us = MB/s */
-    row->gbps = test == TEST_PINGPONG ? algbw : algbw * 2.0 * (world_size - 1) / world_size;
+    row->gbps = test == TEST_ALLREDUCE ? algbw * 2.0 * (world_size - 1) / world_size : algbw;
   }
   return bad_ranks;
 }
@@ -618,7 +668,9 @@ static void json_row(FILE *j, int *first, const char *test, const options_t *o, 
 }
 
 static int run_test(int test, const options_t *o, FILE *json, int *json_first) {
-  const char *name = test == TEST_PINGPONG ? "pingpong" : "allreduce";
+  const char *name = test == TEST_PINGPONG    ? "pingpong"
+                     : test == TEST_ALLREDUCE ? "allreduce"
+                                              : "bcast";
   if (test == TEST_PINGPONG && world_size < 2) {
     say0(stdout, "# pingpong skipped: needs at least 2 ranks (have %d)\n", world_size);
     return 0;
@@ -728,6 +780,7 @@ int main(int argc, char **argv) {
 
   if (o.tests & TEST_PINGPONG) status |= run_test(TEST_PINGPONG, &o, json, &json_first);
   if (o.tests & TEST_ALLREDUCE) status |= run_test(TEST_ALLREDUCE, &o, json, &json_first);
+  if (o.tests & TEST_BCAST) status |= run_test(TEST_BCAST, &o, json, &json_first);
 
   if (json) {
     fprintf(json, "\n  ], \"ok\": %s}\n", status ? "false" : "true");
