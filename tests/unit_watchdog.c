@@ -36,13 +36,13 @@ int main(void) {
   gmpi_watchdog_add(&comm);
 
   for (int i = 0; i < 20; i++) { /* 20 calls of 50 ms: each leaves within the timeout */
-    gmpi_watch_enter(&comm, "a call that leaves in time", 1);
+    gmpi_watch_enter(&comm.watch, "a call that leaves in time", 1);
     sleep_s(0.05);
-    gmpi_watch_exit(&comm);
+    gmpi_watch_exit(&comm.watch);
   }
   fprintf(stderr, "unit_watchdog: calls that left in time were left alone\n");
 
-  gmpi_watch_enter(&comm, "ncclAllReduce(stuck)", 8);
+  gmpi_watch_enter(&comm.watch, "ncclAllReduce(stuck)", 8);
   sleep_s(5.0);
   fprintf(stderr, "unit_watchdog: FAIL: a call stuck for 5 s was not ended\n");
   return 0;

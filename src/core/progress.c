@@ -21,7 +21,7 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static engine_t *engines; /* under lock, like n_engines and cap */
 static int n_engines, cap;
-static atomic_int registered; /* n_engines, readable without the lock */
+atomic_int gmpi_progress_registered; /* n_engines, readable without the lock */
 /* This thread is inside gmpi_progress_all: an engine whose progress reaches a wait of its own
  * (which polls us again) must not be re-entered, nor may it wait for the lock it holds. */
 static _Thread_local int inside;
@@ -39,7 +39,7 @@ gmpi_status_t gmpi_progress_add(gmpi_progress_fn fn, void *ctx) {
     cap = grown_cap;
   }
   engines[n_engines++] = (engine_t){fn, ctx, 0};
-  atomic_store(&registered, n_engines);
+  atomic_store(&gmpi_progress_registered, n_engines);
   pthread_mutex_unlock(&lock);
   return GMPI_SUCCESS;
 }
@@ -53,7 +53,7 @@ void gmpi_progress_remove(gmpi_progress_fn fn, void *ctx) {
     engines[i] = engines[--n_engines];
     break;
   }
-  atomic_store(&registered, n_engines);
+  atomic_store(&gmpi_progress_registered, n_engines);
   if (n_engines == 0) { /* the last comm is gone: leave nothing for leak checkers */
     free(engines);
     engines = NULL;
@@ -61,8 +61,6 @@ void gmpi_progress_remove(gmpi_progress_fn fn, void *ctx) {
   }
   pthread_mutex_unlock(&lock);
 }
-
-int gmpi_progress_needed(void) { return atomic_load_explicit(&registered, memory_order_acquire); }
 
 /* One engine, once. Its failure belongs to its own comm, not to the call that is waiting here:
  * that call's error context is restored afterwards, so its own first failure is still the one
@@ -82,7 +80,7 @@ static void drive(engine_t *e) {
 }
 
 void gmpi_progress_all(void) {
-  if (!atomic_load_explicit(&registered, memory_order_acquire) || inside) return;
+  if (!atomic_load_explicit(&gmpi_progress_registered, memory_order_acquire) || inside) return;
   /* Another thread driving the engines already gives the progress; queueing behind it would
    * only slow this wait. */
   if (pthread_mutex_trylock(&lock) != 0) return;

@@ -7,6 +7,8 @@
 #ifndef GMPI_CORE_PROGRESS_H
 #define GMPI_CORE_PROGRESS_H
 
+#include <stdatomic.h>
+
 #include "gmpi.h"
 
 typedef gmpi_status_t (*gmpi_progress_fn)(void *ctx);
@@ -15,7 +17,10 @@ typedef gmpi_status_t (*gmpi_progress_fn)(void *ctx);
 gmpi_status_t gmpi_progress_add(gmpi_progress_fn fn, void *ctx);
 void gmpi_progress_remove(gmpi_progress_fn fn, void *ctx);
 /* 1 when any engine is registered: waits that would block inside MPI must poll instead. */
-int gmpi_progress_needed(void);
+extern atomic_int gmpi_progress_registered; /* engines registered (progress.c) */
+static inline int gmpi_progress_needed(void) {
+  return atomic_load_explicit(&gmpi_progress_registered, memory_order_acquire);
+}
 /* Drive every registered engine once. Re-entrant calls (an engine's own wait) return at once.
  * An engine's failure is logged and reported to that engine's comm, not to the caller, whose
  * wait is about something else. */

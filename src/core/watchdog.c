@@ -31,34 +31,6 @@ static pthread_t thread;
  * MPI_Comm_split) still are. */
 static int watches(gmpi_comm_t comm) { return comm->cfg.timeout_s > 0; }
 
-/* One thread calls a comm at a time (MPI's rule for a communicator), so the mark has one
- * writer: a load and a release store, no read-modify-write. */
-static void step_mark(gmpi_comm_t comm) {
-  unsigned long m = atomic_load_explicit(&comm->watch.mark, memory_order_relaxed);
-  atomic_store_explicit(&comm->watch.mark, m + 1, memory_order_release);
-}
-
-void gmpi_watch_enter_p2p(gmpi_comm_t comm, const char *what, size_t count, int source,
-                          int recv_tag, int dest, int send_tag) {
-  atomic_store_explicit(&comm->watch.what, what, memory_order_relaxed);
-  atomic_store_explicit(&comm->watch.count, count, memory_order_relaxed);
-  atomic_store_explicit(&comm->watch.source, source, memory_order_relaxed);
-  atomic_store_explicit(&comm->watch.recv_tag, recv_tag, memory_order_relaxed);
-  atomic_store_explicit(&comm->watch.dest, dest, memory_order_relaxed);
-  atomic_store_explicit(&comm->watch.send_tag, send_tag, memory_order_relaxed);
-  step_mark(comm);
-}
-
-void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count) {
-  gmpi_watch_enter_p2p(comm, what, count, -1, -1, -1, -1);
-}
-
-int gmpi_watchdog_watches(gmpi_comm_t comm) {
-  return atomic_load_explicit(&comm->watch.watched, memory_order_relaxed);
-}
-
-void gmpi_watch_exit(gmpi_comm_t comm) { step_mark(comm); }
-
 /* A comm has been inside one call for longer than its timeout: say so, end the job. The other
  * ranks' watchdogs say the same of theirs, so every rank names the call it is stuck in. */
 void gmpi_watchdog_end_job(gmpi_comm_t comm, const char *what, size_t count, double inside) {

@@ -40,17 +40,38 @@ void gmpi_watchdog_add(gmpi_comm_t comm);
 /* Stop watching comm (the last one stops the thread). */
 void gmpi_watchdog_remove(gmpi_comm_t comm);
 
-/* Around a blocking call on comm that gmpi cannot poll: what names it for the diagnosis.
- * Under GMPI_TIMEOUT_ACTION=status mark only calls nothing can interrupt (above). */
-void gmpi_watch_enter(gmpi_comm_t comm, const char *what, size_t count);
-/* The same around a blocking point-to-point call: its receive's source and tag, its send's
- * dest and tag (-1 for a half it does not have). */
-void gmpi_watch_enter_p2p(gmpi_comm_t comm, const char *what, size_t count, int source,
-                          int recv_tag, int dest, int send_tag);
-/* Whether the watchdog bounds comm's watched calls: 0 when its timeout is 0 or the watchdog
- * could not take it (no memory, no thread), so that a caller can keep a wait it polls. */
-int gmpi_watchdog_watches(gmpi_comm_t comm);
-void gmpi_watch_exit(gmpi_comm_t comm);
+/* One thread calls a comm at a time (MPI's rule for a communicator), so the mark has one
+ * writer: a load and a release store, no read-modify-write. */
+static inline void gmpi_watch_step(gmpi_watch_t *w) {
+  unsigned long m = atomic_load_explicit(&w->mark, memory_order_relaxed);
+  atomic_store_explicit(&w->mark, m + 1, memory_order_release);
+}
+
+/* Around a blocking point-to-point call on the comm whose mark w is, that gmpi cannot poll:
+ * what names it for the diagnosis, with its receive's source and tag and its send's dest and
+ * tag (-1 for a half it does not have). Inline: a small call's latency. */
+static inline void gmpi_watch_enter_p2p(gmpi_watch_t *w, const char *what, size_t count, int source,
+                                        int recv_tag, int dest, int send_tag) {
+  atomic_store_explicit(&w->what, what, memory_order_relaxed);
+  atomic_store_explicit(&w->count, count, memory_order_relaxed);
+  atomic_store_explicit(&w->source, source, memory_order_relaxed);
+  atomic_store_explicit(&w->recv_tag, recv_tag, memory_order_relaxed);
+  atomic_store_explicit(&w->dest, dest, memory_order_relaxed);
+  atomic_store_explicit(&w->send_tag, send_tag, memory_order_relaxed);
+  gmpi_watch_step(w);
+}
+/* The same around any other blocking call. Under GMPI_TIMEOUT_ACTION=status mark only calls
+ * nothing can interrupt (above). */
+static inline void gmpi_watch_enter(gmpi_watch_t *w, const char *what, size_t count) {
+  gmpi_watch_enter_p2p(w, what, count, -1, -1, -1, -1);
+}
+static inline void gmpi_watch_exit(gmpi_watch_t *w) { gmpi_watch_step(w); }
+/* Whether the watchdog bounds the comm's watched calls: 0 when its timeout is 0 or the
+ * watchdog could not take it (no memory, no thread), so that a caller can keep a wait it
+ * polls. */
+static inline int gmpi_watchdog_watches(gmpi_watch_t *w) {
+  return atomic_load_explicit(&w->watched, memory_order_relaxed);
+}
 
 /* End the job now for a wait on comm that passed GMPI_TIMEOUT inside `what` (count elements)
  * after `inside` seconds: the watchdog's own diagnosis (the call, the flight record), for

@@ -566,12 +566,12 @@ static gmpi_status_t run_reduction_alone(gmpi_comm_t comm, gmpi_host_t *host,
 
 /* MPI's blocking calls inside the watchdog's mark. */
 static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
-  gmpi_watch_enter(comm, gmpi_coll_name(a->kind), a->count);
+  gmpi_watch_enter(&comm->watch, gmpi_coll_name(a->kind), a->count);
   gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
                          ? gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier")
                      : reduction_alone(comm, a) ? run_reduction_alone(comm, host, a)
                                                 : run_blocking(comm, host, a);
-  gmpi_watch_exit(comm);
+  gmpi_watch_exit(&comm->watch);
   return st;
 }
 

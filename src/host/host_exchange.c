@@ -154,7 +154,7 @@ __attribute__((noinline)) static gmpi_status_t run_polled(gmpi_host_t *host, gmp
 static int watched_blocking(const gmpi_host_t *host, gmpi_comm_t comm) {
   if (host->checked || comm->device_engine.p2p || gmpi_progress_needed()) return 0;
   if (comm->cfg.timeout_s <= 0) return 1; /* waits forever either way */
-  return comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB && gmpi_watchdog_watches(comm);
+  return comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB && gmpi_watchdog_watches(&comm->watch);
 }
 
 /* A send alone as MPI's blocking call inside the watchdog's mark (never framed: unchecked). Kept
@@ -166,9 +166,9 @@ static gmpi_status_t send_blocking(gmpi_host_t *host, gmpi_comm_t comm,
   GMPI_CHECK(gmpi_mpi_bytes_type(gmpi_p2p_bytes(send), comm->cfg.max_chunk, &type, &n));
   const char *what = send->sync ? "MPI_Ssend" : "MPI_Send";
   int tag = gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype);
-  gmpi_watch_enter_p2p(comm, what, send->count, -1, -1, send->peer, send->tag);
+  gmpi_watch_enter_p2p(&comm->watch, what, send->count, -1, -1, send->peer, send->tag);
   int rc = (send->sync ? PMPI_Ssend : PMPI_Send)(send->buf, n, type, send->peer, tag, host->data);
-  gmpi_watch_exit(comm);
+  gmpi_watch_exit(&comm->watch);
   gmpi_mpi_type_release(&type);
   return rc == MPI_SUCCESS ? GMPI_SUCCESS : gmpi_mpi_error(rc, what);
 }
@@ -190,8 +190,8 @@ static gmpi_status_t recv_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gm
     GMPI_CHECK_GOTO(gmpi_mpi_bytes_type(gmpi_p2p_bytes(send), limit, &type[SEND], &n[SEND]), st,
                     release_types);
   const char *what = send ? "MPI_Sendrecv" : "MPI_Recv";
-  gmpi_watch_enter_p2p(comm, what, recv->count, recv->peer, recv->tag, send ? send->peer : -1,
-                       send ? send->tag : -1);
+  gmpi_watch_enter_p2p(&comm->watch, what, recv->count, recv->peer, recv->tag,
+                       send ? send->peer : -1, send ? send->tag : -1);
   int rtag = gmpi_host_mpi_tag(comm->tags_full, recv->tag, recv->dtype);
   /* what the receive's end reads if MPI reports a truncation without filling them */
   s.MPI_SOURCE = recv->peer;
@@ -200,7 +200,7 @@ static gmpi_status_t recv_blocking(gmpi_host_t *host, gmpi_comm_t comm, const gm
                                 gmpi_host_mpi_tag(comm->tags_full, send->tag, send->dtype),
                                 recv->buf, n[RECV], type[RECV], recv->peer, rtag, host->data, &s)
                 : PMPI_Recv(recv->buf, n[RECV], type[RECV], recv->peer, rtag, host->data, &s);
-  gmpi_watch_exit(comm);
+  gmpi_watch_exit(&comm->watch);
   *settled = rc == MPI_SUCCESS && !length;
   if (*settled) goto release_types;
   int cls = MPI_SUCCESS;

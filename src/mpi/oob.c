@@ -87,9 +87,9 @@ gmpi_status_t gmpi_oob_split(gmpi_comm_t comm, int color, int key, gmpi_oob_t *o
   GMPI_CHECK(gmpi_mpi_wait(comm, 1, &arrival, MPI_STATUSES_IGNORE, "gmpi_comm_split's arrival"));
   MPI_Comm mc = MPI_COMM_NULL;
   int mpi_color = color == GMPI_UNDEFINED ? MPI_UNDEFINED : color;
-  gmpi_watch_enter(comm, "gmpi_comm_split's MPI_Comm_split", 0);
+  gmpi_watch_enter(&comm->watch, "gmpi_comm_split's MPI_Comm_split", 0);
   int rc = PMPI_Comm_split(comm->oob.state->comm, mpi_color, key, &mc);
-  gmpi_watch_exit(comm);
+  gmpi_watch_exit(&comm->watch);
   GMPI_CHECK(gmpi_mpi_check(rc, "MPI_Comm_split"));
   return wrap(mc, out);
 }

@@ -233,9 +233,9 @@ static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   cudaMemGetInfo(&free_before, &total);
   choose_connection(comm);
   gmpi_watchdog_add(comm); /* the comm is watched from here on: gmpi_init adds it for good */
-  gmpi_watch_enter(comm, "gmpi_init's ncclCommInitRankConfig", 0);
+  gmpi_watch_enter(&comm->watch, "gmpi_init's ncclCommInitRankConfig", 0);
   ncclResult_t r = ncclCommInitRankConfig(&cc->nccl, comm->size, id, comm->rank, &config);
-  gmpi_watch_exit(comm);
+  gmpi_watch_exit(&comm->watch);
   gmpi_watchdog_remove(comm);
   if (r != ncclSuccess) return gmpi_nccl_error(r, NULL, "ncclCommInitRankConfig");
   log_memory(comm, cc, free_before);

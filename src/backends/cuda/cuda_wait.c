@@ -75,11 +75,11 @@ gmpi_status_t cuda_poll_errors(gmpi_comm_t comm, cuda_comm_t *cc) {
 
 void cuda_nccl_enter(gmpi_comm_t comm, const char *call) {
   atomic_fetch_add_explicit(&((cuda_comm_t *)comm->be)->inside_nccl, 1, memory_order_relaxed);
-  gmpi_watch_enter(comm, call, 0); /* watched under either action (core/watchdog.h) */
+  gmpi_watch_enter(&comm->watch, call, 0); /* watched under either action (core/watchdog.h) */
 }
 
 void cuda_nccl_exit(gmpi_comm_t comm) {
-  gmpi_watch_exit(comm);
+  gmpi_watch_exit(&comm->watch);
   atomic_fetch_sub_explicit(&((cuda_comm_t *)comm->be)->inside_nccl, 1, memory_order_relaxed);
 }
 
