@@ -224,27 +224,40 @@ static int post_recv(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Dat
 
 /* The blocking calls' dropin_req_t holds what send_bytes and recv_bytes set, nothing else: not
  * zeroed whole (it is large, and this is every small message's path). */
-static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count,
-                              MPI_Datatype type, int dest, int tag, dropin_send_kind_t kind,
-                              const char *func) {
+/* gmpi's blocking send of bytes bytes at data; an MPI code. */
+static int send_data(gmpi_comm_t g, MPI_Comm comm, const void *data, size_t bytes, int dest,
+                     int tag, dropin_send_kind_t kind, const char *func) {
+  gmpi_status_t st = kind == DROPIN_SEND_SYNC
+                         ? gmpi_ssend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g)
+                         : gmpi_send(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g);
+  return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
+}
+
+/* A derived type's blocking send: packed into a copy of the layer's, then sent. */
+static int send_blocking_packed(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count,
+                                MPI_Datatype type, int dest, int tag, dropin_send_kind_t kind,
+                                const char *func) {
   dropin_req_t local;
   local.comm = comm;
   local.owned = NULL;
-  const void *data = buf;
-  size_t size = 0, bytes = 0;
-  int rc = contiguous_size(comm, func, count, type, &size);
-  if (rc == MPI_SUCCESS && size)
-    bytes = (size_t)count * size;
-  else if (rc == MPI_SUCCESS)
-    rc = send_packed(&local, buf, count, type, func, &data, &bytes);
-  if (rc == MPI_SUCCESS) {
-    gmpi_status_t st = kind == DROPIN_SEND_SYNC
-                           ? gmpi_ssend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g)
-                           : gmpi_send(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g);
-    if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
-  }
-  if (local.owned) free(local.owned);
+  const void *data = NULL;
+  size_t bytes = 0;
+  int rc = send_packed(&local, buf, count, type, func, &data, &bytes);
+  if (rc == MPI_SUCCESS) rc = send_data(g, comm, data, bytes, dest, tag, kind, func);
+  free(local.owned);
   return rc;
+}
+
+/* A contiguous type's bytes go where they lie, with nothing to own or free: the sender's
+ * latency. */
+static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count,
+                              MPI_Datatype type, int dest, int tag, dropin_send_kind_t kind,
+                              const char *func) {
+  size_t size = 0;
+  int rc = contiguous_size(comm, func, count, type, &size);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!size) return send_blocking_packed(g, comm, buf, count, type, dest, tag, kind, func);
+  return send_data(g, comm, buf, (size_t)count * size, dest, tag, kind, func);
 }
 
 static int gmpi_recv_blocking(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Datatype type,
