@@ -7,9 +7,10 @@
  *   start     gmpi's call, blocking or nonblocking
  *   mpi       MPI's own call, on the program's buffers or on host copies of device ones
  *
- * dropin_coll_run asks dropin_via for the route (gmpi, MPI on host copies, MPI), under
- * GMPI_INTERPOSE_KINDS=mixed makes the ranks agree on it, and takes it; nothing else chooses
- * (dropin_coll.c). Reductions are in dropin_coll_reduce.c, data movement in
+ * dropin_coll_run (below) asks dropin_via for this rank's route (gmpi, MPI on host copies,
+ * MPI) and takes gmpi at once where nothing could change that; dropin_coll_run_routed
+ * (dropin_coll.c) makes the ranks agree on it under GMPI_INTERPOSE_KINDS=mixed or GMPI_CHECK,
+ * and takes it. Nothing else chooses. Reductions are in dropin_coll_reduce.c, data movement in
  * dropin_coll_move.c. */
 #ifndef GMPI_DROPIN_COLL_H
 #define GMPI_DROPIN_COLL_H

@@ -222,8 +222,6 @@ static int post_recv(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Dat
 
 /* ---- blocking calls through gmpi ------------------------------------------------------------ */
 
-/* The blocking calls' dropin_req_t holds what send_bytes and recv_bytes set, nothing else: not
- * zeroed whole (it is large, and this is every small message's path). */
 /* gmpi's blocking send of bytes bytes at data; an MPI code. */
 static int send_data(gmpi_comm_t g, MPI_Comm comm, const void *data, size_t bytes, int dest,
                      int tag, dropin_send_kind_t kind, const char *func) {
@@ -233,7 +231,9 @@ static int send_data(gmpi_comm_t g, MPI_Comm comm, const void *data, size_t byte
   return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
 }
 
-/* A derived type's blocking send: packed into a copy of the layer's, then sent. */
+/* A derived type's blocking send: packed into a copy of the layer's, then sent. Its
+ * dropin_req_t, as gmpi_recv_blocking's, holds what send_packed and recv_bytes set, nothing
+ * else: not zeroed whole (it is large). */
 static int send_blocking_packed(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count,
                                 MPI_Datatype type, int dest, int tag, dropin_send_kind_t kind,
                                 const char *func) {

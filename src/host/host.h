@@ -25,8 +25,6 @@ gmpi_status_t gmpi_host_coll(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_col
  * GMPI_TIMEOUT (a replay's collectives are bounded like the eager ones). */
 gmpi_status_t gmpi_host_coll_past_gate(gmpi_comm_t comm, gmpi_host_t *host,
                                        const gmpi_coll_args_t *a);
-/* The collective's blocking MPI calls, neither gated nor watched. */
-gmpi_status_t gmpi_host_coll_run(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a);
 /* Nonblocking collectives: start (MPI's nonblocking calls, state in req->be), test, abandon. */
 gmpi_status_t gmpi_host_coll_start(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
                                    gmpi_request_t req);

@@ -541,11 +541,11 @@ static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
                                          const gmpi_coll_args_t *a);
 
 /* The commonest collectives when they are one MPI call with nothing after it: an allreduce or
- * reduce of at most one chunk, not an average. They skip run_blocking's context and
+ * reduce of one chunk, not an average. They skip run_blocking's context and
  * after-work, which a small reduction's latency (every rank's) would pay for nothing. */
 static int reduction_alone(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   return (a->kind == GMPI_COLL_ALLREDUCE || a->kind == GMPI_COLL_REDUCE) && a->op != GMPI_AVG &&
-         a->count <= comm->cfg.max_chunk;
+         a->count > 0 && a->count <= comm->cfg.max_chunk; /* no elements: no MPI call */
 }
 
 /* reduce_chunks' one call, as it would make it. */
@@ -614,10 +614,6 @@ static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
   else
     finish(&after, a->dtype, comm->size);
   return st;
-}
-
-gmpi_status_t gmpi_host_coll_run(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
-  return run_blocking(comm, host, a);
 }
 
 /* ---- nonblocking ------------------------------------------------------------------------- */
