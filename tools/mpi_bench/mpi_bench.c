@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* mpi_bench: a plain MPI benchmark (ping-pong, allreduce, bcast) over host, device or staged
- * buffers.
+/* mpi_bench: a plain MPI benchmark (ping-pong and small collectives: allreduce, bcast, reduce,
+ * allgather, alltoall) over host, device or staged buffers.
  *
  * It uses only <mpi.h>, libc and (with MPI_BENCH_CUDA) the CUDA runtime, so that the same binary
  * can be run as is and under LD_PRELOAD=libgmpi_mpi.so (scripts/dropin-bench compares the two).
@@ -34,7 +34,17 @@
 #endif
 
 enum { MEM_HOST, MEM_DEVICE, MEM_STAGED };
-enum { TEST_PINGPONG = 1, TEST_ALLREDUCE = 2, TEST_BCAST = 4 };
+/* The tests, in the order they run; tests[] below says what each is. */
+enum {
+  TEST_PINGPONG,
+  TEST_ALLREDUCE,
+  TEST_BCAST,
+  TEST_REDUCE,
+  TEST_ALLGATHER,
+  TEST_ALLTOALL,
+  N_TESTS
+};
+#define TEST_BIT(t) (1 << (t))
 
 #define MAX_BYTES    ((size_t)1 << 30) /* counts stay well inside int */
 #define MAX_ROUNDS   1000
@@ -69,33 +79,33 @@ static void say0(FILE *f, const char *fmt, ...) {
 }
 
 static void usage(FILE *f) {
-  say0(
-      f,
-      "usage: mpiexec -n N mpi_bench [options]\n"
-      "  -t, --test LIST        pingpong, allreduce, bcast, all (comma separated; default\n"
-      "                         pingpong,allreduce)\n"
-      "  -b, --min BYTES        smallest size (default 8); suffixes K, M, G (powers of 1024)\n"
-      "  -e, --max BYTES        largest size (default 4M); the sweep is MIN, MIN*F, MIN*F^2, ...\n"
-      "                         and MAX itself when the steps miss it\n"
-      "  -f, --factor N         size step factor, >= 2 (default 4)\n"
-      "  -n, --iters N          calls per round (default 100; sizes over 1 MiB use fewer,\n"
-      "                         n*1MiB/bytes but at least min(n,10))\n"
-      "  -w, --warmup N         untimed calls per size before the rounds (default 10, scaled\n"
-      "                         like -n)\n"
-      "  -r, --rounds R         timed rounds per size (default 5); rows give the median and\n"
-      "                         min..max over rounds\n"
-      "  -m, --memory KIND      host | device | staged (default host); device hands cudaMalloc'd\n"
-      "                         buffers to MPI: it needs a CUDA-aware MPI or the gmpi layer\n"
-      "                         (LD_PRELOAD=libgmpi_mpi.so); staged copies through host buffers\n"
-      "      --staging KIND     staged mode's host buffers: pinned (cudaMallocHost, default)\n"
-      "                         or pageable (malloc)\n"
-      "  -j, --json FILE        also write the rows as JSON to FILE (rank 0)\n"
-      "  -h, --help             this text\n"
-      "Rows: bytes median_us min_us max_us, then GB/s (ping-pong: bytes / one-way time) or\n"
-      "busbw GB/s (allreduce: bytes/time * 2(n-1)/n; bcast: bytes/time; as nccl-tests). Ping-pong\n"
-      "runs on ranks 0 and 1 (others wait); allreduce sums floats on all ranks; bcast sends bytes\n"
-      "from rank 0.\n"
-      "Exit: 0 ok, 1 wrong result, 2 bad option, 77 memory kind unavailable here.\n");
+  say0(f,
+       "usage: mpiexec -n N mpi_bench [options]\n"
+       "  -t, --test LIST        pingpong, allreduce, bcast, reduce, allgather, alltoall, all\n"
+       "                         (comma separated; default pingpong,allreduce)\n"
+       "  -b, --min BYTES        smallest size (default 8); suffixes K, M, G (powers of 1024)\n"
+       "  -e, --max BYTES        largest size (default 4M); the sweep is MIN, MIN*F, MIN*F^2, ...\n"
+       "                         and MAX itself when the steps miss it\n"
+       "  -f, --factor N         size step factor, >= 2 (default 4)\n"
+       "  -n, --iters N          calls per round (default 100; sizes over 1 MiB use fewer,\n"
+       "                         n*1MiB/bytes but at least min(n,10))\n"
+       "  -w, --warmup N         untimed calls per size before the rounds (default 10, scaled\n"
+       "                         like -n)\n"
+       "  -r, --rounds R         timed rounds per size (default 5); rows give the median and\n"
+       "                         min..max over rounds\n"
+       "  -m, --memory KIND      host | device | staged (default host); device hands cudaMalloc'd\n"
+       "                         buffers to MPI: it needs a CUDA-aware MPI or the gmpi layer\n"
+       "                         (LD_PRELOAD=libgmpi_mpi.so); staged copies through host buffers\n"
+       "      --staging KIND     staged mode's host buffers: pinned (cudaMallocHost, default)\n"
+       "                         or pageable (malloc)\n"
+       "  -j, --json FILE        also write the rows as JSON to FILE (rank 0)\n"
+       "  -h, --help             this text\n"
+       "Rows: bytes median_us min_us max_us, then GB/s (ping-pong: bytes / one-way time) or\n"
+       "busbw GB/s as nccl-tests (allreduce: bytes/time * 2(n-1)/n; bcast, reduce: bytes/time;\n"
+       "allgather, alltoall: bytes/time * (n-1), bytes being one rank's block). Ping-pong runs on\n"
+       "ranks 0 and 1 (others wait); allreduce and reduce (to rank 0) sum floats; bcast sends\n"
+       "bytes from rank 0; allgather and alltoall move a block of bytes per rank.\n"
+       "Exit: 0 ok, 1 wrong result, 2 bad option, 77 memory kind unavailable here.\n");
 }
 
 /* ---- option parsing ---------------------------------------------------------------------- */
@@ -146,34 +156,37 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
   return 0;
 }
 
+static const char *const test_names[N_TESTS] = {"pingpong", "allreduce", "bcast",
+                                                "reduce",   "allgather", "alltoall"};
+
 static int parse_tests(const char *opt, const char *s, int *out) {
+  const char *expect = "expected pingpong, allreduce, bcast, reduce, allgather, alltoall or all, "
+                       "comma separated";
   int tests = 0;
   const char *p = s;
   while (*p) {
     const char *q = strchr(p, ',');
     size_t len = q ? (size_t)(q - p) : strlen(p);
-    if (len == 8 && !strncmp(p, "pingpong", len))
-      tests |= TEST_PINGPONG;
-    else if (len == 9 && !strncmp(p, "allreduce", len))
-      tests |= TEST_ALLREDUCE;
-    else if (len == 5 && !strncmp(p, "bcast", len))
-      tests |= TEST_BCAST;
+    int t = 0;
+    while (t < N_TESTS && (strlen(test_names[t]) != len || strncmp(p, test_names[t], len)))
+      t++;
+    if (t < N_TESTS)
+      tests |= TEST_BIT(t);
     else if (len == 3 && !strncmp(p, "all", len))
-      tests |= TEST_PINGPONG | TEST_ALLREDUCE | TEST_BCAST;
+      tests |= TEST_BIT(N_TESTS) - 1;
     else
-      return bad_value(opt, s, "expected pingpong, allreduce, bcast or all, comma separated");
+      return bad_value(opt, s, expect);
     p += len;
     if (*p == ',') p++;
   }
-  if (!tests)
-    return bad_value(opt, s, "expected pingpong, allreduce, bcast or all, comma separated");
+  if (!tests) return bad_value(opt, s, expect);
   *out = tests;
   return 0;
 }
 
 /* 0 ok, -1 bad option (message printed). Accepts "--opt VALUE" and "--opt=VALUE". */
 static int parse_options(int argc, char **argv, options_t *o) {
-  *o = (options_t){.tests = TEST_PINGPONG | TEST_ALLREDUCE,
+  *o = (options_t){.tests = TEST_BIT(TEST_PINGPONG) | TEST_BIT(TEST_ALLREDUCE),
                    .min_bytes = 8,
                    .max_bytes = 4u << 20,
                    .factor = 4,
@@ -458,13 +471,50 @@ static void bcast_once(const buffers_t *b, size_t bytes, int memory) {
   MPI_Bcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD);
 }
 
-static void call_once(int test, const buffers_t *b, size_t bytes, int memory) {
-  if (test == TEST_PINGPONG)
-    pingpong_once(b, bytes, memory, PINGPONG_TAG);
-  else if (test == TEST_ALLREDUCE)
-    allreduce_once(b, bytes, memory);
+/* Reduce to rank 0 (floats summed), as allreduce_once. */
+static void reduce_once(const buffers_t *b, size_t bytes, int memory) {
+  int n = (int)(bytes / sizeof(float));
+  if (memory == MEM_STAGED) {
+    to_host(b->send_host, b->send_dev, bytes);
+    MPI_Reduce(b->send_host, b->recv_host, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (world_rank == 0) to_device(b->recv_dev, b->recv_host, bytes);
+    return;
+  }
+  void *s = memory == MEM_DEVICE ? b->send_dev : b->send_host;
+  void *r = memory == MEM_DEVICE ? b->recv_dev : b->recv_host;
+  MPI_Reduce(s, r, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+}
+
+/* Allgather (alltoall when to_all): bytes per rank, the buffers one block per rank. */
+static void blocks_once(const buffers_t *b, size_t bytes, int memory, int to_all) {
+  int n = (int)bytes;
+  size_t span = bytes * (size_t)world_size;
+  size_t sent = to_all ? span : bytes;
+  if (memory == MEM_STAGED) {
+    to_host(b->send_host, b->send_dev, sent);
+    if (to_all)
+      MPI_Alltoall(b->send_host, n, MPI_BYTE, b->recv_host, n, MPI_BYTE, MPI_COMM_WORLD);
+    else
+      MPI_Allgather(b->send_host, n, MPI_BYTE, b->recv_host, n, MPI_BYTE, MPI_COMM_WORLD);
+    to_device(b->recv_dev, b->recv_host, span);
+    return;
+  }
+  void *s = memory == MEM_DEVICE ? b->send_dev : b->send_host;
+  void *r = memory == MEM_DEVICE ? b->recv_dev : b->recv_host;
+  if (to_all)
+    MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD);
   else
-    bcast_once(b, bytes, memory);
+    MPI_Allgather(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD);
+}
+
+static void allgather_once(const buffers_t *b, size_t bytes, int memory) {
+  blocks_once(b, bytes, memory, 0);
+}
+static void alltoall_once(const buffers_t *b, size_t bytes, int memory) {
+  blocks_once(b, bytes, memory, 1);
+}
+static void pingpong_timed(const buffers_t *b, size_t bytes, int memory) {
+  pingpong_once(b, bytes, memory, PINGPONG_TAG);
 }
 
 /* ---- checks ------------------------------------------------------------------------------ */
@@ -562,6 +612,97 @@ static int check_bcast(const buffers_t *b, size_t bytes, int memory) {
   return 0;
 }
 
+/* One reduce to rank 0 of known floats: rank 0 checks every sum. */
+static int check_reduce(const buffers_t *b, size_t bytes, int memory) {
+  size_t n = bytes / sizeof(float);
+  float *s = b->send_host, *r = b->recv_host;
+  for (size_t i = 0; i < n; i++)
+    s[i] = float_value(world_rank, i);
+  memset(r, 0, bytes);
+  if (memory != MEM_HOST) to_device(b->recv_dev, b->recv_host, bytes);
+  set_send(b, bytes, memory);
+  reduce_once(b, bytes, memory);
+  device_sync(memory);
+  if (world_rank != 0) return 0;
+  get_recv(b, bytes, memory);
+  for (size_t i = 0; i < n; i++) {
+    float want = 0;
+    for (int k = 0; k < world_size; k++)
+      want += float_value(k, i);
+    if (r[i] != want) {
+      fprintf(stderr,
+              "mpi_bench: rank 0: reduce %zu bytes (%s): wrong sum at element %zu: got %g, "
+              "expected %g\n",
+              bytes, mem_names[memory], i, (double)r[i], (double)want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The byte rank `from` puts at offset i of its block for rank `to` (allgather: one block for
+ * all, to = -1). */
+static unsigned char block_byte(int from, int to, size_t i) {
+  return byte_pattern(from * 31 + to + 2, i);
+}
+
+/* One allgather (alltoall when to_all) of known blocks: every rank checks every block. */
+static int check_blocks(const buffers_t *b, size_t bytes, int memory, int to_all) {
+  size_t span = bytes * (size_t)world_size;
+  unsigned char *s = b->send_host;
+  for (int to = 0; to < (to_all ? world_size : 1); to++)
+    for (size_t i = 0; i < bytes; i++)
+      s[(size_t)to * bytes + i] = block_byte(world_rank, to_all ? to : -1, i);
+  memset(b->recv_host, 0, span);
+  if (memory != MEM_HOST) to_device(b->recv_dev, b->recv_host, span);
+  set_send(b, to_all ? span : bytes, memory);
+  blocks_once(b, bytes, memory, to_all);
+  device_sync(memory);
+  get_recv(b, span, memory);
+  const unsigned char *got = b->recv_host;
+  for (int from = 0; from < world_size; from++) {
+    for (size_t i = 0; i < bytes; i++) {
+      unsigned char want = block_byte(from, to_all ? world_rank : -1, i);
+      if (got[(size_t)from * bytes + i] != want) {
+        fprintf(stderr,
+                "mpi_bench: rank %d: %s %zu bytes (%s): wrong byte %zu of rank %d's block: got "
+                "%u, expected %u\n",
+                world_rank, to_all ? "alltoall" : "allgather", bytes, mem_names[memory], i, from,
+                got[(size_t)from * bytes + i], want);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+static int check_allgather(const buffers_t *b, size_t bytes, int memory) {
+  return check_blocks(b, bytes, memory, 0);
+}
+static int check_alltoall(const buffers_t *b, size_t bytes, int memory) {
+  return check_blocks(b, bytes, memory, 1);
+}
+
+/* What each test is. */
+typedef enum { BUS_ONE, BUS_ALLREDUCE, BUS_PEERS } bus_t;
+typedef struct {
+  void (*once)(const buffers_t *b, size_t bytes, int memory); /* one timed call */
+  int (*check)(const buffers_t *b, size_t bytes, int memory); /* one checked call: 1 wrong */
+  int floats;    /* moves whole floats: sizes round down to 4 bytes */
+  int per_rank;  /* its buffers hold one block of bytes per rank */
+  int pair_only; /* runs on ranks 0 and 1, timed on rank 0's clock as half a round trip */
+  bus_t bus;     /* busbw from bytes/time: x1, x2(n-1)/n, x(n-1) */
+} test_t;
+
+static const test_t tests[N_TESTS] = {
+    [TEST_PINGPONG] = {pingpong_timed, check_pingpong, 0, 0, 1, BUS_ONE},
+    [TEST_ALLREDUCE] = {allreduce_once, check_allreduce, 1, 0, 0, BUS_ALLREDUCE},
+    [TEST_BCAST] = {bcast_once, check_bcast, 0, 0, 0, BUS_ONE},
+    [TEST_REDUCE] = {reduce_once, check_reduce, 1, 0, 0, BUS_ONE},
+    [TEST_ALLGATHER] = {allgather_once, check_allgather, 0, 1, 0, BUS_PEERS},
+    [TEST_ALLTOALL] = {alltoall_once, check_alltoall, 0, 1, 0, BUS_PEERS},
+};
+
 /* ---- timing ------------------------------------------------------------------------------ */
 
 static int iters_for(int n, size_t bytes) {
@@ -594,21 +735,23 @@ typedef struct {
 /* One size: warm-up, --rounds timed rounds, one checked call. Fills *row on rank 0; returns the
  * number of ranks that saw a wrong value. */
 static int run_size(int test, size_t bytes, const options_t *o, row_t *row) {
+  const test_t *t = &tests[test];
   buffers_t b;
-  buffers_alloc(&b, bytes, o);
+  size_t span = t->per_rank ? bytes * (size_t)world_size : bytes;
+  buffers_alloc(&b, span, o);
   int iters = iters_for(o->iters, bytes);
   int warmup = o->warmup ? iters_for(o->warmup, bytes) : 0;
   /* Timed calls move non-zero bytes (what a check would also see) but are not checked. */
-  for (size_t i = 0; i < bytes; i++)
+  for (size_t i = 0; i < span; i++)
     ((unsigned char *)b.send_host)[i] = (unsigned char)(i + 1);
-  if (test == TEST_ALLREDUCE)
+  if (t->floats)
     for (size_t i = 0; i < bytes / sizeof(float); i++)
       ((float *)b.send_host)[i] = 1.0f;
-  set_send(&b, bytes, o->memory);
+  set_send(&b, span, o->memory);
   device_sync(o->memory);
 
   for (int i = 0; i < warmup; i++)
-    call_once(test, &b, bytes, o->memory);
+    t->once(&b, bytes, o->memory);
   device_sync(o->memory);
 
   double us[MAX_ROUNDS];
@@ -616,20 +759,16 @@ static int run_size(int test, size_t bytes, const options_t *o, row_t *row) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < iters; i++)
-      call_once(test, &b, bytes, o->memory);
+      t->once(&b, bytes, o->memory);
     device_sync(o->memory);
-    double t = (MPI_Wtime() - t0) * 1e6 / iters;
-    if (test == TEST_PINGPONG) {
-      t /= 2; /* half a round trip; rank 0's clock */
-      us[r] = t;
-    } else {
-      MPI_Reduce(&t, &us[r], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD); /* the slowest rank */
-    }
+    double call_us = (MPI_Wtime() - t0) * 1e6 / iters;
+    if (t->pair_only)
+      us[r] = call_us / 2; /* half a round trip; rank 0's clock */
+    else                   /* the slowest rank */
+      MPI_Reduce(&call_us, &us[r], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   }
 
-  int bad = test == TEST_PINGPONG    ? check_pingpong(&b, bytes, o->memory)
-            : test == TEST_ALLREDUCE ? check_allreduce(&b, bytes, o->memory)
-                                     : check_bcast(&b, bytes, o->memory);
+  int bad = t->check(&b, bytes, o->memory);
   int bad_ranks = 0;
   MPI_Allreduce(&bad, &bad_ranks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   buffers_free(&b);
@@ -646,7 +785,9 @@ static int run_size(int test, size_t bytes, const options_t *o, row_t *row) {
       row->max_us = fmax(row->max_us, us[r]);
     }
     double algbw = (double)bytes / row->median_us / 1e3; /* bytes/us = MB/s */
-    row->gbps = test == TEST_ALLREDUCE ? algbw * 2.0 * (world_size - 1) / world_size : algbw;
+    row->gbps = t->bus == BUS_ALLREDUCE ? algbw * 2.0 * (world_size - 1) / world_size
+                : t->bus == BUS_PEERS   ? algbw * (world_size - 1)
+                                        : algbw;
   }
   return bad_ranks;
 }
@@ -668,10 +809,8 @@ static void json_row(FILE *j, int *first, const char *test, const options_t *o, 
 }
 
 static int run_test(int test, const options_t *o, FILE *json, int *json_first) {
-  const char *name = test == TEST_PINGPONG    ? "pingpong"
-                     : test == TEST_ALLREDUCE ? "allreduce"
-                                              : "bcast";
-  if (test == TEST_PINGPONG && world_size < 2) {
+  const char *name = test_names[test];
+  if (tests[test].pair_only && world_size < 2) {
     say0(stdout, "# pingpong skipped: needs at least 2 ranks (have %d)\n", world_size);
     return 0;
   }
@@ -680,12 +819,12 @@ static int run_test(int test, const options_t *o, FILE *json, int *json_first) {
        o->memory == MEM_STAGED ? (o->pinned ? " staging=pinned" : " staging=pageable") : "",
        world_size, o->rounds, o->iters, o->warmup);
   say0(stdout, "# %10s %12s %12s %12s %12s\n", "bytes", "median_us", "min_us", "max_us",
-       test == TEST_PINGPONG ? "GB/s" : "busbw_GB/s");
+       tests[test].pair_only ? "GB/s" : "busbw_GB/s");
   int bad = 0;
   size_t last = 0;
   for (size_t bytes = o->min_bytes; bytes <= o->max_bytes;) {
-    /* Allreduce moves whole floats: sizes round down to 4 bytes (once each; under 4: none). */
-    size_t use = test == TEST_ALLREDUCE ? bytes / sizeof(float) * sizeof(float) : bytes;
+    /* Reductions move whole floats: sizes round down to 4 bytes (once each; under 4: none). */
+    size_t use = tests[test].floats ? bytes / sizeof(float) * sizeof(float) : bytes;
     if (use > 0 && use != last) {
       last = use;
       row_t row;
@@ -778,9 +917,8 @@ int main(int argc, char **argv) {
     fprintf(json, "{\"memory\": \"%s\", \"ranks\": %d, \"rounds\": %d, \"results\": [",
             mem_names[o.memory], world_size, o.rounds);
 
-  if (o.tests & TEST_PINGPONG) status |= run_test(TEST_PINGPONG, &o, json, &json_first);
-  if (o.tests & TEST_ALLREDUCE) status |= run_test(TEST_ALLREDUCE, &o, json, &json_first);
-  if (o.tests & TEST_BCAST) status |= run_test(TEST_BCAST, &o, json, &json_first);
+  for (int t = 0; t < N_TESTS; t++)
+    if (o.tests & TEST_BIT(t)) status |= run_test(t, &o, json, &json_first);
 
   if (json) {
     fprintf(json, "\n  ], \"ok\": %s}\n", status ? "false" : "true");
