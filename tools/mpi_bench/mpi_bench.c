@@ -562,7 +562,9 @@ static int check_pingpong(const buffers_t *b, size_t bytes, int memory) {
   return 0;
 }
 
-static int check_allreduce(const buffers_t *b, size_t bytes, int memory) {
+/* One allreduce (root < 0) or reduce to root of known floats: every rank that gets the result
+ * checks every sum. */
+static int check_sums(const buffers_t *b, size_t bytes, int memory, int root) {
   size_t n = bytes / sizeof(float);
   float *s = b->send_host, *r = b->recv_host;
   for (size_t i = 0; i < n; i++)
@@ -570,8 +572,12 @@ static int check_allreduce(const buffers_t *b, size_t bytes, int memory) {
   memset(r, 0, bytes);
   if (memory != MEM_HOST) to_device(b->recv_dev, b->recv_host, bytes);
   set_send(b, bytes, memory);
-  allreduce_once(b, bytes, memory);
+  if (root < 0)
+    allreduce_once(b, bytes, memory);
+  else
+    reduce_once(b, bytes, memory);
   device_sync(memory);
+  if (root >= 0 && world_rank != root) return 0;
   get_recv(b, bytes, memory);
   for (size_t i = 0; i < n; i++) {
     float want = 0;
@@ -579,13 +585,21 @@ static int check_allreduce(const buffers_t *b, size_t bytes, int memory) {
       want += float_value(k, i);
     if (r[i] != want) {
       fprintf(stderr,
-              "mpi_bench: rank %d: allreduce %zu bytes (%s): wrong sum at element %zu: got %g, "
+              "mpi_bench: rank %d: %s %zu bytes (%s): wrong sum at element %zu: got %g, "
               "expected %g\n",
-              world_rank, bytes, mem_names[memory], i, (double)r[i], (double)want);
+              world_rank, root < 0 ? "allreduce" : "reduce", bytes, mem_names[memory], i,
+              (double)r[i], (double)want);
       return 1;
     }
   }
   return 0;
+}
+
+static int check_allreduce(const buffers_t *b, size_t bytes, int memory) {
+  return check_sums(b, bytes, memory, -1);
+}
+static int check_reduce(const buffers_t *b, size_t bytes, int memory) {
+  return check_sums(b, bytes, memory, 0);
 }
 
 /* One bcast of a known pattern from rank 0: every other rank checks it byte by byte. */
@@ -606,34 +620,6 @@ static int check_bcast(const buffers_t *b, size_t bytes, int memory) {
               "mpi_bench: rank %d: bcast %zu bytes (%s): wrong byte %zu from rank 0: got %u, "
               "expected %u\n",
               world_rank, bytes, mem_names[memory], i, got[i], byte_pattern(7, i));
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* One reduce to rank 0 of known floats: rank 0 checks every sum. */
-static int check_reduce(const buffers_t *b, size_t bytes, int memory) {
-  size_t n = bytes / sizeof(float);
-  float *s = b->send_host, *r = b->recv_host;
-  for (size_t i = 0; i < n; i++)
-    s[i] = float_value(world_rank, i);
-  memset(r, 0, bytes);
-  if (memory != MEM_HOST) to_device(b->recv_dev, b->recv_host, bytes);
-  set_send(b, bytes, memory);
-  reduce_once(b, bytes, memory);
-  device_sync(memory);
-  if (world_rank != 0) return 0;
-  get_recv(b, bytes, memory);
-  for (size_t i = 0; i < n; i++) {
-    float want = 0;
-    for (int k = 0; k < world_size; k++)
-      want += float_value(k, i);
-    if (r[i] != want) {
-      fprintf(stderr,
-              "mpi_bench: rank 0: reduce %zu bytes (%s): wrong sum at element %zu: got %g, "
-              "expected %g\n",
-              bytes, mem_names[memory], i, (double)r[i], (double)want);
       return 1;
     }
   }
