@@ -181,6 +181,12 @@ void dropin_side_clear(dropin_side_t *s);
 int dropin_side_init(dropin_side_t *s, MPI_Comm comm, void *buf, MPI_Datatype type, int n,
                      const int *counts, const int *displs, int count);
 void dropin_side_free(dropin_side_t *s);
+/* A fixed-block side that needs no packing: count elements of a committed contiguous type per
+ * block, read or written where the program's buffer lies. Sets base and bcounts[0] (one block's
+ * bytes) and nothing else: a view owns nothing, is never packed, unpacked or freed, and is read
+ * only by the fixed-block calls' starts. 0 when the side needs dropin_side_init (a derived or
+ * uncommitted type, a negative count: it packs, or reports the error). */
+int dropin_side_view(dropin_side_t *s, void *buf, MPI_Datatype type, int count);
 /* Pack block i (or all): nothing for a contiguous type. A device side's blocks are read from a
  * host copy of the program's buffer and their packed bytes copied to dev. */
 int dropin_side_pack(dropin_side_t *s, int i);

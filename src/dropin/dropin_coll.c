@@ -147,6 +147,14 @@ static int run_gmpi_sides(const coll_kind_t *kind, coll_call_t *c, gmpi_comm_t t
   return sides_finish(c, rc, st, g, s);
 }
 
+/* gmpi: on the program's buffers, on views of them, or on sides made for gmpi. */
+static int run_gmpi(const coll_kind_t *kind, coll_call_t *c, gmpi_comm_t twin) {
+  coll_sides_t views;
+  if (!kind->prepare) return dropin_coll_run_direct(kind, c, twin, NULL);
+  if (kind->view && kind->view(c, &views)) return dropin_coll_run_direct(kind, c, twin, &views);
+  return run_gmpi_sides(kind, c, twin);
+}
+
 /* ---- one route on every rank (GMPI_INTERPOSE_KINDS) ------------------------------------------ */
 
 /* Each rank routes by its own buffers, so ranks passing different memory kinds (device on some,
@@ -226,8 +234,7 @@ int dropin_coll_run_routed(const coll_kind_t *kind, coll_call_t *c, dropin_via_t
   int rc = route_for_all(kind, c, &via);
   if (rc != MPI_SUCCESS) return rc;
   switch (via) {
-  case VIA_GMPI:
-    return kind->prepare ? run_gmpi_sides(kind, c, twin) : dropin_coll_run_direct(kind, c, twin);
+  case VIA_GMPI: return run_gmpi(kind, c, twin);
   case VIA_STAGING: return run_staged(kind, c);
   default: return kind->mpi(c, c->send.buf, c->recv.buf);
   }
@@ -261,7 +268,7 @@ static int ibarrier_mpi(const coll_call_t *c, const void *sb, void *rb) {
   return PMPI_Ibarrier(c->comm, c->request);
 }
 
-static const coll_kind_t ibarrier = {ibarrier_describe, NULL, ibarrier_start, ibarrier_mpi};
+static const coll_kind_t ibarrier = {ibarrier_describe, NULL, ibarrier_start, ibarrier_mpi, NULL};
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
   coll_call_t c = {.func = "MPI_Ibarrier", .comm = comm, .request = request, .op = MPI_OP_NULL};

@@ -6,6 +6,8 @@
  *   prepare   data-moving collectives: this rank's sides as gmpi's bytes (dropin_pack.c)
  *   start     gmpi's call, blocking or nonblocking
  *   mpi       MPI's own call, on the program's buffers or on host copies of device ones
+ *   view      fixed-block data-moving collectives on contiguous types: the program's buffers
+ *             as gmpi's bytes, with nothing to prepare
  *
  * dropin_coll_run (below) asks dropin_via for this rank's route (gmpi, MPI on host copies,
  * MPI) and takes gmpi at once where nothing could change that; dropin_coll_run_routed
@@ -64,12 +66,18 @@ typedef struct {
   /* Data-moving collectives: this rank's sides as gmpi's bytes, packed; an MPI code. NULL for
    * the calls gmpi takes on the program's own buffers (reductions, barrier). */
   int (*prepare)(coll_call_t *c, coll_sides_t *s);
-  /* gmpi's call on twin: started when request is non-NULL, else run. s is NULL without
-   * prepare. NULL for a collective gmpi has no form of (describe never makes it native). */
+  /* gmpi's call on twin: started when request is non-NULL, else run. s: prepare's sides or
+   * view's views (read here only: gmpi keeps pointers and counts, not s); NULL without prepare.
+   * NULL for a collective gmpi has no form of (describe never makes it native). */
   gmpi_status_t (*start)(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
                          gmpi_request_t *request);
   /* MPI's own call, blocking or nonblocking as c says, on sb and rb. */
   int (*mpi)(const coll_call_t *c, const void *sb, void *rb);
+  /* Fixed-block data-moving collectives: this rank's sides as views of the program's own
+   * buffers (dropin_side_view) when every type it uses is contiguous, returning 1; 0 leaves the
+   * call to prepare. A view costs a few stores where prepare's sides are made, packed, unpacked
+   * and freed: a small collective's latency. NULL: the v-forms, and the calls without prepare. */
+  int (*view)(coll_call_t *c, coll_sides_t *s);
 } coll_kind_t;
 
 /* c, described and routed on this rank (via, twin), made one route on every rank where the
@@ -77,12 +85,12 @@ typedef struct {
 int dropin_coll_run_routed(const coll_kind_t *kind, coll_call_t *c, dropin_via_t via,
                            gmpi_comm_t twin);
 
-/* gmpi on the program's own buffers (reductions, barrier); a nonblocking call's gmpi request
- * is wrapped as the program's MPI request. */
+/* gmpi on the program's own buffers (reductions, barrier; views: s, else NULL); a nonblocking
+ * call's gmpi request is wrapped as the program's MPI request, owning nothing. */
 static inline int dropin_coll_run_direct(const coll_kind_t *kind, const coll_call_t *c,
-                                         gmpi_comm_t twin) {
+                                         gmpi_comm_t twin, const coll_sides_t *s) {
   gmpi_request_t g = NULL;
-  gmpi_status_t st = kind->start(c, twin, NULL, c->request ? &g : NULL);
+  gmpi_status_t st = kind->start(c, twin, s, c->request ? &g : NULL);
   if (st != GMPI_SUCCESS) return dropin_fail(c->comm, c->func, st);
   return c->request ? dropin_req_wrap(c->comm, g, NULL, c->request) : MPI_SUCCESS;
 }
@@ -90,16 +98,19 @@ static inline int dropin_coll_run_direct(const coll_kind_t *kind, const coll_cal
 /* Route c (dropin_via) and run it the way kind says; an MPI code. c is the caller's, built in
  * place: its builders (reduction, moving) return one compound literal (a struct filled field by
  * field and returned, or passed by value, was copied: ~35 instructions a call). Inline, so that
- * kind's describe and start, constants in each MPI function, are called directly: a blocking
- * call gmpi takes on the program's own buffers, where no agreement of the ranks is asked for,
- * goes from the MPI function to gmpi's in one frame (a small collective's every instruction is
- * latency on every rank). */
+ * kind's describe, view and start, constants in each MPI function, are called directly: a
+ * blocking call gmpi takes on the program's own buffers (or views of them), where no agreement
+ * of the ranks is asked for, goes from the MPI function to gmpi's in one frame (a small
+ * collective's every instruction is latency on every rank). */
 static inline int dropin_coll_run(const coll_kind_t *kind, coll_call_t *c) {
   kind->describe(c);
   gmpi_comm_t twin = NULL;
   dropin_via_t via = dropin_via(c->comm, c->send_used, c->recv_used, c->native, &twin);
-  if (via == VIA_GMPI && !kind->prepare && !c->request && !dropin.kinds_mixed && !dropin.check)
-    return dropin_coll_run_direct(kind, c, twin);
+  if (via == VIA_GMPI && !c->request && !dropin.kinds_mixed && !dropin.check) {
+    coll_sides_t views;
+    if (!kind->prepare) return dropin_coll_run_direct(kind, c, twin, NULL);
+    if (kind->view && kind->view(c, &views)) return dropin_coll_run_direct(kind, c, twin, &views);
+  }
   return dropin_coll_run_routed(kind, c, via, twin);
 }
 

@@ -49,7 +49,14 @@ static int bcast_mpi(const coll_call_t *c, const void *sb, void *rb) {
   return PMPI_Bcast(rb, c->recv.count, c->recv.type, c->root, c->comm);
 }
 
-static const coll_kind_t bcast = {bcast_describe, bcast_prepare, bcast_start, bcast_mpi};
+static int bcast_view(coll_call_t *c, coll_sides_t *s) {
+  c->is_root = dropin_rank_of(c->comm) == c->root;
+  dropin_side_t *side = c->is_root ? &s->send : &s->recv;
+  return dropin_side_view(side, c->recv.buf, c->recv.type, c->recv.count);
+}
+
+static const coll_kind_t bcast = {bcast_describe, bcast_prepare, bcast_start, bcast_mpi,
+                                  bcast_view};
 
 /* Gathering (allgather, gather and their v-forms): each rank sends one block; n blocks arrive,
  * at the root only when there is one (rooted). In place, this rank's block is in recvbuf. */
@@ -89,6 +96,13 @@ static int gathering_prepare(coll_call_t *c, coll_sides_t *s) {
                           c->send.count);
   if (rc != MPI_SUCCESS) return rc;
   return c->inplace ? dropin_side_pack(&s->recv, c->me) : dropin_side_pack_all(&s->send);
+}
+
+/* The fixed-block forms on contiguous types: a non-root of gather passes no receive side. */
+static int gathering_view(coll_call_t *c, coll_sides_t *s) {
+  s->recv.base = NULL;
+  if (c->is_root && !dropin_side_view(&s->recv, c->recv.buf, c->recv.type, c->recv.count)) return 0;
+  return c->inplace || dropin_side_view(&s->send, (void *)c->send.buf, c->send.type, c->send.count);
 }
 
 /* What this rank sends: its block in recvbuf in place (gmpi's in place: sb == rb). */
@@ -175,12 +189,13 @@ static int gatherv_mpi(const coll_call_t *c, const void *sb, void *rb) {
 }
 
 static const coll_kind_t allgather = {allgather_describe, gathering_prepare, allgather_start,
-                                      allgather_mpi};
-static const coll_kind_t gather = {gather_describe, gathering_prepare, gather_start, gather_mpi};
+                                      allgather_mpi, gathering_view};
+static const coll_kind_t gather = {gather_describe, gathering_prepare, gather_start, gather_mpi,
+                                   gathering_view};
 static const coll_kind_t allgatherv = {allgatherv_describe, gathering_prepare, allgatherv_start,
-                                       allgatherv_mpi};
-static const coll_kind_t gatherv = {gatherv_describe, gathering_prepare, gatherv_start,
-                                    gatherv_mpi};
+                                       allgatherv_mpi, NULL};
+static const coll_kind_t gatherv = {gatherv_describe, gathering_prepare, gatherv_start, gatherv_mpi,
+                                    NULL};
 
 /* Scattering (scatter, scatterv): the root sends n blocks (it alone uses a send buffer), each
  * rank receives one. In place, the root's block stays in sendbuf. */
@@ -210,6 +225,14 @@ static int scattering_prepare(coll_call_t *c, coll_sides_t *s) {
     rc = dropin_side_init(&s->recv, c->comm, c->recv.buf, c->recv.type, 1, NULL, NULL,
                           c->recv.count);
   return rc == MPI_SUCCESS ? dropin_side_pack_all(&s->send) : rc;
+}
+
+/* scatter on contiguous types: only the root passes a send side. */
+static int scatter_view(coll_call_t *c, coll_sides_t *s) {
+  s->send.base = NULL;
+  if (c->is_root && !dropin_side_view(&s->send, (void *)c->send.buf, c->send.type, c->send.count))
+    return 0;
+  return c->inplace || dropin_side_view(&s->recv, c->recv.buf, c->recv.type, c->recv.count);
 }
 
 /* Where this rank's block lands: in place, the root's own block (gmpi's in place: rb == sb). */
@@ -253,9 +276,9 @@ static int scatterv_mpi(const coll_call_t *c, const void *sb, void *rb) {
 }
 
 static const coll_kind_t scatter = {scattering_describe, scattering_prepare, scatter_start,
-                                    scatter_mpi};
+                                    scatter_mpi, scatter_view};
 static const coll_kind_t scatterv = {scatterv_describe, scattering_prepare, scatterv_start,
-                                     scatterv_mpi};
+                                     scatterv_mpi, NULL};
 
 /* All to all (and its v-form): n blocks each way at every rank; in place, recvbuf holds both. */
 static void alltoall_describe(coll_call_t *c) {
@@ -284,6 +307,11 @@ static int alltoall_prepare(coll_call_t *c, coll_sides_t *s) {
                           c->send.counts, c->send.displs, c->send.count);
   if (rc != MPI_SUCCESS) return rc;
   return dropin_side_pack_all(c->inplace ? &s->recv : &s->send);
+}
+
+static int alltoall_view(coll_call_t *c, coll_sides_t *s) {
+  if (!dropin_side_view(&s->recv, c->recv.buf, c->recv.type, c->recv.count)) return 0;
+  return c->inplace || dropin_side_view(&s->send, (void *)c->send.buf, c->send.type, c->send.count);
 }
 
 /* What this rank sends: in place, the receive side (gmpi's in place: sb == rb). */
@@ -325,9 +353,9 @@ static int alltoallv_mpi(const coll_call_t *c, const void *sb, void *rb) {
 }
 
 static const coll_kind_t alltoall = {alltoall_describe, alltoall_prepare, alltoall_start,
-                                     alltoall_mpi};
+                                     alltoall_mpi, alltoall_view};
 static const coll_kind_t alltoallv = {alltoallv_describe, alltoall_prepare, alltoallv_start,
-                                      alltoallv_mpi};
+                                      alltoallv_mpi, NULL};
 
 /* ---- the MPI functions ---------------------------------------------------------------------- */
 

@@ -42,7 +42,8 @@ static int allreduce_mpi(const coll_call_t *c, const void *sb, void *rb) {
   return PMPI_Allreduce(sb, rb, c->recv.count, c->recv.type, c->op, c->comm);
 }
 
-static const coll_kind_t allreduce = {reduction_describe, NULL, allreduce_start, allreduce_mpi};
+static const coll_kind_t allreduce = {reduction_describe, NULL, allreduce_start, allreduce_mpi,
+                                      NULL};
 
 /* The receive buffer counts at the root only. */
 static void reduce_describe(coll_call_t *c) {
@@ -67,7 +68,7 @@ static int reduce_mpi(const coll_call_t *c, const void *sb, void *rb) {
   return PMPI_Reduce(sb, rb, c->recv.count, c->recv.type, c->op, c->root, c->comm);
 }
 
-static const coll_kind_t reduce = {reduce_describe, NULL, reduce_start, reduce_mpi};
+static const coll_kind_t reduce = {reduce_describe, NULL, reduce_start, reduce_mpi, NULL};
 
 /* n blocks of recvcount elements are reduced; in place, the whole input is in recvbuf. */
 static void reduce_scatter_block_describe(coll_call_t *c) {
@@ -93,8 +94,9 @@ static int reduce_scatter_block_mpi(const coll_call_t *c, const void *sb, void *
   return PMPI_Reduce_scatter_block(sb, rb, c->recv.count, c->recv.type, c->op, c->comm);
 }
 
-static const coll_kind_t reduce_scatter_block = {
-    reduce_scatter_block_describe, NULL, reduce_scatter_block_start, reduce_scatter_block_mpi};
+static const coll_kind_t reduce_scatter_block = {reduce_scatter_block_describe, NULL,
+                                                 reduce_scatter_block_start,
+                                                 reduce_scatter_block_mpi, NULL};
 
 /* Without recvcounts no buffer is used (MPI reports the missing array). The nonblocking form is
  * staged to MPI's on device memory, as it was before gmpi_ireduce_scatterv existed: taking it
@@ -136,7 +138,7 @@ static int reduce_scatter_mpi(const coll_call_t *c, const void *sb, void *rb) {
 }
 
 static const coll_kind_t reduce_scatter = {reduce_scatter_describe, NULL, reduce_scatter_start,
-                                           reduce_scatter_mpi};
+                                           reduce_scatter_mpi, NULL};
 
 /* Prefix reductions: gmpi has none, so device buffers are staged and host buffers stay MPI's. */
 static void scan_describe(coll_call_t *c) {
@@ -157,8 +159,8 @@ static int exscan_mpi(const coll_call_t *c, const void *sb, void *rb) {
   return PMPI_Exscan(sb, rb, c->recv.count, c->recv.type, c->op, c->comm);
 }
 
-static const coll_kind_t scan = {scan_describe, NULL, NULL, scan_mpi};
-static const coll_kind_t exscan = {scan_describe, NULL, NULL, exscan_mpi};
+static const coll_kind_t scan = {scan_describe, NULL, NULL, scan_mpi, NULL};
+static const coll_kind_t exscan = {scan_describe, NULL, NULL, exscan_mpi, NULL};
 
 /* ---- the MPI functions ---------------------------------------------------------------------- */
 
