@@ -72,6 +72,9 @@ static void wrong_arguments(void) {
   expect_class("scatter from root size + 2",
                MPI_Scatter(buf, 1, MPI_INT, out, 1, MPI_INT, size + 2, MPI_COMM_WORLD),
                MPI_ERR_ROOT);
+  expect_class("bcast of -1 ints", MPI_Bcast(buf, -1, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_COUNT);
+  expect_class("alltoall of -2 ints",
+               MPI_Alltoall(buf, -2, MPI_INT, out, -2, MPI_INT, MPI_COMM_WORLD), MPI_ERR_COUNT);
   expect_class("ibcast from root size", MPI_Ibcast(buf, 1, MPI_INT, size, MPI_COMM_WORLD, &r),
                MPI_ERR_ROOT);
 }
@@ -99,8 +102,20 @@ static void use_type(const char *name, MPI_Datatype t, int want) {
   }
   snprintf(what, sizeof(what), "bcast of %s", name);
   expect_class(what, MPI_Bcast(a, 1, t, 0, MPI_COMM_WORLD), want);
+  if (want == MPI_SUCCESS && (a[0] != 1 || a[1] != 2)) { /* rank 0's pair */
+    failures++;
+    fprintf(stderr, "[rank %d] FAIL %s: received %d %d, want 1 2\n", rank, what, a[0], a[1]);
+  }
+  a[0] = rank + 1, a[1] = rank + 2;
   snprintf(what, sizeof(what), "allgather of %s", name);
-  if (size <= 64) expect_class(what, MPI_Allgather(a, 1, t, all, 1, t, MPI_COMM_WORLD), want);
+  if (size > 64) return;
+  expect_class(what, MPI_Allgather(a, 1, t, all, 1, t, MPI_COMM_WORLD), want);
+  for (int i = 0; want == MPI_SUCCESS && i < size; i++) {
+    if (all[2 * i] == i + 1 && all[2 * i + 1] == i + 2) continue;
+    failures++;
+    fprintf(stderr, "[rank %d] FAIL %s: block %d is %d %d, want %d %d\n", rank, what, i, all[2 * i],
+            all[2 * i + 1], i + 1, i + 2);
+  }
 }
 
 static void uncommitted_types(void) {
