@@ -95,6 +95,8 @@ gmpi_comm_t dropin_twin(MPI_Comm comm) {
   }
   dropin.last_comm = comm;
   dropin.last_twin = val;
+  PMPI_Comm_rank(comm, &dropin.last_rank);
+  PMPI_Comm_size(comm, &dropin.last_size);
   return val;
 }
 

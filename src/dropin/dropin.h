@@ -39,6 +39,7 @@ typedef struct {
    * comm (whose handle MPI may then reuse). */
   MPI_Comm last_comm;
   gmpi_comm_t last_twin;
+  int last_rank, last_size; /* last_comm's, asked of MPI once: a collective's route needs them */
 } dropin_t;
 
 extern dropin_t dropin;
@@ -186,7 +187,15 @@ void dropin_side_free(dropin_side_t *s);
  * bytes) and nothing else: a view owns nothing, is never packed, unpacked or freed, and is read
  * only by the fixed-block calls' starts. 0 when the side needs dropin_side_init (a derived or
  * uncommitted type, a negative count: it packs, or reports the error). */
-int dropin_side_view(dropin_side_t *s, void *buf, MPI_Datatype type, int count);
+int dropin_side_view_asked(dropin_side_t *s, void *buf, MPI_Datatype type, int count);
+static inline int dropin_side_view(dropin_side_t *s, void *buf, MPI_Datatype type, int count) {
+  const dropin_type_row_t *row = dropin_last_type(type); /* the common case: inline, no call */
+  if (!row || count < 0) return dropin_side_view_asked(s, buf, type, count);
+  s->base = buf;
+  s->bcounts = s->inline_bytes;
+  s->inline_bytes[0] = (size_t)count * row->size;
+  return 1;
+}
 /* Pack block i (or all): nothing for a contiguous type. A device side's blocks are read from a
  * host copy of the program's buffer and their packed bytes copied to dev. */
 int dropin_side_pack(dropin_side_t *s, int i);

@@ -114,14 +114,17 @@ static inline int dropin_coll_run(const coll_kind_t *kind, coll_call_t *c) {
   return dropin_coll_run_routed(kind, c, via, twin);
 }
 
+/* comm's rank and size: the twin memo's (dropin_t) for the comm asked last, else MPI's. */
 static inline int dropin_rank_of(MPI_Comm comm) {
   int r = 0;
+  if (comm != MPI_COMM_NULL && comm == dropin.last_comm) return dropin.last_rank;
   PMPI_Comm_rank(comm, &r);
   return r;
 }
 
 static inline int dropin_size_of(MPI_Comm comm) {
   int n = 0;
+  if (comm != MPI_COMM_NULL && comm == dropin.last_comm) return dropin.last_size;
   PMPI_Comm_size(comm, &n);
   return n;
 }

@@ -114,15 +114,12 @@ int dropin_side_init(dropin_side_t *s, MPI_Comm comm, void *buf, MPI_Datatype ty
   return dropin_is_device(buf) ? side_on_device(s) : MPI_SUCCESS;
 }
 
-int dropin_side_view(dropin_side_t *s, void *buf, MPI_Datatype type, int count) {
+/* dropin_side_view past its inline memo (dropin.h): a type not asked last, or a bad count. */
+int dropin_side_view_asked(dropin_side_t *s, void *buf, MPI_Datatype type, int count) {
   size_t size = 0;
-  const dropin_type_row_t *row = dropin_last_type(type); /* the common case: no call */
-  if (row)
-    size = row->size;
-  else if (type == MPI_DATATYPE_NULL || !dropin_type_committed(type) ||
-           !dropin_contiguous(type, &size))
+  if (count < 0 || type == MPI_DATATYPE_NULL || !dropin_type_committed(type) ||
+      !dropin_contiguous(type, &size))
     return 0;
-  if (count < 0) return 0;
   s->base = buf;
   s->bcounts = s->inline_bytes;
   s->inline_bytes[0] = (size_t)count * size;
