@@ -128,23 +128,34 @@ static void divide_after(coll_ctx_t *c, void *buf, size_t count) {
 
 /* ---- reductions -------------------------------------------------------------------------- */
 
+/* An allreduce's (root < 0) or reduce's MPI calls, as every chunk makes them: MPI's type and
+ * op, whether this rank gets the result, and whether it is in place there. */
+typedef struct {
+  MPI_Datatype type;
+  MPI_Op op;
+  int gets_result, in_place;
+} reduction_t;
+
+static inline reduction_t reduction_of(gmpi_comm_t comm, const gmpi_coll_args_t *a, int root) {
+  int gets_result = root < 0 || comm->rank == root;
+  return (reduction_t){gmpi_mpi_dtype(a->dtype), gmpi_mpi_op(a->dtype, a->op), gets_result,
+                       gets_result && a->sendbuf == a->recvbuf};
+}
+
 /* Allreduce (root < 0) or reduce to root, in chunks of at most c->chunk elements. */
 static inline gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
   const gmpi_coll_args_t *a = c->a;
-  MPI_Datatype t = gmpi_mpi_dtype(a->dtype);
-  MPI_Op op = gmpi_mpi_op(a->dtype, a->op);
-  int gets_result = root < 0 || c->comm->rank == root;
-  int in_place = gets_result && a->sendbuf == a->recvbuf;
+  reduction_t r = reduction_of(c->comm, a, root);
   for (size_t off = 0; off < a->count; off += c->chunk) {
     int len = (int)(a->count - off < c->chunk ? a->count - off : c->chunk);
-    const void *s = in_place ? MPI_IN_PLACE : BYTES(a->sendbuf, off, c->es);
-    void *d = gets_result ? BYTES(a->recvbuf, off, c->es) : NULL;
+    const void *s = r.in_place ? MPI_IN_PLACE : BYTES(a->sendbuf, off, c->es);
+    void *d = r.gets_result ? BYTES(a->recvbuf, off, c->es) : NULL;
     if (root < 0)
-      GMPI_MPI_CHECK(MPI_COLL(c, PMPI_Allreduce, PMPI_Iallreduce, s, d, len, t, op, c->mc));
+      GMPI_MPI_CHECK(MPI_COLL(c, PMPI_Allreduce, PMPI_Iallreduce, s, d, len, r.type, r.op, c->mc));
     else
-      GMPI_MPI_CHECK(MPI_COLL(c, PMPI_Reduce, PMPI_Ireduce, s, d, len, t, op, root, c->mc));
+      GMPI_MPI_CHECK(MPI_COLL(c, PMPI_Reduce, PMPI_Ireduce, s, d, len, r.type, r.op, root, c->mc));
   }
-  if (gets_result) divide_after(c, a->recvbuf, a->count);
+  if (r.gets_result) divide_after(c, a->recvbuf, a->count);
   return GMPI_SUCCESS;
 }
 
@@ -548,19 +559,17 @@ static int reduction_alone(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
          a->count > 0 && a->count <= comm->cfg.max_chunk; /* no elements: no MPI call */
 }
 
-/* reduce_chunks' one call, as it would make it. */
+/* reduce_chunks' one blocking call (reduction_of: the same choices), with no context. */
 static gmpi_status_t run_reduction_alone(gmpi_comm_t comm, gmpi_host_t *host,
                                          const gmpi_coll_args_t *a) {
   int root = a->kind == GMPI_COLL_REDUCE ? a->root : -1;
-  int gets_result = root < 0 || comm->rank == root;
-  const void *s = gets_result && a->sendbuf == a->recvbuf ? MPI_IN_PLACE : a->sendbuf;
-  void *d = gets_result ? a->recvbuf : NULL;
-  MPI_Datatype t = gmpi_mpi_dtype(a->dtype);
-  MPI_Op op = gmpi_mpi_op(a->dtype, a->op);
+  reduction_t r = reduction_of(comm, a, root);
+  const void *s = r.in_place ? MPI_IN_PLACE : a->sendbuf;
+  void *d = r.gets_result ? a->recvbuf : NULL;
   if (root < 0)
-    GMPI_MPI_CHECK(PMPI_Allreduce(s, d, (int)a->count, t, op, host->data));
+    GMPI_MPI_CHECK(PMPI_Allreduce(s, d, (int)a->count, r.type, r.op, host->data));
   else
-    GMPI_MPI_CHECK(PMPI_Reduce(s, d, (int)a->count, t, op, root, host->data));
+    GMPI_MPI_CHECK(PMPI_Reduce(s, d, (int)a->count, r.type, r.op, root, host->data));
   return GMPI_SUCCESS;
 }
 
