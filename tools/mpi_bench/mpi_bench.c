@@ -444,19 +444,6 @@ static void pingpong_once(const buffers_t *b, size_t bytes, int memory, int tag)
   }
 }
 
-static void allreduce_once(const buffers_t *b, size_t bytes, int memory) {
-  int n = (int)(bytes / sizeof(float));
-  if (memory == MEM_STAGED) {
-    to_host(b->send_host, b->send_dev, bytes);
-    MPI_Allreduce(b->send_host, b->recv_host, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    to_device(b->recv_dev, b->recv_host, bytes);
-    return;
-  }
-  void *s = memory == MEM_DEVICE ? b->send_dev : b->send_host;
-  void *r = memory == MEM_DEVICE ? b->recv_dev : b->recv_host;
-  MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-}
-
 /* Rank 0 sends its send buffer; the others receive into their receive buffer. */
 static void bcast_once(const buffers_t *b, size_t bytes, int memory) {
   int root = world_rank == 0, n = (int)bytes;
@@ -471,18 +458,25 @@ static void bcast_once(const buffers_t *b, size_t bytes, int memory) {
   MPI_Bcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD);
 }
 
-/* Reduce to rank 0 (floats summed), as allreduce_once. */
-static void reduce_once(const buffers_t *b, size_t bytes, int memory) {
+/* Allreduce (root < 0) or reduce to root of floats, summed; staged: through host copies. */
+static void sums_once(const buffers_t *b, size_t bytes, int memory, int root) {
   int n = (int)(bytes / sizeof(float));
-  if (memory == MEM_STAGED) {
-    to_host(b->send_host, b->send_dev, bytes);
-    MPI_Reduce(b->send_host, b->recv_host, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (world_rank == 0) to_device(b->recv_dev, b->recv_host, bytes);
-    return;
-  }
-  void *s = memory == MEM_DEVICE ? b->send_dev : b->send_host;
+  int gets_result = root < 0 || world_rank == root;
+  const void *s = memory == MEM_DEVICE ? b->send_dev : b->send_host;
   void *r = memory == MEM_DEVICE ? b->recv_dev : b->recv_host;
-  MPI_Reduce(s, r, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (memory == MEM_STAGED) to_host(b->send_host, b->send_dev, bytes);
+  if (root < 0)
+    MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  else
+    MPI_Reduce(s, r, n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD);
+  if (memory == MEM_STAGED && gets_result) to_device(b->recv_dev, b->recv_host, bytes);
+}
+
+static void allreduce_once(const buffers_t *b, size_t bytes, int memory) {
+  sums_once(b, bytes, memory, -1);
+}
+static void reduce_once(const buffers_t *b, size_t bytes, int memory) {
+  sums_once(b, bytes, memory, 0);
 }
 
 /* Allgather (alltoall when to_all): bytes per rank, the buffers one block per rank. */
@@ -572,10 +566,7 @@ static int check_sums(const buffers_t *b, size_t bytes, int memory, int root) {
   memset(r, 0, bytes);
   if (memory != MEM_HOST) to_device(b->recv_dev, b->recv_host, bytes);
   set_send(b, bytes, memory);
-  if (root < 0)
-    allreduce_once(b, bytes, memory);
-  else
-    reduce_once(b, bytes, memory);
+  sums_once(b, bytes, memory, root);
   device_sync(memory);
   if (root >= 0 && world_rank != root) return 0;
   get_recv(b, bytes, memory);
@@ -797,7 +788,7 @@ static void json_row(FILE *j, int *first, const char *test, const options_t *o, 
 static int run_test(int test, const options_t *o, FILE *json, int *json_first) {
   const char *name = test_names[test];
   if (tests[test].pair_only && world_size < 2) {
-    say0(stdout, "# pingpong skipped: needs at least 2 ranks (have %d)\n", world_size);
+    say0(stdout, "# %s skipped: needs at least 2 ranks (have %d)\n", name, world_size);
     return 0;
   }
   say0(stdout, "# mpi_bench test=%s memory=%s%s ranks=%d rounds=%d iters=%d warmup=%d\n", name,
