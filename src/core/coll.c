@@ -80,13 +80,10 @@ static gmpi_status_t need_array(const size_t *array, const char *arg) {
   return GMPI_SUCCESS;
 }
 
-/* Bytes of a's block, and of one element: asked only by the cases below that need them (every
- * call asks gmpi_coll_in_place twice, validation and engine). */
+/* Bytes of a's block: read only by the cases below that need it (every call asks
+ * gmpi_coll_in_place twice, validation and engine). */
 static inline size_t block_bytes(const gmpi_coll_args_t *a) {
   return a->count * gmpi_dtype_elem_size(a->dtype);
-}
-static inline size_t elem_bytes(const gmpi_coll_args_t *a) {
-  return gmpi_dtype_elem_size(a->dtype);
 }
 
 int gmpi_coll_in_place(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
@@ -104,11 +101,14 @@ int gmpi_coll_in_place(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
    * or sendbuf pointing at the slot (NCCL's form). */
   case GMPI_COLL_ALLGATHER: return s == r || s == r + (size_t)me * block_bytes(a);
   case GMPI_COLL_GATHER: return root && (s == r || s == r + (size_t)me * block_bytes(a));
-  case GMPI_COLL_ALLGATHERV: return s == r || s == r + a->rdispls[me] * elem_bytes(a);
-  case GMPI_COLL_GATHERV: return root && (s == r || s == r + a->rdispls[me] * elem_bytes(a));
+  case GMPI_COLL_ALLGATHERV:
+    return s == r || s == r + a->rdispls[me] * gmpi_dtype_elem_size(a->dtype);
+  case GMPI_COLL_GATHERV:
+    return root && (s == r || s == r + a->rdispls[me] * gmpi_dtype_elem_size(a->dtype));
   /* The root's block stays in sendbuf: recvbuf == sendbuf or recvbuf at the block. */
   case GMPI_COLL_SCATTER: return root && (r == s || r == s + (size_t)me * block_bytes(a));
-  case GMPI_COLL_SCATTERV: return root && (r == s || r == s + a->sdispls[me] * elem_bytes(a));
+  case GMPI_COLL_SCATTERV:
+    return root && (r == s || r == s + a->sdispls[me] * gmpi_dtype_elem_size(a->dtype));
   /* The result at recvbuf == sendbuf (MPI) or at this rank's block of sendbuf (NCCL). */
   case GMPI_COLL_REDUCE_SCATTER: return s == r || r == s + (size_t)me * block_bytes(a);
   default: return 0;

@@ -188,13 +188,17 @@ void dropin_side_free(dropin_side_t *s);
  * only by the fixed-block calls' starts. 0 when the side needs dropin_side_init (a derived or
  * uncommitted type, a negative count: it packs, or reports the error). */
 int dropin_side_view_asked(dropin_side_t *s, void *buf, MPI_Datatype type, int count);
+/* The view itself: buf, blocks of bytes each; returns 1. */
+static inline int dropin_side_view_at(dropin_side_t *s, void *buf, size_t bytes) {
+  s->base = buf;
+  s->bcounts = s->inline_bytes;
+  s->inline_bytes[0] = bytes;
+  return 1;
+}
 static inline int dropin_side_view(dropin_side_t *s, void *buf, MPI_Datatype type, int count) {
   const dropin_type_row_t *row = dropin_last_type(type); /* the common case: inline, no call */
   if (!row || count < 0) return dropin_side_view_asked(s, buf, type, count);
-  s->base = buf;
-  s->bcounts = s->inline_bytes;
-  s->inline_bytes[0] = (size_t)count * row->size;
-  return 1;
+  return dropin_side_view_at(s, buf, (size_t)count * row->size);
 }
 /* Pack block i (or all): nothing for a contiguous type. A device side's blocks are read from a
  * host copy of the program's buffer and their packed bytes copied to dev. */

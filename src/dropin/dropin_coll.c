@@ -134,7 +134,7 @@ static int sides_finish(const coll_call_t *c, int rc, gmpi_status_t st, gmpi_req
 }
 
 /* gmpi moving this rank's sides as bytes (derived types packed). */
-static int run_gmpi_sides(const coll_kind_t *kind, coll_call_t *c, gmpi_comm_t twin) {
+int dropin_coll_run_sides(const coll_kind_t *kind, coll_call_t *c, gmpi_comm_t twin) {
   if (c->args_missing) return MPI_ERR_ARG;
   coll_sides_t local, *s = sides_new(c->request, &local);
   if (!s) return MPI_ERR_NO_MEM;
@@ -145,14 +145,6 @@ static int run_gmpi_sides(const coll_kind_t *kind, coll_call_t *c, gmpi_comm_t t
   gmpi_request_t g = NULL;
   if (rc == MPI_SUCCESS) st = kind->start(c, twin, s, c->request ? &g : NULL);
   return sides_finish(c, rc, st, g, s);
-}
-
-/* gmpi: on the program's buffers, on views of them, or on sides made for gmpi. */
-static int run_gmpi(const coll_kind_t *kind, coll_call_t *c, gmpi_comm_t twin) {
-  coll_sides_t views;
-  if (!kind->prepare) return dropin_coll_run_direct(kind, c, twin, NULL);
-  if (kind->view && kind->view(c, &views)) return dropin_coll_run_direct(kind, c, twin, &views);
-  return run_gmpi_sides(kind, c, twin);
 }
 
 /* ---- one route on every rank (GMPI_INTERPOSE_KINDS) ------------------------------------------ */
@@ -234,7 +226,7 @@ int dropin_coll_run_routed(const coll_kind_t *kind, coll_call_t *c, dropin_via_t
   int rc = route_for_all(kind, c, &via);
   if (rc != MPI_SUCCESS) return rc;
   switch (via) {
-  case VIA_GMPI: return run_gmpi(kind, c, twin);
+  case VIA_GMPI: return dropin_coll_run_gmpi(kind, c, twin);
   case VIA_STAGING: return run_staged(kind, c);
   default: return kind->mpi(c, c->send.buf, c->recv.buf);
   }

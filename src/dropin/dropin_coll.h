@@ -95,6 +95,17 @@ static inline int dropin_coll_run_direct(const coll_kind_t *kind, const coll_cal
   return c->request ? dropin_req_wrap(c->comm, g, NULL, c->request) : MPI_SUCCESS;
 }
 
+/* gmpi moving sides made for it (dropin_coll.c: derived types packed, the v-forms). */
+int dropin_coll_run_sides(const coll_kind_t *kind, coll_call_t *c, gmpi_comm_t twin);
+
+/* gmpi: on the program's buffers, on views of them, or on sides made for gmpi. */
+static inline int dropin_coll_run_gmpi(const coll_kind_t *kind, coll_call_t *c, gmpi_comm_t twin) {
+  coll_sides_t views;
+  if (!kind->prepare) return dropin_coll_run_direct(kind, c, twin, NULL);
+  if (kind->view && kind->view(c, &views)) return dropin_coll_run_direct(kind, c, twin, &views);
+  return dropin_coll_run_sides(kind, c, twin);
+}
+
 /* Route c (dropin_via) and run it the way kind says; an MPI code. c is the caller's, built in
  * place: its builders (reduction, moving) return one compound literal (a struct filled field by
  * field and returned, or passed by value, was copied: ~35 instructions a call). Inline, so that
@@ -106,11 +117,8 @@ static inline int dropin_coll_run(const coll_kind_t *kind, coll_call_t *c) {
   kind->describe(c);
   gmpi_comm_t twin = NULL;
   dropin_via_t via = dropin_via(c->comm, c->send_used, c->recv_used, c->native, &twin);
-  if (via == VIA_GMPI && !c->request && !dropin.kinds_mixed && !dropin.check) {
-    coll_sides_t views;
-    if (!kind->prepare) return dropin_coll_run_direct(kind, c, twin, NULL);
-    if (kind->view && kind->view(c, &views)) return dropin_coll_run_direct(kind, c, twin, &views);
-  }
+  if (via == VIA_GMPI && !c->request && !dropin.kinds_mixed && !dropin.check)
+    return dropin_coll_run_gmpi(kind, c, twin);
   return dropin_coll_run_routed(kind, c, via, twin);
 }
 

@@ -120,10 +120,7 @@ int dropin_side_view_asked(dropin_side_t *s, void *buf, MPI_Datatype type, int c
   if (count < 0 || type == MPI_DATATYPE_NULL || !dropin_type_committed(type) ||
       !dropin_contiguous(type, &size))
     return 0;
-  s->base = buf;
-  s->bcounts = s->inline_bytes;
-  s->inline_bytes[0] = (size_t)count * size;
-  return 1;
+  return dropin_side_view_at(s, buf, (size_t)count * size);
 }
 
 void dropin_side_free(dropin_side_t *s) {
