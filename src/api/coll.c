@@ -2,6 +2,7 @@
 /* Public collectives: each names its arguments and hands them to core -- gmpi_coll_run for the
  * blocking call, gmpi_coll_start for its nonblocking form -- which validates, records or
  * checks, and runs them on the engine for the buffers' memory. */
+#include "../core/coll_run.h"
 #include "../core/comm.h"
 #include "../core/error.h"
 #include "../core/ops.h"

@@ -2,6 +2,7 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "coll_run.h"
 #include "comm.h"
 #include "dtype.h"
 #include "error.h"
@@ -10,23 +11,6 @@
 #include "request.h"
 #include "route.h"
 #include "wait.h"
-
-const gmpi_coll_info_t gmpi_coll_info[GMPI_COLL_KIND_COUNT] = {
-    [GMPI_COLL_ALLREDUCE] = {"allreduce", "iallreduce", 0, 1, 0},
-    [GMPI_COLL_BCAST] = {"bcast", "ibcast", 1, 0, 0},
-    [GMPI_COLL_REDUCE] = {"reduce", "ireduce", 1, 1, 0},
-    [GMPI_COLL_ALLGATHER] = {"allgather", "iallgather", 0, 0, 0},
-    [GMPI_COLL_REDUCE_SCATTER] = {"reduce_scatter", "ireduce_scatter", 0, 1, 0},
-    [GMPI_COLL_ALLTOALL] = {"alltoall", "ialltoall", 0, 0, 0},
-    [GMPI_COLL_BARRIER] = {"barrier", "ibarrier", 0, 0, 0},
-    [GMPI_COLL_GATHER] = {"gather", "igather", 1, 0, 0},
-    [GMPI_COLL_SCATTER] = {"scatter", "iscatter", 1, 0, 0},
-    [GMPI_COLL_ALLGATHERV] = {"allgatherv", "iallgatherv", 0, 0, 1},
-    [GMPI_COLL_GATHERV] = {"gatherv", "igatherv", 1, 0, 1},
-    [GMPI_COLL_SCATTERV] = {"scatterv", "iscatterv", 1, 0, 1},
-    [GMPI_COLL_ALLTOALLV] = {"alltoallv", "ialltoallv", 0, 0, 1},
-    [GMPI_COLL_REDUCE_SCATTERV] = {"reduce_scatterv", "ireduce_scatterv", 0, 1, 1},
-};
 
 gmpi_status_t gmpi_count_bytes_overflow(size_t count, gmpi_dtype_t dtype, size_t multiple,
                                         const char *arg) {
@@ -80,39 +64,8 @@ static gmpi_status_t need_array(const size_t *array, const char *arg) {
   return GMPI_SUCCESS;
 }
 
-/* Bytes of a's block: read only by the cases below that need it (every call asks
- * gmpi_coll_in_place twice, validation and engine). */
-static inline size_t block_bytes(const gmpi_coll_args_t *a) {
-  return a->count * gmpi_dtype_elem_size(a->dtype);
-}
-
 int gmpi_coll_in_place(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
-  const char *s = a->sendbuf, *r = a->recvbuf;
-  int me = comm->rank, root = comm->rank == a->root;
-  if (!s || !r) return s == r && s;
-  switch (a->kind) {
-  case GMPI_COLL_ALLREDUCE:
-  case GMPI_COLL_ALLTOALL:
-  case GMPI_COLL_ALLTOALLV:
-  case GMPI_COLL_REDUCE_SCATTERV: return s == r;
-  case GMPI_COLL_REDUCE: return root && s == r;
-  case GMPI_COLL_BCAST: return 1;
-  /* This rank's block already sits at its slot of recvbuf: sendbuf == recvbuf (MPI_IN_PLACE)
-   * or sendbuf pointing at the slot (NCCL's form). */
-  case GMPI_COLL_ALLGATHER: return s == r || s == r + (size_t)me * block_bytes(a);
-  case GMPI_COLL_GATHER: return root && (s == r || s == r + (size_t)me * block_bytes(a));
-  case GMPI_COLL_ALLGATHERV:
-    return s == r || s == r + a->rdispls[me] * gmpi_dtype_elem_size(a->dtype);
-  case GMPI_COLL_GATHERV:
-    return root && (s == r || s == r + a->rdispls[me] * gmpi_dtype_elem_size(a->dtype));
-  /* The root's block stays in sendbuf: recvbuf == sendbuf or recvbuf at the block. */
-  case GMPI_COLL_SCATTER: return root && (r == s || r == s + (size_t)me * block_bytes(a));
-  case GMPI_COLL_SCATTERV:
-    return root && (r == s || r == s + a->sdispls[me] * gmpi_dtype_elem_size(a->dtype));
-  /* The result at recvbuf == sendbuf (MPI) or at this rank's block of sendbuf (NCCL). */
-  case GMPI_COLL_REDUCE_SCATTER: return s == r || r == s + (size_t)me * block_bytes(a);
-  default: return 0;
-  }
+  return gmpi_coll_in_place_inline(comm, a);
 }
 
 /* Extents of the v-variants; the arrays this rank reads are checked present first. */
@@ -179,35 +132,16 @@ static gmpi_status_t check_own_block(gmpi_comm_t comm, const gmpi_coll_args_t *a
 static gmpi_status_t coll_extent(gmpi_comm_t comm, const gmpi_coll_args_t *a,
                                  gmpi_coll_extent_t *e) {
   size_t n = 0, all = 0;
-  size_t p = (size_t)comm->size;
-  int root = comm->rank == a->root;
   GMPI_CHECK(gmpi_count_bytes(a->count, a->dtype, 1, "count", &n));
-  GMPI_CHECK(gmpi_count_bytes(a->count, a->dtype, p, "count", &all));
-  *e = (gmpi_coll_extent_t){0};
-  switch (a->kind) {
-  case GMPI_COLL_ALLREDUCE: *e = (gmpi_coll_extent_t){n, n, 0}; break;
-  case GMPI_COLL_BCAST: *e = (gmpi_coll_extent_t){0, n, 0}; break;
-  case GMPI_COLL_REDUCE: *e = (gmpi_coll_extent_t){n, root ? n : 0, 0}; break;
-  case GMPI_COLL_ALLGATHER: *e = (gmpi_coll_extent_t){n, all, 0}; break;
-  case GMPI_COLL_REDUCE_SCATTER: *e = (gmpi_coll_extent_t){all, n, 0}; break;
-  case GMPI_COLL_ALLTOALL: *e = (gmpi_coll_extent_t){all, all, 0}; break;
-  case GMPI_COLL_GATHER: *e = (gmpi_coll_extent_t){n, root ? all : 0, 0}; break;
-  case GMPI_COLL_SCATTER: *e = (gmpi_coll_extent_t){root ? all : 0, n, 0}; break;
-  case GMPI_COLL_BARRIER:
-  case GMPI_COLL_KIND_COUNT: break;
-  default: GMPI_CHECK(v_extent(comm, a, n, e)); break;
-  }
+  GMPI_CHECK(gmpi_count_bytes(a->count, a->dtype, (size_t)comm->size, "count", &all));
+  *e = gmpi_coll_extent_fixed(comm, a, n, all);
+  if (gmpi_coll_varies(a->kind)) GMPI_CHECK(v_extent(comm, a, n, e));
   e->in_place = gmpi_coll_in_place(comm, a);
   return check_own_block(comm, a, e->in_place);
 }
 
-static int ranges_overlap(const void *a, size_t alen, const void *b, size_t blen) {
-  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-  return alen && blen && x < y + blen && y < x + alen;
-}
-
-gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
-                                 gmpi_coll_extent_t *ext) {
+gmpi_status_t gmpi_coll_validate_asked(gmpi_comm_t comm, const gmpi_coll_args_t *a,
+                                       gmpi_coll_extent_t *ext) {
   GMPI_CHECK(check_dtype_op(a));
   if (gmpi_coll_has_root(a->kind) && (a->root < 0 || a->root >= comm->size))
     return gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'root' = %d is out of range [0, %d)", a->root,
@@ -221,7 +155,8 @@ gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
     return gmpi_error(GMPI_ERR_INVALID_ARG,
                       "argument '%s' is NULL but %zu bytes are received into it",
                       a->kind == GMPI_COLL_BCAST ? "buf" : "recvbuf", ext->recv_bytes);
-  if (!ext->in_place && ranges_overlap(a->sendbuf, ext->send_bytes, a->recvbuf, ext->recv_bytes))
+  if (!ext->in_place &&
+      gmpi_ranges_overlap(a->sendbuf, ext->send_bytes, a->recvbuf, ext->recv_bytes))
     return gmpi_error(GMPI_ERR_INVALID_ARG,
                       "sendbuf %p and recvbuf %p overlap but are not an in-place call", a->sendbuf,
                       a->recvbuf);
@@ -233,32 +168,11 @@ gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
  * ahead with a nonblocking one have started its data and fail their comm at the mismatch; so
  * does this rank then, so that every rank frees the comm alike (a healthy comm's free waits for
  * every rank to arrive, which failed ones do not). Returns st, its own error. */
-static gmpi_status_t refused(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_status_t st,
-                             int counted, int nonblocking) {
+gmpi_status_t gmpi_coll_refused(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_status_t st,
+                                int counted, int nonblocking) {
   if (!comm->cfg.check || comm->rec) return st;
   if (!counted) comm->coll_seq++;
   if (gmpi_check_coll_refused(comm, a) && nonblocking) gmpi_comm_fail(comm, GMPI_ERR_MISMATCH);
-  return st;
-}
-
-gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
-  gmpi_coll_extent_t ext;
-  gmpi_status_t st = gmpi_coll_validate(comm, a, &ext);
-  if (st != GMPI_SUCCESS) return refused(comm, a, st, 0, 0);
-  if (comm->rec) return gmpi_plan_record_coll(comm, a);
-  comm->coll_seq++;
-  uint64_t seq = gmpi_flight_start(&comm->flight, gmpi_coll_name(a->kind), a->count,
-                                   gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
-  const gmpi_engine_t *engine = NULL;
-  st = gmpi_route_coll(comm, a, &ext, &engine);
-  if (st != GMPI_SUCCESS) refused(comm, a, st, 1, 0);
-  if (st == GMPI_SUCCESS && comm->cfg.check)
-    st = gmpi_check_coll(comm, a, engine == &comm->device_engine);
-  if (st == GMPI_SUCCESS) st = gmpi_route_fence(comm, engine);
-  if (st == GMPI_SUCCESS) st = engine->coll->run(comm, engine->coll_state, a);
-  gmpi_flight_end(&comm->flight, seq, st);
-  if (st == GMPI_ERR_TIMEOUT || st == GMPI_ERR_MISMATCH)
-    gmpi_flight_dump(&comm->flight, gmpi_strerror(st));
   return st;
 }
 
@@ -267,14 +181,14 @@ gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_
   gmpi_status_t st = gmpi_coll_validate(comm, a, &ext);
   if (st == GMPI_SUCCESS && !out)
     st = gmpi_error(GMPI_ERR_INVALID_ARG, "argument 'request' is NULL");
-  if (st != GMPI_SUCCESS) return refused(comm, a, st, 0, 1);
+  if (st != GMPI_SUCCESS) return gmpi_coll_refused(comm, a, st, 0, 1);
   if (comm->rec) return gmpi_plan_record_coll_request(comm, a, out);
   gmpi_request_t req;
   st = gmpi_request_new_coll(comm, a, &req);
-  if (st != GMPI_SUCCESS) return refused(comm, a, st, 0, 1);
+  if (st != GMPI_SUCCESS) return gmpi_coll_refused(comm, a, st, 0, 1);
   comm->coll_seq++;
   st = gmpi_route_coll(comm, a, &ext, &req->engine);
-  if (st != GMPI_SUCCESS) refused(comm, a, st, 1, 1);
+  if (st != GMPI_SUCCESS) gmpi_coll_refused(comm, a, st, 1, 1);
   /* GMPI_CHECK's exchange runs beside the data: waiting here for every rank to start would
    * deadlock programs MPI allows (docs/reliability.md). */
   if (st == GMPI_SUCCESS && comm->cfg.check)

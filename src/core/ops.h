@@ -14,13 +14,30 @@ typedef struct {
   int in_place;
 } gmpi_coll_extent_t;
 
-/* What core knows of each collective kind (coll.c); read inline: every collective asks. */
+/* What core knows of each collective kind; read inline: every collective asks. Defined here,
+ * static, so that a call whose kind is a constant (each public collective's) reads it at
+ * compile time and keeps only its own kind's checks (coll_run.h). */
 typedef struct {
   const char *name, *iname; /* the blocking call's and the nonblocking one's */
   int has_root, has_op;
   int varies; /* counts differ between ranks (the v-variants): count is not compared */
 } gmpi_coll_info_t;
-extern const gmpi_coll_info_t gmpi_coll_info[GMPI_COLL_KIND_COUNT];
+static const gmpi_coll_info_t gmpi_coll_info[GMPI_COLL_KIND_COUNT] = {
+    [GMPI_COLL_ALLREDUCE] = {"allreduce", "iallreduce", 0, 1, 0},
+    [GMPI_COLL_BCAST] = {"bcast", "ibcast", 1, 0, 0},
+    [GMPI_COLL_REDUCE] = {"reduce", "ireduce", 1, 1, 0},
+    [GMPI_COLL_ALLGATHER] = {"allgather", "iallgather", 0, 0, 0},
+    [GMPI_COLL_REDUCE_SCATTER] = {"reduce_scatter", "ireduce_scatter", 0, 1, 0},
+    [GMPI_COLL_ALLTOALL] = {"alltoall", "ialltoall", 0, 0, 0},
+    [GMPI_COLL_BARRIER] = {"barrier", "ibarrier", 0, 0, 0},
+    [GMPI_COLL_GATHER] = {"gather", "igather", 1, 0, 0},
+    [GMPI_COLL_SCATTER] = {"scatter", "iscatter", 1, 0, 0},
+    [GMPI_COLL_ALLGATHERV] = {"allgatherv", "iallgatherv", 0, 0, 1},
+    [GMPI_COLL_GATHERV] = {"gatherv", "igatherv", 1, 0, 1},
+    [GMPI_COLL_SCATTERV] = {"scatterv", "iscatterv", 1, 0, 1},
+    [GMPI_COLL_ALLTOALLV] = {"alltoallv", "ialltoallv", 0, 0, 1},
+    [GMPI_COLL_REDUCE_SCATTERV] = {"reduce_scatterv", "ireduce_scatterv", 0, 1, 1},
+};
 
 static inline const char *gmpi_coll_name(gmpi_coll_kind_t kind) {
   return (unsigned)kind < GMPI_COLL_KIND_COUNT ? gmpi_coll_info[kind].name : "invalid";
@@ -48,11 +65,7 @@ typedef struct {
 gmpi_coll_pair_t gmpi_coll_pair(gmpi_comm_t comm, const gmpi_coll_args_t *a, int peer);
 /* Elements a validated per-rank layout spans: the furthest end of a non-empty block. */
 size_t gmpi_layout_span(int nranks, const size_t *counts, const size_t *displs);
-/* Validate a collective's arguments on this rank; fills the extents. */
-gmpi_status_t gmpi_coll_validate(gmpi_comm_t comm, const gmpi_coll_args_t *a,
-                                 gmpi_coll_extent_t *ext);
-/* Validate, then record (plan), check (GMPI_CHECK) and run a collective. */
-gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a);
+/* Validation and the blocking run are inline for the public calls: coll_run.h. */
 /* The same as a request (the nonblocking collectives): started now, completed by any wait or
  * test. While a plan records, it is recorded like the blocking call and *req waits nothing. */
 gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_request_t *req);

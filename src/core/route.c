@@ -5,6 +5,7 @@
  * user's stream order, and to the host engine otherwise. */
 #include "route.h"
 
+#include "coll_run.h"
 #include "comm.h"
 #include "error.h"
 #include "ops.h"
