@@ -552,16 +552,24 @@ static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
                                          const gmpi_coll_args_t *a);
 
 /* The commonest collectives when they are one MPI call with nothing after it: an allreduce or
- * reduce of one chunk, not an average. They skip run_blocking's context and
- * after-work, which a small reduction's latency (every rank's) would pay for nothing. */
-static int reduction_alone(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+ * reduce of one chunk, not an average, and a bcast of one count of bytes. They skip
+ * run_blocking's context and after-work, which a small collective's latency (every rank's)
+ * would pay for nothing. */
+static int one_call(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  size_t limit = comm->cfg.max_chunk < INT_MAX ? comm->cfg.max_chunk : INT_MAX;
+  if (a->kind == GMPI_COLL_BCAST) /* run_bcast's one (MPI_BYTE, count) */
+    return a->count > 0 && a->count * gmpi_dtype_elem_size(a->dtype) <= limit;
   return (a->kind == GMPI_COLL_ALLREDUCE || a->kind == GMPI_COLL_REDUCE) && a->op != GMPI_AVG &&
          a->count > 0 && a->count <= comm->cfg.max_chunk; /* no elements: no MPI call */
 }
 
-/* reduce_chunks' one blocking call (reduction_of: the same choices), with no context. */
-static gmpi_status_t run_reduction_alone(gmpi_comm_t comm, gmpi_host_t *host,
-                                         const gmpi_coll_args_t *a) {
+/* run_bcast's or reduce_chunks' one blocking call (reduction_of: the same choices), with no
+ * context. */
+static gmpi_status_t run_one_call(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
+  if (a->kind == GMPI_COLL_BCAST)
+    return gmpi_mpi_check(PMPI_Bcast(a->recvbuf, (int)(a->count * gmpi_dtype_elem_size(a->dtype)),
+                                     MPI_BYTE, a->root, host->data),
+                          "MPI_Bcast");
   int root = a->kind == GMPI_COLL_REDUCE ? a->root : -1;
   reduction_t r = reduction_of(comm, a, root);
   const void *s = r.in_place ? MPI_IN_PLACE : a->sendbuf;
@@ -578,8 +586,8 @@ static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi
   gmpi_watch_enter(&comm->watch, gmpi_coll_name(a->kind), a->count);
   gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
                          ? gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier")
-                     : reduction_alone(comm, a) ? run_reduction_alone(comm, host, a)
-                                                : run_blocking(comm, host, a);
+                     : one_call(comm, a) ? run_one_call(comm, host, a)
+                                         : run_blocking(comm, host, a);
   gmpi_watch_exit(&comm->watch);
   return st;
 }
