@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/coll_run.h"
 #include "../core/comm.h"
 #include "../core/dtype.h"
 #include "../core/envelope.h"
@@ -551,43 +552,72 @@ static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_
 static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
                                          const gmpi_coll_args_t *a);
 
-/* The commonest collectives when they are one MPI call with nothing after it: an allreduce or
- * reduce of one chunk, not an average, and a bcast of one count of bytes. They skip
- * run_blocking's context and after-work, which a small collective's latency (every rank's)
- * would pay for nothing. */
-static int one_call(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
-  size_t limit = comm->cfg.max_chunk < INT_MAX ? comm->cfg.max_chunk : INT_MAX;
-  if (a->kind == GMPI_COLL_BCAST) /* run_bcast's one (MPI_BYTE, count) */
-    return a->count > 0 && a->count * gmpi_dtype_elem_size(a->dtype) <= limit;
-  return (a->kind == GMPI_COLL_ALLREDUCE || a->kind == GMPI_COLL_REDUCE) && a->op != GMPI_AVG &&
-         a->count > 0 && a->count <= comm->cfg.max_chunk; /* no elements: no MPI call */
-}
-
-/* run_bcast's or reduce_chunks' one blocking call (reduction_of: the same choices), with no
- * context. */
-static gmpi_status_t run_one_call(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
-  if (a->kind == GMPI_COLL_BCAST)
-    return gmpi_mpi_check(PMPI_Bcast(a->recvbuf, (int)(a->count * gmpi_dtype_elem_size(a->dtype)),
-                                     MPI_BYTE, a->root, host->data),
-                          "MPI_Bcast");
-  int root = a->kind == GMPI_COLL_REDUCE ? a->root : -1;
+/* reduce_chunks' one blocking call (reduction_of: the same choices). */
+static inline gmpi_status_t reduce_once(gmpi_comm_t comm, MPI_Comm mc, const gmpi_coll_args_t *a,
+                                        int root) {
   reduction_t r = reduction_of(comm, a, root);
   const void *s = r.in_place ? MPI_IN_PLACE : a->sendbuf;
   void *d = r.gets_result ? a->recvbuf : NULL;
   if (root < 0)
-    GMPI_MPI_CHECK(PMPI_Allreduce(s, d, (int)a->count, r.type, r.op, host->data));
+    GMPI_MPI_CHECK(PMPI_Allreduce(s, d, (int)a->count, r.type, r.op, mc));
   else
-    GMPI_MPI_CHECK(PMPI_Reduce(s, d, (int)a->count, r.type, r.op, root, host->data));
+    GMPI_MPI_CHECK(PMPI_Reduce(s, d, (int)a->count, r.type, r.op, root, mc));
   return GMPI_SUCCESS;
+}
+
+/* a's block as one count of MPI_BYTE (block_of's case with no type made): 0 when it is not. */
+static inline int one_count(gmpi_comm_t comm, const gmpi_coll_args_t *a, int *n) {
+  size_t limit = comm->cfg.max_chunk < INT_MAX ? comm->cfg.max_chunk : INT_MAX;
+  size_t bytes = a->count * gmpi_dtype_elem_size(a->dtype); /* validated: no overflow */
+  *n = (int)bytes;
+  return bytes <= limit;
+}
+
+/* The commonest collectives when they are one MPI call with nothing after it: an allreduce or
+ * reduce of one chunk, not an average; a bcast, allgather or alltoall (not in place: that one
+ * sends from a copy) of one count of bytes a block -- the same calls run_calls makes, with
+ * MPI_IN_PLACE where they put it. They skip run_blocking's context and after-work, which a
+ * small collective's latency (every rank's) would pay for nothing. Returns 0 having done
+ * nothing for any other; 1 having run it, its status in *st. */
+static int run_one_call(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
+                        gmpi_status_t *st) {
+  MPI_Comm mc = host->data;
+  int n = 0, root = -1;
+  if (!a->count) return 0; /* no elements: no MPI call for some (run_calls knows which) */
+  switch (a->kind) {
+  case GMPI_COLL_REDUCE: root = a->root; /* fall through */
+  case GMPI_COLL_ALLREDUCE:
+    if (a->op == GMPI_AVG || a->count > comm->cfg.max_chunk) return 0;
+    *st = reduce_once(comm, mc, a, root);
+    return 1;
+  case GMPI_COLL_BCAST:
+    if (!one_count(comm, a, &n)) return 0;
+    *st = gmpi_mpi_check(PMPI_Bcast(a->recvbuf, n, MPI_BYTE, a->root, mc), "MPI_Bcast");
+    return 1;
+  case GMPI_COLL_ALLGATHER:
+    if (!one_count(comm, a, &n)) return 0;
+    *st = gmpi_mpi_check(
+        PMPI_Allgather(gmpi_coll_in_place_inline(comm, a) ? MPI_IN_PLACE : a->sendbuf, n, MPI_BYTE,
+                       a->recvbuf, n, MPI_BYTE, mc),
+        "MPI_Allgather");
+    return 1;
+  case GMPI_COLL_ALLTOALL:
+    if (a->sendbuf == a->recvbuf || !one_count(comm, a, &n)) return 0;
+    *st = gmpi_mpi_check(PMPI_Alltoall(a->sendbuf, n, MPI_BYTE, a->recvbuf, n, MPI_BYTE, mc),
+                         "MPI_Alltoall");
+    return 1;
+  default: return 0;
+  }
 }
 
 /* MPI's blocking calls inside the watchdog's mark. */
 static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
   gmpi_watch_enter(&comm->watch, gmpi_coll_name(a->kind), a->count);
-  gmpi_status_t st = a->kind == GMPI_COLL_BARRIER
-                         ? gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier")
-                     : one_call(comm, a) ? run_one_call(comm, host, a)
-                                         : run_blocking(comm, host, a);
+  gmpi_status_t st = GMPI_SUCCESS;
+  if (a->kind == GMPI_COLL_BARRIER)
+    st = gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier");
+  else if (!run_one_call(comm, host, a, &st))
+    st = run_blocking(comm, host, a);
   gmpi_watch_exit(&comm->watch);
   return st;
 }
