@@ -23,8 +23,9 @@
  * public call gets its own copy, specialized for its kind. */
 #define GMPI_COLL_INLINE static inline __attribute__((always_inline))
 
-/* Is this rank's part of a validated collective in place (the forms in gmpi.h)? The engines
- * call it out of line: gmpi_coll_in_place (ops.h). */
+/* Is this rank's part of a validated collective in place (the forms in gmpi.h)? Out of line
+ * as gmpi_coll_in_place (ops.h), for callers whose kind varies and who are not on a small
+ * call's path. */
 GMPI_COLL_INLINE int gmpi_coll_in_place_inline(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
   const char *s = a->sendbuf, *r = a->recvbuf;
   int me = comm->rank, root = comm->rank == a->root;
@@ -52,9 +53,9 @@ GMPI_COLL_INLINE int gmpi_coll_in_place_inline(gmpi_comm_t comm, const gmpi_coll
   }
 }
 
-/* The bytes a fixed-block collective (not a v-form) reads and writes on this rank: n is one
- * block, all every rank's blocks; rooted collectives' root-only buffers count at the root
- * only. in_place is left 0. */
+/* The bytes a fixed-block collective reads and writes on this rank: n is one block, all every
+ * rank's blocks; rooted collectives' root-only buffers count at the root only. in_place is
+ * left 0. {0, 0, 0} for the barrier and the v-forms, whose extents v_extent (coll.c) fills. */
 GMPI_COLL_INLINE gmpi_coll_extent_t gmpi_coll_extent_fixed(gmpi_comm_t comm,
                                                            const gmpi_coll_args_t *a, size_t n,
                                                            size_t all) {
@@ -68,7 +69,7 @@ GMPI_COLL_INLINE gmpi_coll_extent_t gmpi_coll_extent_fixed(gmpi_comm_t comm,
   case GMPI_COLL_ALLTOALL: return (gmpi_coll_extent_t){all, all, 0};
   case GMPI_COLL_GATHER: return (gmpi_coll_extent_t){n, root ? all : 0, 0};
   case GMPI_COLL_SCATTER: return (gmpi_coll_extent_t){root ? all : 0, n, 0};
-  default: return (gmpi_coll_extent_t){0, 0, 0}; /* the barrier */
+  default: return (gmpi_coll_extent_t){0, 0, 0}; /* the barrier, the v-forms */
   }
 }
 

@@ -65,9 +65,11 @@ typedef struct {
 gmpi_coll_pair_t gmpi_coll_pair(gmpi_comm_t comm, const gmpi_coll_args_t *a, int peer);
 /* Elements a validated per-rank layout spans: the furthest end of a non-empty block. */
 size_t gmpi_layout_span(int nranks, const size_t *counts, const size_t *displs);
-/* Validation and the blocking run are inline for the public calls: coll_run.h. */
-/* The same as a request (the nonblocking collectives): started now, completed by any wait or
- * test. While a plan records, it is recorded like the blocking call and *req waits nothing. */
+/* Validation and the blocking run (gmpi_coll_run) are inline for the public calls:
+ * coll_run.h. */
+/* A collective as a request (the nonblocking collectives): validated and started now,
+ * completed by any wait or test. While a plan records, it is recorded like the blocking call
+ * and *req waits nothing. */
 gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_request_t *req);
 
 /* Probe for a message (wait: until one arrives, bounded by GMPI_TIMEOUT; else one look). */
