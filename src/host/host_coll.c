@@ -64,10 +64,10 @@ typedef struct {
   gmpi_comm_t comm;
   MPI_Comm mc;
   const gmpi_coll_args_t *a;
-  size_t es;    /* element size */
-  size_t chunk; /* most elements per MPI reduction call */
-  coll_after_t *after;
-  icoll_t *nb; /* nonblocking: where MPI requests go; NULL: blocking calls */
+  size_t es;           /* element size */
+  size_t chunk;        /* most elements per MPI reduction call */
+  coll_after_t *after; /* NULL where nothing is left after the calls (run_without_after) */
+  icoll_t *nb;         /* nonblocking: where MPI requests go; NULL: blocking calls */
 } coll_ctx_t;
 
 #define BYTES(ptr, elems, es) ((char *)(ptr) + (elems) * (es))
@@ -143,25 +143,37 @@ static inline reduction_t reduction_of(gmpi_comm_t comm, const gmpi_coll_args_t 
                        gets_result && a->sendbuf == a->recvbuf};
 }
 
-/* Allreduce (root < 0) or reduce to root, in chunks of at most c->chunk elements. */
-static inline gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
+/* The MPI call for len elements from element off of an allreduce (root < 0) or reduce. */
+static inline int reduce_call(coll_ctx_t *c, const reduction_t *r, int root, size_t off, int len) {
   const gmpi_coll_args_t *a = c->a;
+  const void *s = r->in_place ? MPI_IN_PLACE : BYTES(a->sendbuf, off, c->es);
+  void *d = r->gets_result ? BYTES(a->recvbuf, off, c->es) : NULL;
+  if (root < 0)
+    return MPI_COLL(c, PMPI_Allreduce, PMPI_Iallreduce, s, d, len, r->type, r->op, c->mc);
+  return MPI_COLL(c, PMPI_Reduce, PMPI_Ireduce, s, d, len, r->type, r->op, root, c->mc);
+}
+
+/* Allreduce (root < 0) or reduce to root, in chunks of at most c->chunk elements. One chunk,
+ * the common case, is one call with no loop around it: a small reduction's latency is a few
+ * hundred instructions, and the loop's bookkeeping was a tenth of them. */
+GMPI_COLL_INLINE gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
+  const gmpi_coll_args_t *a = c->a;
+  const char *name = root < 0 ? "MPI_Allreduce" : "MPI_Reduce";
   reduction_t r = reduction_of(c->comm, a, root);
-  for (size_t off = 0; off < a->count; off += c->chunk) {
-    int len = (int)(a->count - off < c->chunk ? a->count - off : c->chunk);
-    const void *s = r.in_place ? MPI_IN_PLACE : BYTES(a->sendbuf, off, c->es);
-    void *d = r.gets_result ? BYTES(a->recvbuf, off, c->es) : NULL;
-    if (root < 0)
-      GMPI_MPI_CHECK(MPI_COLL(c, PMPI_Allreduce, PMPI_Iallreduce, s, d, len, r.type, r.op, c->mc));
-    else
-      GMPI_MPI_CHECK(MPI_COLL(c, PMPI_Reduce, PMPI_Ireduce, s, d, len, r.type, r.op, root, c->mc));
+  if (a->count && a->count <= c->chunk) {
+    GMPI_CHECK(gmpi_mpi_check(reduce_call(c, &r, root, 0, (int)a->count), name));
+  } else {
+    for (size_t off = 0; off < a->count; off += c->chunk) {
+      int len = (int)(a->count - off < c->chunk ? a->count - off : c->chunk);
+      GMPI_CHECK(gmpi_mpi_check(reduce_call(c, &r, root, off, len), name));
+    }
   }
   if (r.gets_result) divide_after(c, a->recvbuf, a->count);
   return GMPI_SUCCESS;
 }
 
-static gmpi_status_t run_allreduce(coll_ctx_t *c) { return reduce_chunks(c, -1); }
-static gmpi_status_t run_reduce(coll_ctx_t *c) { return reduce_chunks(c, c->a->root); }
+GMPI_COLL_INLINE gmpi_status_t run_allreduce(coll_ctx_t *c) { return reduce_chunks(c, -1); }
+GMPI_COLL_INLINE gmpi_status_t run_reduce(coll_ctx_t *c) { return reduce_chunks(c, c->a->root); }
 
 /* Reduce-scatter as one reduce per destination rank, chunk by chunk: for blocks beyond one MPI
  * count. counts[r] elements of block r start at the sum of the counts before it. */
@@ -261,7 +273,7 @@ static gmpi_status_t block_of(coll_ctx_t *c, size_t bytes, bytes_t *b) {
   return gmpi_mpi_bytes_type(bytes, c->chunk, &b->type, &b->count);
 }
 
-static gmpi_status_t run_bcast(coll_ctx_t *c) {
+GMPI_COLL_INLINE gmpi_status_t run_bcast(coll_ctx_t *c) {
   bytes_t b;
   GMPI_CHECK(block_of(c, c->a->count * c->es, &b));
   gmpi_status_t st = GMPI_SUCCESS;
@@ -274,9 +286,9 @@ release_type:
 }
 
 /* Allgather, gather and scatter: equal blocks, MPI_IN_PLACE where this rank's call is. */
-static gmpi_status_t run_blocks(coll_ctx_t *c) {
+GMPI_COLL_INLINE gmpi_status_t run_blocks(coll_ctx_t *c) {
   const gmpi_coll_args_t *a = c->a;
-  int in_place = gmpi_coll_in_place(c->comm, a);
+  int in_place = gmpi_coll_in_place_inline(c->comm, a);
   const void *s = in_place && a->kind != GMPI_COLL_SCATTER ? MPI_IN_PLACE : a->sendbuf;
   void *r = in_place && a->kind == GMPI_COLL_SCATTER ? MPI_IN_PLACE : a->recvbuf;
   bytes_t b;
@@ -295,7 +307,7 @@ static gmpi_status_t run_blocks(coll_ctx_t *c) {
   return gmpi_mpi_check(rc, gmpi_coll_name(a->kind));
 }
 
-static gmpi_status_t run_alltoall(coll_ctx_t *c) {
+GMPI_COLL_INLINE gmpi_status_t run_alltoall(coll_ctx_t *c) {
   const gmpi_coll_args_t *a = c->a;
   size_t block = a->count * c->es, all = block * (size_t)c->comm->size;
   const void *send = a->sendbuf;
@@ -552,59 +564,38 @@ static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_
 static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
                                          const gmpi_coll_args_t *a);
 
-/* reduce_chunks' one blocking call (reduction_of: the same choices). */
-static inline gmpi_status_t reduce_once(gmpi_comm_t comm, MPI_Comm mc, const gmpi_coll_args_t *a,
-                                        int root) {
-  reduction_t r = reduction_of(comm, a, root);
-  const void *s = r.in_place ? MPI_IN_PLACE : a->sendbuf;
-  void *d = r.gets_result ? a->recvbuf : NULL;
-  if (root < 0)
-    GMPI_MPI_CHECK(PMPI_Allreduce(s, d, (int)a->count, r.type, r.op, mc));
-  else
-    GMPI_MPI_CHECK(PMPI_Reduce(s, d, (int)a->count, r.type, r.op, root, mc));
-  return GMPI_SUCCESS;
-}
-
-/* a's block as one count of MPI_BYTE (block_of's case with no type made): 0 when it is not. */
-static inline int one_count(gmpi_comm_t comm, const gmpi_coll_args_t *a, int *n) {
-  size_t limit = comm->cfg.max_chunk < INT_MAX ? comm->cfg.max_chunk : INT_MAX;
-  size_t bytes = a->count * gmpi_dtype_elem_size(a->dtype); /* validated: no overflow */
-  *n = (int)bytes;
-  return bytes <= limit;
-}
-
-/* The commonest collectives when they are one MPI call with nothing after it: an allreduce or
- * reduce of one chunk, not an average; a bcast, allgather or alltoall (not in place: that one
- * sends from a copy) of one count of bytes a block -- the same calls run_calls makes, with
- * MPI_IN_PLACE where they put it. They skip run_blocking's context and after-work, which a
- * small collective's latency (every rank's) would pay for nothing. Returns 0 having done
- * nothing for any other; 1 having run it, its status in *st. */
-static int run_one_call(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
-                        gmpi_status_t *st) {
-  MPI_Comm mc = host->data;
-  int n = 0, root = -1;
-  if (!a->count) return 0; /* no elements: no MPI call for some (run_calls knows which) */
+/* The commonest collectives when nothing is left to do once their MPI calls return: an
+ * allreduce or reduce that is not an average, a bcast, allgather, gather or scatter, an
+ * alltoall not in place (that one sends from a copy). Their run_* functions register no
+ * after-work in these cases, so they run here with no coll_after_t (c.after NULL) and skip
+ * run_blocking's setup and finish, which a small collective's latency (every rank's) would
+ * pay for nothing. The MPI calls are run_calls' own. Returns 0 having done nothing for any
+ * other; 1 having run it, its status in *st. */
+static int run_without_after(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
+                             gmpi_status_t *st) {
+  coll_ctx_t c = {.comm = comm,
+                  .mc = host->data,
+                  .a = a,
+                  .es = gmpi_dtype_elem_size(a->dtype),
+                  .chunk = comm->cfg.max_chunk,
+                  .after = NULL,
+                  .nb = NULL};
   switch (a->kind) {
-  case GMPI_COLL_REDUCE: root = a->root; /* fall through */
   case GMPI_COLL_ALLREDUCE:
-    if (a->op == GMPI_AVG || a->count > comm->cfg.max_chunk) return 0;
-    *st = reduce_once(comm, mc, a, root);
+    if (a->op == GMPI_AVG) return 0;
+    *st = run_allreduce(&c);
     return 1;
-  case GMPI_COLL_BCAST:
-    if (!one_count(comm, a, &n)) return 0;
-    *st = gmpi_mpi_check(PMPI_Bcast(a->recvbuf, n, MPI_BYTE, a->root, mc), "MPI_Bcast");
+  case GMPI_COLL_REDUCE:
+    if (a->op == GMPI_AVG) return 0;
+    *st = run_reduce(&c);
     return 1;
-  case GMPI_COLL_ALLGATHER:
-    if (!one_count(comm, a, &n)) return 0;
-    *st = gmpi_mpi_check(
-        PMPI_Allgather(gmpi_coll_in_place_inline(comm, a) ? MPI_IN_PLACE : a->sendbuf, n, MPI_BYTE,
-                       a->recvbuf, n, MPI_BYTE, mc),
-        "MPI_Allgather");
-    return 1;
+  case GMPI_COLL_BCAST: *st = run_bcast(&c); return 1;
+  case GMPI_COLL_ALLGATHER: *st = run_blocks(&c); return 1; /* one case a kind: each inlined */
+  case GMPI_COLL_GATHER: *st = run_blocks(&c); return 1;    /* for its constant kind */
+  case GMPI_COLL_SCATTER: *st = run_blocks(&c); return 1;
   case GMPI_COLL_ALLTOALL:
-    if (a->sendbuf == a->recvbuf || !one_count(comm, a, &n)) return 0;
-    *st = gmpi_mpi_check(PMPI_Alltoall(a->sendbuf, n, MPI_BYTE, a->recvbuf, n, MPI_BYTE, mc),
-                         "MPI_Alltoall");
+    if (a->sendbuf == a->recvbuf) return 0;
+    *st = run_alltoall(&c);
     return 1;
   default: return 0;
   }
@@ -616,7 +607,7 @@ static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi
   gmpi_status_t st = GMPI_SUCCESS;
   if (a->kind == GMPI_COLL_BARRIER)
     st = gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier");
-  else if (!run_one_call(comm, host, a, &st))
+  else if (!run_without_after(comm, host, a, &st))
     st = run_blocking(comm, host, a);
   gmpi_watch_exit(&comm->watch);
   return st;
