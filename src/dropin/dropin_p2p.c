@@ -24,8 +24,7 @@ static void fill_status(MPI_Status *status, const gmpi_msg_status_t *gs) {
                                                        : gs->source;
   status->MPI_TAG = gs->tag == GMPI_ANY_TAG ? MPI_ANY_TAG : gs->tag;
   /* MPI_ERROR is left as it was: single-completion calls do not set it (MPI 3.1, 3.2.5) */
-  PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)gs->count);
-  PMPI_Status_set_cancelled(status, 0);
+  dropin_status_set_count(status, gs->count, 0);
 }
 
 /* ---- what goes on the wire ------------------------------------------------------------------ */

@@ -59,8 +59,7 @@ static int query_status(void *extra, MPI_Status *status) {
   status->MPI_SOURCE = r->source;
   status->MPI_TAG = r->tag;
   status->MPI_ERROR = r->error;
-  PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)r->bytes);
-  PMPI_Status_set_cancelled(status, r->cancelled);
+  dropin_status_set_count(status, r->bytes, r->cancelled);
   return r->error;
 }
 

@@ -148,15 +148,16 @@ void gmpi_host_recv_end(int full, const MPI_Status *s, int rc, MPI_Datatype type
                         host_recv_end_t *end) {
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
-  MPI_Count bytes = 0;
-  int n = 0;
-  if (rc == MPI_SUCCESS && type == MPI_BYTE && PMPI_Get_count(s, MPI_BYTE, &n) == MPI_SUCCESS)
-    bytes = n; /* the common case, and MPI's cheaper query */
-  else if (rc == MPI_SUCCESS && type != MPI_DATATYPE_NULL)
-    PMPI_Get_elements_x(s, type, &bytes); /* bytes: every type is of bytes */
+  size_t bytes = 0;
+  MPI_Count elements = 0;
+  if (rc == MPI_SUCCESS && type == MPI_BYTE && gmpi_mpi_status_bytes(s, &bytes))
+    ; /* the common case, and the cheaper query */
+  else if (rc == MPI_SUCCESS && type != MPI_DATATYPE_NULL &&
+           PMPI_Get_elements_x(s, type, &elements) == MPI_SUCCESS)
+    bytes = (size_t)elements; /* bytes: every type is of bytes */
   *end = (host_recv_end_t){.source = s->MPI_SOURCE,
                            .tag = gmpi_host_user_tag(full, s->MPI_TAG),
-                           .bytes = (size_t)bytes,
+                           .bytes = bytes,
                            .truncated = cls == MPI_ERR_TRUNCATE,
                            .mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc};
 }

@@ -39,4 +39,22 @@ static inline void gmpi_mpi_type_release(MPI_Datatype *type) {
   *type = MPI_DATATYPE_NULL;
 }
 
+/* The bytes a completed receive posted as MPI_BYTE got, from its status: 1, or 0 where MPI
+ * cannot say (over INT_MAX bytes, for MPI_Get_count). Open MPI 4 and 5 keep the count in the
+ * status itself (_ucount, bytes), and gmpi is built against the mpi.h of the MPI it runs on, so
+ * it is read there: MPI_Get_count's checks were a tenth of a small receive's cost in gmpi. Any
+ * other MPI: MPI_Get_count. */
+static inline int gmpi_mpi_status_bytes(const MPI_Status *s, size_t *bytes) {
+#if defined(OPEN_MPI) && OPEN_MPI && defined(OMPI_MAJOR_VERSION) &&                                \
+    (OMPI_MAJOR_VERSION == 4 || OMPI_MAJOR_VERSION == 5)
+  *bytes = s->_ucount;
+  return 1;
+#else
+  int n = 0;
+  if (PMPI_Get_count(s, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED) return 0;
+  *bytes = (size_t)n;
+  return 1;
+#endif
+}
+
 #endif
