@@ -72,6 +72,17 @@ typedef struct {
 
 #define BYTES(ptr, elems, es) ((char *)(ptr) + (elems) * (es))
 
+static inline coll_ctx_t ctx_of(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
+                                coll_after_t *after, icoll_t *nb) {
+  return (coll_ctx_t){.comm = comm,
+                      .mc = host->data,
+                      .a = a,
+                      .es = gmpi_dtype_elem_size(a->dtype),
+                      .chunk = comm->cfg.max_chunk,
+                      .after = after,
+                      .nb = nb};
+}
+
 /* Room for one more request (nonzero when out of memory). */
 static int nb_reserve(icoll_t *nb) {
   if (nb->n < nb->cap) return 0;
@@ -573,13 +584,7 @@ static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
  * other; 1 having run it, its status in *st. */
 static int run_without_after(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
                              gmpi_status_t *st) {
-  coll_ctx_t c = {.comm = comm,
-                  .mc = host->data,
-                  .a = a,
-                  .es = gmpi_dtype_elem_size(a->dtype),
-                  .chunk = comm->cfg.max_chunk,
-                  .after = NULL,
-                  .nb = NULL};
+  coll_ctx_t c = ctx_of(comm, host, a, NULL, NULL);
   switch (a->kind) {
   case GMPI_COLL_ALLREDUCE:
     if (a->op == GMPI_AVG) return 0;
@@ -630,13 +635,7 @@ gmpi_status_t gmpi_host_coll_past_gate(gmpi_comm_t comm, gmpi_host_t *host,
 /* Run a's calls: blocking ones when nb is NULL, else their nonblocking forms kept in nb. */
 static inline gmpi_status_t run_calls(gmpi_comm_t comm, gmpi_host_t *host,
                                       const gmpi_coll_args_t *a, coll_after_t *after, icoll_t *nb) {
-  coll_ctx_t c = {.comm = comm,
-                  .mc = host->data,
-                  .a = a,
-                  .es = gmpi_dtype_elem_size(a->dtype),
-                  .chunk = comm->cfg.max_chunk,
-                  .after = after,
-                  .nb = nb};
+  coll_ctx_t c = ctx_of(comm, host, a, after, nb);
   return coll_table[a->kind](&c);
 }
 
