@@ -80,6 +80,12 @@ typedef struct {
   int (*view)(coll_call_t *c, coll_sides_t *s);
 } coll_kind_t;
 
+/* A fixed-block kind's describe, view and start: inlined into each MPI function, whatever the
+ * compiler's size heuristics say. dropin_coll_run calls them through a constant kind, and out
+ * of line each cost a frame and the coll_call_t's fields read back from memory: 20-40
+ * instructions of a small collective's few hundred. */
+#define DROPIN_COLL_INLINE static inline __attribute__((always_inline))
+
 /* c, described and routed on this rank (via, twin), made one route on every rank where the
  * settings ask for that (GMPI_INTERPOSE_KINDS, GMPI_CHECK), then run that way; an MPI code. */
 int dropin_coll_run_routed(const coll_kind_t *kind, coll_call_t *c, dropin_via_t via,

@@ -21,7 +21,7 @@ static MPI_Aint blocks_span(const int *counts, const int *displs, int count, int
 }
 
 /* MPI_Bcast: the root sends its buffer (the call's recv side), the others receive into theirs. */
-static void bcast_describe(coll_call_t *c) {
+DROPIN_COLL_INLINE void bcast_describe(coll_call_t *c) {
   c->recv_used = c->recv.buf;
   c->recv_span = c->recv.count;
   c->named_type = c->recv.type;
@@ -36,8 +36,8 @@ static int bcast_prepare(coll_call_t *c, coll_sides_t *s) {
   return rc == MPI_SUCCESS && c->is_root ? dropin_side_pack_all(side) : rc;
 }
 
-static gmpi_status_t bcast_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
-                                 gmpi_request_t *request) {
+DROPIN_COLL_INLINE gmpi_status_t bcast_start(const coll_call_t *c, gmpi_comm_t twin,
+                                             const coll_sides_t *s, gmpi_request_t *request) {
   const dropin_side_t *side = c->is_root ? &s->send : &s->recv;
   if (request) return gmpi_ibcast(side->base, side->bcounts[0], GMPI_BYTE, c->root, twin, request);
   return gmpi_bcast(side->base, side->bcounts[0], GMPI_BYTE, c->root, twin);
@@ -49,7 +49,7 @@ static int bcast_mpi(const coll_call_t *c, const void *sb, void *rb) {
   return PMPI_Bcast(rb, c->recv.count, c->recv.type, c->root, c->comm);
 }
 
-static int bcast_view(coll_call_t *c, coll_sides_t *s) {
+DROPIN_COLL_INLINE int bcast_view(coll_call_t *c, coll_sides_t *s) {
   c->is_root = dropin_rank_of(c->comm) == c->root;
   dropin_side_t *side = c->is_root ? &s->send : &s->recv;
   return dropin_side_view(side, c->recv.buf, c->recv.type, c->recv.count);
@@ -60,7 +60,7 @@ static const coll_kind_t bcast = {bcast_describe, bcast_prepare, bcast_start, bc
 
 /* Gathering (allgather, gather and their v-forms): each rank sends one block; n blocks arrive,
  * at the root only when there is one (rooted). In place, this rank's block is in recvbuf. */
-static void gathering_describe(coll_call_t *c, int rooted) {
+DROPIN_COLL_INLINE void gathering_describe(coll_call_t *c, int rooted) {
   c->n = dropin_size_of(c->comm);
   c->me = dropin_rank_of(c->comm);
   c->is_root = !rooted || c->me == c->root;
@@ -73,8 +73,8 @@ static void gathering_describe(coll_call_t *c, int rooted) {
   c->recv_span = c->is_root ? blocks_span(c->recv.counts, c->recv.displs, c->recv.count, c->n) : 0;
 }
 
-static void allgather_describe(coll_call_t *c) { gathering_describe(c, 0); }
-static void gather_describe(coll_call_t *c) { gathering_describe(c, 1); }
+DROPIN_COLL_INLINE void allgather_describe(coll_call_t *c) { gathering_describe(c, 0); }
+DROPIN_COLL_INLINE void gather_describe(coll_call_t *c) { gathering_describe(c, 1); }
 
 /* The v-forms: gmpi needs the arrays where blocks arrive. */
 static void allgatherv_describe(coll_call_t *c) {
@@ -99,7 +99,7 @@ static int gathering_prepare(coll_call_t *c, coll_sides_t *s) {
 }
 
 /* The fixed-block forms on contiguous types: a non-root of gather passes no receive side. */
-static int gathering_view(coll_call_t *c, coll_sides_t *s) {
+DROPIN_COLL_INLINE int gathering_view(coll_call_t *c, coll_sides_t *s) {
   s->recv.base = NULL;
   if (c->is_root && !dropin_side_view(&s->recv, c->recv.buf, c->recv.type, c->recv.count)) return 0;
   return c->inplace || dropin_side_view(&s->send, (void *)c->send.buf, c->send.type, c->send.count);
@@ -120,16 +120,16 @@ static size_t gathering_v_count(const coll_call_t *c, const coll_sides_t *s) {
   return c->inplace ? s->recv.bcounts[c->me] : s->send.bcounts[0];
 }
 
-static gmpi_status_t allgather_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
-                                     gmpi_request_t *request) {
+DROPIN_COLL_INLINE gmpi_status_t allgather_start(const coll_call_t *c, gmpi_comm_t twin,
+                                                 const coll_sides_t *s, gmpi_request_t *request) {
   const void *sb = gathering_send(c, s);
   size_t block = gathering_block(c, s);
   if (request) return gmpi_iallgather(sb, s->recv.base, block, GMPI_BYTE, twin, request);
   return gmpi_allgather(sb, s->recv.base, block, GMPI_BYTE, twin);
 }
 
-static gmpi_status_t gather_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
-                                  gmpi_request_t *request) {
+DROPIN_COLL_INLINE gmpi_status_t gather_start(const coll_call_t *c, gmpi_comm_t twin,
+                                              const coll_sides_t *s, gmpi_request_t *request) {
   const void *sb = gathering_send(c, s);
   size_t block = gathering_block(c, s);
   if (request) return gmpi_igather(sb, s->recv.base, block, GMPI_BYTE, c->root, twin, request);
@@ -199,7 +199,7 @@ static const coll_kind_t gatherv = {gatherv_describe, gathering_prepare, gatherv
 
 /* Scattering (scatter, scatterv): the root sends n blocks (it alone uses a send buffer), each
  * rank receives one. In place, the root's block stays in sendbuf. */
-static void scattering_describe(coll_call_t *c) {
+DROPIN_COLL_INLINE void scattering_describe(coll_call_t *c) {
   c->n = dropin_size_of(c->comm);
   c->me = dropin_rank_of(c->comm);
   c->is_root = c->me == c->root;
@@ -228,7 +228,7 @@ static int scattering_prepare(coll_call_t *c, coll_sides_t *s) {
 }
 
 /* scatter on contiguous types: only the root passes a send side. */
-static int scatter_view(coll_call_t *c, coll_sides_t *s) {
+DROPIN_COLL_INLINE int scatter_view(coll_call_t *c, coll_sides_t *s) {
   s->send.base = NULL;
   if (c->is_root && !dropin_side_view(&s->send, (void *)c->send.buf, c->send.type, c->send.count))
     return 0;
@@ -240,8 +240,8 @@ static void *scattering_recv(const coll_call_t *c, const coll_sides_t *s) {
   return c->inplace ? s->send.base : s->recv.base;
 }
 
-static gmpi_status_t scatter_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
-                                   gmpi_request_t *request) {
+DROPIN_COLL_INLINE gmpi_status_t scatter_start(const coll_call_t *c, gmpi_comm_t twin,
+                                               const coll_sides_t *s, gmpi_request_t *request) {
   void *rb = scattering_recv(c, s);
   size_t block = c->is_root ? s->send.bcounts[0] : s->recv.bcounts[0];
   if (request) return gmpi_iscatter(s->send.base, rb, block, GMPI_BYTE, c->root, twin, request);
@@ -281,7 +281,7 @@ static const coll_kind_t scatterv = {scatterv_describe, scattering_prepare, scat
                                      scatterv_mpi, NULL};
 
 /* All to all (and its v-form): n blocks each way at every rank; in place, recvbuf holds both. */
-static void alltoall_describe(coll_call_t *c) {
+DROPIN_COLL_INLINE void alltoall_describe(coll_call_t *c) {
   c->n = dropin_size_of(c->comm);
   c->is_root = 1;
   c->inplace = c->send.buf == MPI_IN_PLACE;
@@ -309,7 +309,7 @@ static int alltoall_prepare(coll_call_t *c, coll_sides_t *s) {
   return dropin_side_pack_all(c->inplace ? &s->recv : &s->send);
 }
 
-static int alltoall_view(coll_call_t *c, coll_sides_t *s) {
+DROPIN_COLL_INLINE int alltoall_view(coll_call_t *c, coll_sides_t *s) {
   if (!dropin_side_view(&s->recv, c->recv.buf, c->recv.type, c->recv.count)) return 0;
   return c->inplace || dropin_side_view(&s->send, (void *)c->send.buf, c->send.type, c->send.count);
 }
@@ -319,8 +319,8 @@ static const dropin_side_t *alltoall_send(const coll_call_t *c, const coll_sides
   return c->inplace ? &s->recv : &s->send;
 }
 
-static gmpi_status_t alltoall_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
-                                    gmpi_request_t *request) {
+DROPIN_COLL_INLINE gmpi_status_t alltoall_start(const coll_call_t *c, gmpi_comm_t twin,
+                                                const coll_sides_t *s, gmpi_request_t *request) {
   const void *sb = alltoall_send(c, s)->base;
   size_t block = s->recv.bcounts[0];
   if (request) return gmpi_ialltoall(sb, s->recv.base, block, GMPI_BYTE, twin, request);

@@ -19,7 +19,7 @@ static int reducible(MPI_Datatype type, MPI_Op op, gmpi_dtype_t *d, gmpi_op_t *o
 }
 
 /* Every rank reduces count elements of one type (MPI_Allreduce, MPI_Reduce). */
-static void reduction_describe(coll_call_t *c) {
+DROPIN_COLL_INLINE void reduction_describe(coll_call_t *c) {
   c->send_used = c->send.buf;
   c->recv_used = c->recv.buf;
   c->send_span = c->recv_span = c->recv.count;
@@ -27,8 +27,8 @@ static void reduction_describe(coll_call_t *c) {
   c->native = c->recv.count >= 0 && reducible(c->recv.type, c->op, &c->dtype, &c->gop);
 }
 
-static gmpi_status_t allreduce_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
-                                     gmpi_request_t *request) {
+DROPIN_COLL_INLINE gmpi_status_t allreduce_start(const coll_call_t *c, gmpi_comm_t twin,
+                                                 const coll_sides_t *s, gmpi_request_t *request) {
   (void)s;
   const void *sb = in_place(c->send.buf, c->recv.buf);
   size_t count = (size_t)c->recv.count;
@@ -46,14 +46,14 @@ static const coll_kind_t allreduce = {reduction_describe, NULL, allreduce_start,
                                       NULL};
 
 /* The receive buffer counts at the root only. */
-static void reduce_describe(coll_call_t *c) {
+DROPIN_COLL_INLINE void reduce_describe(coll_call_t *c) {
   c->is_root = dropin_rank_of(c->comm) == c->root;
   reduction_describe(c);
   c->recv_used = c->is_root ? c->recv.buf : NULL;
 }
 
-static gmpi_status_t reduce_start(const coll_call_t *c, gmpi_comm_t twin, const coll_sides_t *s,
-                                  gmpi_request_t *request) {
+DROPIN_COLL_INLINE gmpi_status_t reduce_start(const coll_call_t *c, gmpi_comm_t twin,
+                                              const coll_sides_t *s, gmpi_request_t *request) {
   (void)s;
   const void *sb = in_place(c->send.buf, c->recv_used);
   size_t count = (size_t)c->recv.count;
