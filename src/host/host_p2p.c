@@ -144,20 +144,23 @@ static void release(gmpi_request_t req) {
   req->be = NULL;
 }
 
+/* The bytes a receive posted as `type` got: 0 when it failed or MPI cannot say. */
+static size_t received_bytes(const MPI_Status *s, int rc, MPI_Datatype type) {
+  size_t bytes = 0;
+  MPI_Count elements = 0;
+  if (rc != MPI_SUCCESS || type == MPI_DATATYPE_NULL) return 0;
+  if (type == MPI_BYTE && gmpi_mpi_status_bytes(s, &bytes)) return bytes; /* the common case */
+  if (PMPI_Get_elements_x(s, type, &elements) != MPI_SUCCESS) return 0;
+  return (size_t)elements; /* bytes: every type is of bytes */
+}
+
 void gmpi_host_recv_end(int full, const MPI_Status *s, int rc, MPI_Datatype type,
                         host_recv_end_t *end) {
   int cls = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
-  size_t bytes = 0;
-  MPI_Count elements = 0;
-  if (rc == MPI_SUCCESS && type == MPI_BYTE && gmpi_mpi_status_bytes(s, &bytes))
-    ; /* the common case, and the cheaper query */
-  else if (rc == MPI_SUCCESS && type != MPI_DATATYPE_NULL &&
-           PMPI_Get_elements_x(s, type, &elements) == MPI_SUCCESS)
-    bytes = (size_t)elements; /* bytes: every type is of bytes */
   *end = (host_recv_end_t){.source = s->MPI_SOURCE,
                            .tag = gmpi_host_user_tag(full, s->MPI_TAG),
-                           .bytes = bytes,
+                           .bytes = received_bytes(s, rc, type),
                            .truncated = cls == MPI_ERR_TRUNCATE,
                            .mpi_rc = cls == MPI_ERR_TRUNCATE ? MPI_SUCCESS : rc};
 }
