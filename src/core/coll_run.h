@@ -20,7 +20,8 @@
 #include "route.h"
 
 /* Inlined at every call, whatever the compiler's size heuristics say: the point is that each
- * public call gets its own copy, specialized for its kind. */
+ * public call (and an engine's case for one kind, host_coll.c) gets its own copy, specialized
+ * for its kind. */
 #define GMPI_COLL_INLINE static inline __attribute__((always_inline))
 
 /* Is this rank's part of a validated collective in place (the forms in gmpi.h)? Out of line

@@ -25,7 +25,8 @@ typedef enum { INTERPOSE_OFF = 0, INTERPOSE_DEVICE, INTERPOSE_ALL } dropin_mode_
  * MPI_BYTE, bytes) and MPI_Status_set_cancelled would. Open MPI 4 and 5 keep both in the status
  * itself (_ucount: bytes; _cancelled), and the layer is built against the mpi.h of the MPI it
  * runs on, so it stores them there: the two calls, with their argument checks, were about a
- * sixth of a small receive's cost in the layer. Any other MPI gets the calls. */
+ * sixth of a small receive's cost in the layer. Any other MPI gets the calls. status is a
+ * real one: callers handle MPI_STATUS_IGNORE, which Open MPI's calls would skip. */
 static inline void dropin_status_set_count(MPI_Status *status, size_t bytes, int cancelled) {
 #if defined(OPEN_MPI) && OPEN_MPI && defined(OMPI_MAJOR_VERSION) &&                                \
     (OMPI_MAJOR_VERSION == 4 || OMPI_MAJOR_VERSION == 5)

@@ -150,8 +150,8 @@ static size_t received_bytes(const MPI_Status *s, int rc, MPI_Datatype type) {
   MPI_Count elements = 0;
   if (rc != MPI_SUCCESS || type == MPI_DATATYPE_NULL) return 0;
   if (type == MPI_BYTE && gmpi_mpi_status_bytes(s, &bytes)) return bytes; /* the common case */
-  if (PMPI_Get_elements_x(s, type, &elements) != MPI_SUCCESS) return 0;
-  return (size_t)elements; /* bytes: every type is of bytes */
+  if (PMPI_Get_elements_x(s, type, &elements) != MPI_SUCCESS || elements < 0) return 0;
+  return (size_t)elements; /* bytes: every type is of bytes (< 0: MPI_UNDEFINED) */
 }
 
 void gmpi_host_recv_end(int full, const MPI_Status *s, int rc, MPI_Datatype type,
