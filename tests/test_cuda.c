@@ -78,6 +78,38 @@ static void budget(void) {
   if (rank == 0) printf("memory: library %zu bytes (gmpi + NCCL), user %zu bytes\n", lib1, user1);
 }
 
+/* gmpi_mem_is_device on every kind of memory a program passes: the host kinds whether or not
+ * the process's layout vouches for them (stack, small and large malloc, static data, pinned
+ * host memory) and device memory (cudaMalloc, managed memory, counted as device). */
+static int is_device(const void *p) {
+  int dev = -1;
+  T_OK(gmpi_mem_is_device(comm, p, &dev));
+  return dev;
+}
+
+static double static_buffer[4];
+
+static void kinds(void) {
+  double stack[4] = {0};
+  void *small = malloc(64), *large = malloc(16 << 20), *pinned = NULL, *managed = NULL;
+  T_EQ_INT(is_device(stack), 0);
+  T_EQ_INT(is_device(small), 0);
+  T_EQ_INT(is_device(large), 0);
+  T_EQ_INT(is_device(static_buffer), 0);
+  T_EQ_INT(cudaMallocHost(&pinned, 4096), cudaSuccess);
+  T_EQ_INT(is_device(pinned), 0);
+  void *d = t_alloc(4096);
+  T_EQ_INT(is_device(d), 1);
+  T_EQ_INT(is_device((char *)d + 4000), 1);
+  T_EQ_INT(cudaMallocManaged(&managed, 4096, cudaMemAttachGlobal), cudaSuccess);
+  T_EQ_INT(is_device(managed), 1);
+  cudaFree(managed);
+  t_free(d);
+  cudaFreeHost(pinned);
+  free(small);
+  free(large);
+}
+
 /* Host buffers take MPI, device buffers NCCL, on the same comm; a mix is refused. */
 static void mixing(void) {
   double hin[3] = {1, 2, rank}, hout[3], dgot[3];
@@ -367,6 +399,7 @@ int main(int argc, char **argv) {
   STEP(binding);
   STEP(interop);
   STEP(budget);
+  STEP(kinds);
   STEP(mixing);
   STEP(other_device);
   STEP(stream_ordered);
