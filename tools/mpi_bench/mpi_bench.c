@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* mpi_bench: a plain MPI benchmark (ping-pong and small collectives: allreduce, bcast, reduce,
- * allgather, alltoall) over host, device or staged buffers.
+/* mpi_bench: a plain MPI benchmark (ping-pong, small collectives: allreduce, bcast, reduce,
+ * allgather, alltoall; and a Jacobi solver's halo step) over host, device or staged buffers.
  *
  * It uses only <mpi.h>, libc and (with MPI_BENCH_CUDA) the CUDA runtime, so that the same binary
  * can be run as is and under LD_PRELOAD=libgmpi_mpi.so (scripts/dropin-bench compares the two).
@@ -42,6 +42,7 @@ enum {
   TEST_REDUCE,
   TEST_ALLGATHER,
   TEST_ALLTOALL,
+  TEST_HALO,
   N_TESTS
 };
 #define TEST_BIT(t) (1 << (t))
@@ -53,6 +54,7 @@ enum {
 #define EXIT_SKIP    77
 #define PINGPONG_TAG 17
 #define CHECK_TAG    18
+#define HALO_TAG     19
 
 static const char *mem_names[] = {"host", "device", "staged"};
 
@@ -81,8 +83,8 @@ static void say0(FILE *f, const char *fmt, ...) {
 static void usage(FILE *f) {
   say0(f,
        "usage: mpiexec -n N mpi_bench [options]\n"
-       "  -t, --test LIST        pingpong, allreduce, bcast, reduce, allgather, alltoall, all\n"
-       "                         (comma separated; default pingpong,allreduce)\n"
+       "  -t, --test LIST        pingpong, allreduce, bcast, reduce, allgather, alltoall, halo,\n"
+       "                         all (comma separated; default pingpong,allreduce)\n"
        "  -b, --min BYTES        smallest size (default 8); suffixes K, M, G (powers of 1024)\n"
        "  -e, --max BYTES        largest size (default 4M); the sweep is MIN, MIN*F, MIN*F^2, ...\n"
        "                         and MAX itself when the steps miss it\n"
@@ -102,9 +104,11 @@ static void usage(FILE *f) {
        "  -h, --help             this text\n"
        "Rows: bytes median_us min_us max_us, then GB/s (ping-pong: bytes / one-way time) or\n"
        "busbw GB/s as nccl-tests (allreduce: bytes/time * 2(n-1)/n; bcast, reduce: bytes/time;\n"
-       "allgather, alltoall: bytes/time * (n-1), bytes being one rank's block). Ping-pong runs on\n"
-       "ranks 0 and 1 (others wait); allreduce and reduce (to rank 0) sum floats; bcast sends\n"
-       "bytes from rank 0; allgather and alltoall move a block of bytes per rank.\n"
+       "allgather, alltoall: bytes/time * (n-1), bytes being one rank's block; halo: bytes/time).\n"
+       "Ping-pong runs on ranks 0 and 1 (others wait); allreduce and reduce (to rank 0) sum\n"
+       "floats; bcast sends bytes from rank 0; allgather and alltoall move a block of bytes per\n"
+       "rank; halo is one step of a Jacobi solver cut into rows: bytes to and from each\n"
+       "neighbour rank (MPI_Sendrecv), then a residual's MPI_Allreduce of one host double.\n"
        "Exit: 0 ok, 1 wrong result, 2 bad option, 77 memory kind unavailable here.\n");
 }
 
@@ -156,12 +160,12 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
   return 0;
 }
 
-static const char *const test_names[N_TESTS] = {"pingpong", "allreduce", "bcast",
-                                                "reduce",   "allgather", "alltoall"};
+static const char *const test_names[N_TESTS] = {"pingpong",  "allreduce", "bcast", "reduce",
+                                                "allgather", "alltoall",  "halo"};
 
 static int parse_tests(const char *opt, const char *s, int *out) {
-  const char *expect = "expected pingpong, allreduce, bcast, reduce, allgather, alltoall or all, "
-                       "comma separated";
+  const char *expect = "expected pingpong, allreduce, bcast, reduce, allgather, alltoall, halo "
+                       "or all, comma separated";
   int tests = 0;
   const char *p = s;
   while (*p) {
@@ -404,6 +408,8 @@ static void to_device(void *d, const void *h, size_t bytes) {
 #endif
 }
 
+static double halo_residual; /* the last halo step's sum */
+
 static void device_sync(int memory) {
 #ifdef MPI_BENCH_CUDA
   if (memory != MEM_HOST) CK(cudaDeviceSynchronize());
@@ -507,6 +513,28 @@ static void allgather_once(const buffers_t *b, size_t bytes, int memory) {
 static void alltoall_once(const buffers_t *b, size_t bytes, int memory) {
   blocks_once(b, bytes, memory, 1);
 }
+/* One step of a Jacobi solver's communication, its grid cut into rows across ranks: this rank's
+ * edge row of bytes to each neighbour and theirs back (MPI_Sendrecv down, then up; none past the
+ * ends), then the residual, one host double, summed over every rank. The halos arrive in two
+ * blocks of recv: from the rank above, then (two ranks or more) from the rank below. */
+static void halo_once(const buffers_t *b, size_t bytes, int memory) {
+  int up = world_rank > 0 ? world_rank - 1 : MPI_PROC_NULL;
+  int down = world_rank + 1 < world_size ? world_rank + 1 : MPI_PROC_NULL;
+  int n = (int)bytes;
+  size_t span = world_size > 1 ? 2 * bytes : bytes;
+  char *s = memory == MEM_DEVICE ? b->send_dev : b->send_host;
+  char *r = memory == MEM_DEVICE ? b->recv_dev : b->recv_host;
+  if (memory == MEM_STAGED) to_host(b->send_host, b->send_dev, bytes);
+  MPI_Sendrecv(s, n, MPI_BYTE, down, HALO_TAG, r, n, MPI_BYTE, up, HALO_TAG, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  MPI_Sendrecv(s, n, MPI_BYTE, up, HALO_TAG, r + span - bytes, n, MPI_BYTE, down, HALO_TAG,
+               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  if (memory == MEM_STAGED) to_device(b->recv_dev, b->recv_host, span);
+  double mine = world_rank + 1, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  halo_residual = all;
+}
+
 static void pingpong_timed(const buffers_t *b, size_t bytes, int memory) {
   pingpong_once(b, bytes, memory, PINGPONG_TAG);
 }
@@ -660,6 +688,42 @@ static int check_alltoall(const buffers_t *b, size_t bytes, int memory) {
   return check_blocks(b, bytes, memory, 1);
 }
 
+/* One halo step of known rows: each neighbour's row where it belongs, untouched blocks where
+ * there is none, and the residual's sum. */
+static int check_halo(const buffers_t *b, size_t bytes, int memory) {
+  size_t span = world_size > 1 ? 2 * bytes : bytes;
+  for (size_t i = 0; i < bytes; i++)
+    ((unsigned char *)b->send_host)[i] = block_byte(world_rank, -2, i);
+  memset(b->recv_host, 0, span);
+  if (memory != MEM_HOST) to_device(b->recv_dev, b->recv_host, span);
+  set_send(b, bytes, memory);
+  halo_once(b, bytes, memory);
+  device_sync(memory);
+  get_recv(b, span, memory);
+  const unsigned char *got = b->recv_host;
+  int from[2] = {world_rank - 1, world_rank + 1 < world_size ? world_rank + 1 : -1};
+  for (int k = 0; k < (world_size > 1 ? 2 : 1); k++) {
+    for (size_t i = 0; i < bytes; i++) {
+      unsigned char want = from[k] >= 0 ? block_byte(from[k], -2, i) : 0;
+      if (got[(size_t)k * bytes + i] != want) {
+        fprintf(stderr,
+                "mpi_bench: rank %d: halo %zu bytes (%s): wrong byte %zu of the row from %s: "
+                "got %u, expected %u\n",
+                world_rank, bytes, mem_names[memory], i, k ? "below" : "above",
+                got[(size_t)k * bytes + i], want);
+        return 1;
+      }
+    }
+  }
+  double want = (double)world_size * (world_size + 1) / 2;
+  if (halo_residual != want) {
+    fprintf(stderr, "mpi_bench: rank %d: halo %zu bytes (%s): residual %g, expected %g\n",
+            world_rank, bytes, mem_names[memory], halo_residual, want);
+    return 1;
+  }
+  return 0;
+}
+
 /* What each test is. */
 typedef enum { BUS_ONE, BUS_ALLREDUCE, BUS_PEERS } bus_t;
 typedef struct {
@@ -678,6 +742,7 @@ static const test_t tests[N_TESTS] = {
     [TEST_REDUCE] = {reduce_once, check_reduce, 1, 0, 0, BUS_ONE},
     [TEST_ALLGATHER] = {allgather_once, check_allgather, 0, 1, 0, BUS_PEERS},
     [TEST_ALLTOALL] = {alltoall_once, check_alltoall, 0, 1, 0, BUS_PEERS},
+    [TEST_HALO] = {halo_once, check_halo, 0, 1, 0, BUS_ONE},
 };
 
 /* ---- timing ------------------------------------------------------------------------------ */
