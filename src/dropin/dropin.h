@@ -228,9 +228,15 @@ int dropin_side_unpack_all(dropin_side_t *s);
 
 /* ---- point to point (dropin_p2p.c) and persistent requests (dropin_persist.c) ---- */
 typedef enum { DROPIN_SEND_STANDARD, DROPIN_SEND_SYNC, DROPIN_SEND_BUFFERED } dropin_send_kind_t;
+/* The layer never calls its own exported MPI functions: a tool preloaded before it would see
+ * those calls as the program's, and a library never interposes on itself. What its functions
+ * need of one another is here, under the layer's own names. */
 /* A nonblocking send of kind through comm's twin (as MPI_Isend / MPI_Issend). */
 int dropin_isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                  int kind, MPI_Request *request);
+/* MPI_Irecv's work; func names the call in errors. */
+int dropin_irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                 MPI_Request *request, const char *func);
 /* Persistent handles live (0: the wait and test calls need no swap). */
 extern int dropin_persist_live;
 /* The array MPI should see: each persistent handle replaced by its started operation's request
@@ -290,6 +296,12 @@ void dropin_req_finalize(void);
 int dropin_polled(int rc, MPI_Request *request);
 /* The same with the request's status (a host receive or send that replaces a blocking call). */
 int dropin_polled_status(int rc, MPI_Request *request, MPI_Status *status);
+/* MPI_Request_free's, MPI_Cancel's, MPI_Wait's and MPI_Waitall's work (persistent handles
+ * included). */
+int dropin_request_free(MPI_Request *request);
+int dropin_cancel(MPI_Request *request);
+int dropin_wait(MPI_Request *request, MPI_Status *status);
+int dropin_waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
 /* 1 when no gmpi request of this process is live: a blocking MPI call cannot starve gmpi. */
 int dropin_quiet(void);
 /* Monotonic seconds, for the layer's own GMPI_TIMEOUT bounds. */

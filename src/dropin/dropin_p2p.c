@@ -181,7 +181,7 @@ static int post_send(gmpi_comm_t g, MPI_Comm comm, const void *buf, int count, M
   }
   /* Buffered: the program's request is complete at once (the data is copied); gmpi's send
    * finishes on its own, driven by later calls and MPI_Finalize. */
-  rc = MPI_Request_free(&h);
+  rc = dropin_request_free(&h);
   return rc == MPI_SUCCESS && request ? dropin_req_done(comm, request) : rc;
 }
 
@@ -603,39 +603,73 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                    PMPI_Irsend);
 }
 
-int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
-              MPI_Request *request) {
+int dropin_irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                 MPI_Request *request, const char *func) {
   gmpi_comm_t g = dropin_take_p2p(comm, buf);
-  if (g) return post_recv(g, comm, buf, count, type, source, tag, "MPI_Irecv", request);
-  if (untwinned_device(buf)) return refuse_untwinned(comm, "MPI_Irecv");
+  if (g) return post_recv(g, comm, buf, count, type, source, tag, func, request);
+  if (untwinned_device(buf)) return refuse_untwinned(comm, func);
   return PMPI_Irecv(buf, count, type, source, tag, comm, request);
 }
 
-/* A receive and a send, each routed by its own buffer (under per-kind matching the two may take
- * different engines), completed together. */
-int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
-                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
-                 MPI_Comm comm, MPI_Status *status) {
-  if (!dropin.active)
-    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
-                         source, recvtag, comm, status);
-  if (!dropin_twin(comm))
-    return staged_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
-                           recvtype, source, recvtag, comm, status);
+int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+              MPI_Request *request) {
+  return dropin_irecv(buf, count, type, source, tag, comm, request, "MPI_Irecv");
+}
+
+/* Both messages through gmpi in one call (gmpi_sendrecv: no request where its engine exchanges
+ * at once), each as bytes -- a contiguous type where it lies, any other packed, and unpacked
+ * once the message is in -- as gmpi_send_blocking and gmpi_recv_blocking move them. */
+static int gmpi_sendrecv_blocking(gmpi_comm_t g, MPI_Comm comm, const void *sendbuf, int sendcount,
+                                  MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                                  int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                                  MPI_Status *status, const char *func) {
+  dropin_req_t out, in; /* what send_bytes and recv_bytes set, nothing else (they are large) */
+  out.comm = in.comm = comm;
+  out.owned = in.owned = NULL;
+  in.after = NULL;
+  const void *sent = NULL;
+  void *landing = NULL;
+  size_t send_len = 0, recv_len = 0;
+  int rc = send_bytes(&out, sendbuf, sendcount, sendtype, 0, func, &sent, &send_len);
+  if (rc == MPI_SUCCESS)
+    rc = recv_bytes(&in, recvbuf, recvcount, recvtype, func, &landing, &recv_len);
+  if (rc == MPI_SUCCESS) {
+    gmpi_msg_status_t gs = {0};
+    gmpi_msg_status_t *want = status == MPI_STATUS_IGNORE && !in.after ? NULL : &gs;
+    gmpi_status_t st =
+        gmpi_sendrecv(sent, send_len, GMPI_BYTE, to_gmpi_rank(dest), sendtag, landing, recv_len,
+                      GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(recvtag), g, want);
+    if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
+    in.bytes = gs.count;
+    if (rc == MPI_SUCCESS && in.after) rc = in.after(&in);
+    if (rc == MPI_SUCCESS) fill_status(status, &gs);
+  }
+  free(out.owned);
+  free(in.owned);
+  return rc;
+}
+
+/* The two messages routed apart (per-kind matching: one in gmpi, one in MPI, or both in MPI
+ * while gmpi requests are live): a receive and a send, completed together. */
+static int sendrecv_requests(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                             int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                             int source, int recvtag, MPI_Comm comm, MPI_Status *status,
+                             const char *func) {
   MPI_Request req[2];
-  int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &req[0]);
+  int rc = dropin_irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &req[0], func);
   if (rc != MPI_SUCCESS) return rc;
-  rc = MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &req[1]);
+  rc = isend_any(sendbuf, sendcount, sendtype, dest, sendtag, comm, &req[1], DROPIN_SEND_STANDARD,
+                 func, PMPI_Isend);
   if (rc != MPI_SUCCESS) {
     /* The call fails: its receive must not stay posted, or it would take a later message into
      * a buffer the program owns again. Taken back when no message matched it yet (what Open
      * MPI's argument checks give: nothing received); one that did match completes here. */
-    MPI_Cancel(&req[0]);
-    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    dropin_cancel(&req[0]);
+    dropin_wait(&req[0], MPI_STATUS_IGNORE);
     return rc;
   }
   MPI_Status st[2];
-  rc = MPI_Waitall(2, req, st);
+  rc = dropin_waitall(2, req, st);
   if (status != MPI_STATUS_IGNORE) { /* MPI_ERROR stays: MPI_Sendrecv does not set it */
     int error = status->MPI_ERROR;
     *status = st[0];
@@ -643,6 +677,32 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
   }
   if (rc != MPI_ERR_IN_STATUS) return rc;
   return st[0].MPI_ERROR != MPI_SUCCESS ? st[0].MPI_ERROR : st[1].MPI_ERROR;
+}
+
+/* Each message routed by its own buffer: one gmpi call when both take the same twin. */
+static int sendrecv_any(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                        int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                        int source, int recvtag, MPI_Comm comm, MPI_Status *status,
+                        const char *func) {
+  if (!dropin.active)
+    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                         source, recvtag, comm, status);
+  gmpi_comm_t g = dropin_take_p2p(comm, sendbuf);
+  if (g && g == dropin_take_p2p(comm, recvbuf))
+    return gmpi_sendrecv_blocking(g, comm, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                                  recvcount, recvtype, source, recvtag, status, func);
+  if (!dropin_twin(comm))
+    return staged_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                           recvtype, source, recvtag, comm, status);
+  return sendrecv_requests(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                           recvtype, source, recvtag, comm, status, func);
+}
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status *status) {
+  return sendrecv_any(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                      source, recvtag, comm, status, "MPI_Sendrecv");
 }
 
 /* The message lands in a host copy first: the send reads buf until it completes. */
@@ -667,8 +727,8 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int 
   MPI_Status st;
   int rc = s == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Sendrecv_replace", s);
   if (rc == MPI_SUCCESS)
-    rc = MPI_Sendrecv(buf, count, type, dest, sendtag, copy - tlb, count, type, source, recvtag,
-                      comm, &st);
+    rc = sendrecv_any(buf, count, type, dest, sendtag, copy - tlb, count, type, source, recvtag,
+                      comm, &st, "MPI_Sendrecv_replace");
   if (rc == MPI_SUCCESS && span) {
     s = gmpi_mem_copy(g, (char *)buf + tlb, copy, span);
     if (s != GMPI_SUCCESS) rc = dropin_fail(comm, "MPI_Sendrecv_replace", s);

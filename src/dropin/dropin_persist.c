@@ -92,19 +92,21 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag, 
   return make(0, 0, buf, count, type, source, tag, comm, request);
 }
 
-int MPI_Start(MPI_Request *request) {
+static int start_one(MPI_Request *request) {
   persist_t *p = request && dropin_persist_live ? find(*request) : NULL;
   if (!p) return PMPI_Start(request);
   if (p->active != MPI_REQUEST_NULL) return MPI_ERR_REQUEST; /* started twice */
-  return p->is_send
-             ? dropin_isend(p->buf, p->count, p->type, p->peer, p->tag, p->comm, p->kind,
-                            &p->active)
-             : MPI_Irecv((void *)p->buf, p->count, p->type, p->peer, p->tag, p->comm, &p->active);
+  return p->is_send ? dropin_isend(p->buf, p->count, p->type, p->peer, p->tag, p->comm, p->kind,
+                                   &p->active)
+                    : dropin_irecv((void *)p->buf, p->count, p->type, p->peer, p->tag, p->comm,
+                                   &p->active, "MPI_Start (a persistent receive)");
 }
+
+int MPI_Start(MPI_Request *request) { return start_one(request); }
 
 int MPI_Startall(int count, MPI_Request requests[]) {
   for (int i = 0; i < count; i++) {
-    int rc = MPI_Start(&requests[i]);
+    int rc = start_one(&requests[i]);
     if (rc != MPI_SUCCESS) return rc;
   }
   return MPI_SUCCESS;
@@ -139,7 +141,7 @@ void dropin_persist_unswap(int n, MPI_Request reqs[], MPI_Request *tmp) {
 int dropin_persist_free(MPI_Request *request) {
   persist_t *p = dropin_persist_live ? find(*request) : NULL;
   if (!p) return 0;
-  if (p->active != MPI_REQUEST_NULL) MPI_Request_free(&p->active); /* finishes on its own */
+  if (p->active != MPI_REQUEST_NULL) dropin_request_free(&p->active); /* finishes on its own */
   for (persist_t **l = &all; *l; l = &(*l)->next) {
     if (*l == p) {
       *l = p->next;

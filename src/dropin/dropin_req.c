@@ -345,7 +345,9 @@ static int cancel_gmpi(dropin_req_t *r) {
   return MPI_SUCCESS;
 }
 
-int MPI_Cancel(MPI_Request *request) {
+int MPI_Cancel(MPI_Request *request) { return dropin_cancel(request); }
+
+int dropin_cancel(MPI_Request *request) {
   MPI_Request *use = dropin_persist_swap(1, request);
   dropin_req_t *r = !quiet() && use ? find(*use) : NULL;
   int rc = r && !r->complete && r->inner == MPI_REQUEST_NULL ? cancel_gmpi(r) : PMPI_Cancel(use);
@@ -422,7 +424,9 @@ static int waitsome_impl(int incount, MPI_Request requests[], int *outcount, int
   }
 }
 
-int MPI_Request_free(MPI_Request *request) {
+int MPI_Request_free(MPI_Request *request) { return dropin_request_free(request); }
+
+int dropin_request_free(MPI_Request *request) {
   if (request && dropin_persist_free(request)) return MPI_SUCCESS;
   dropin_req_t *r = !quiet() && request ? find(*request) : NULL;
   if (!r || r->complete) return PMPI_Request_free(request);
@@ -451,7 +455,9 @@ void dropin_req_finalize(void) {
 
 /* ---- the wait and test calls: persistent handles swapped for what they started -------------- */
 
-int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+int MPI_Wait(MPI_Request *request, MPI_Status *status) { return dropin_wait(request, status); }
+
+int dropin_wait(MPI_Request *request, MPI_Status *status) {
   MPI_Request *use = dropin_persist_swap(1, request);
   int rc = wait_impl(use, status);
   dropin_persist_unswap(1, request, use);
@@ -466,6 +472,10 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  return dropin_waitall(count, requests, statuses);
+}
+
+int dropin_waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   MPI_Request *use = dropin_persist_swap(count, requests);
   int rc = waitall_impl(count, use, statuses);
   dropin_persist_unswap(count, requests, use);
