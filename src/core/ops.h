@@ -76,8 +76,9 @@ gmpi_status_t gmpi_coll_start(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmpi_
 gmpi_status_t gmpi_p2p_probe(gmpi_comm_t comm, int source, int tag, int wait, int *flag,
                              gmpi_msg_status_t *status);
 /* gmpi_sendrecv as one exchange on one engine, with no request (engine.h p2p_exchange), when
- * it can be: not recording, not synchronous, a definite other rank on both sides, both buffers
- * on one engine that can. *ran 0: nothing was done (but validation), post two requests. */
+ * it can be: not recording, not synchronous, a definite other rank on each side that is not
+ * GMPI_PROC_NULL (such a side is left out, one side at least remaining), the buffers on one
+ * engine that can. *ran 0: nothing was done (but validation), post two requests. */
 gmpi_status_t gmpi_p2p_exchange(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                                 const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status, int *ran);
 /* A blocking send or receive (a->dir) as a one-sided exchange (engine.h p2p_exchange), when it

@@ -98,17 +98,32 @@ gmpi_status_t gmpi_p2p_probe(gmpi_comm_t comm, int source, int tag, int wait, in
 /* Self messages and wildcard sources are matched with gmpi's own queues: never an exchange. */
 static int other_rank(gmpi_comm_t comm, int peer) { return peer >= 0 && peer != comm->rank; }
 
+/* "rank N", or GMPI_PROC_NULL's name, into buf. */
+static const char *peer_text(int peer, char *buf, size_t cap) {
+  if (peer == GMPI_PROC_NULL) return "GMPI_PROC_NULL";
+  snprintf(buf, cap, "rank %d", peer);
+  return buf;
+}
+
 static gmpi_status_t exchange_expired(gmpi_comm_t comm, uint64_t seq, const gmpi_p2p_args_t *send,
                                       const gmpi_p2p_args_t *recv) {
+  char to[24], from[24];
   gmpi_comm_fail(comm, GMPI_ERR_TIMEOUT);
   gmpi_flight_end(&comm->flight, seq, GMPI_ERR_TIMEOUT);
   gmpi_flight_dump(&comm->flight, "timeout");
   return gmpi_error(GMPI_ERR_TIMEOUT,
-                    "sendrecv to rank %d (tag %d, %zu elements) and from rank %d (tag %d, %zu "
-                    "elements) did not complete within GMPI_TIMEOUT = %g s; the communicator is "
-                    "now failed",
-                    send->peer, send->tag, send->count, recv->peer, recv->tag, recv->count,
+                    "sendrecv to %s (tag %d, %zu elements) and from %s (tag %d, %zu elements) did "
+                    "not complete within GMPI_TIMEOUT = %g s; the communicator is now failed",
+                    peer_text(send->peer, to, sizeof(to)), send->tag, send->count,
+                    peer_text(recv->peer, from, sizeof(from)), recv->tag, recv->count,
                     comm->cfg.timeout_s);
+}
+
+/* A half with GMPI_PROC_NULL moves nothing (MPI's rule): the other half runs alone, as a
+ * blocking send or receive would, and a receive from GMPI_PROC_NULL reads as an empty message
+ * from it (a halo exchange's edge ranks, every step). */
+static const gmpi_p2p_args_t *moving_half(const gmpi_p2p_args_t *a) {
+  return a->peer == GMPI_PROC_NULL ? NULL : a;
 }
 
 gmpi_status_t gmpi_p2p_exchange(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
@@ -116,17 +131,26 @@ gmpi_status_t gmpi_p2p_exchange(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
   *ran = 0;
   GMPI_CHECK(validate(comm, send, &send_half)); /* errors say which half */
   GMPI_CHECK(validate(comm, recv, &recv_half));
-  if (comm->rec || send->sync || !other_rank(comm, send->peer) || !other_rank(comm, recv->peer))
+  const gmpi_p2p_args_t *s = moving_half(send), *r = moving_half(recv);
+  if (comm->rec || send->sync || (!s && !r) || (s && !other_rank(comm, s->peer)) ||
+      (r && !other_rank(comm, r->peer)))
     return GMPI_SUCCESS;
   const gmpi_engine_t *engine = NULL;
-  GMPI_CHECK(gmpi_route_p2p_pair(comm, send, recv, &engine));
+  if (s && r)
+    GMPI_CHECK(gmpi_route_p2p_pair(comm, s, r, &engine));
+  else
+    GMPI_CHECK(gmpi_route_p2p_buf(comm, (s ? s : r)->buf, &engine));
   if (!engine || !engine->p2p->exchange) return GMPI_SUCCESS;
   *ran = 1;
   comm->p2p_started = 1;
-  uint64_t seq = gmpi_flight_start(&comm->flight, "sendrecv", recv->count, recv->peer, recv->tag);
-  gmpi_status_t st = engine->p2p->exchange(engine->p2p_state, comm, send, recv, status);
+  const gmpi_p2p_args_t *named = r ? r : s;
+  uint64_t seq =
+      gmpi_flight_start(&comm->flight, "sendrecv", named->count, named->peer, named->tag);
+  gmpi_status_t st = engine->p2p->exchange(engine->p2p_state, comm, s, r, status);
   if (st == GMPI_ERR_TIMEOUT) return exchange_expired(comm, seq, send, recv);
   gmpi_flight_end(&comm->flight, seq, st);
+  if (st == GMPI_SUCCESS && !r && status)
+    *status = (gmpi_msg_status_t){GMPI_PROC_NULL, GMPI_ANY_TAG, 0};
   return st;
 }
 

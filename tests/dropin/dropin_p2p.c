@@ -4,7 +4,7 @@
  * tag matching out of order; MPI_ANY_SOURCE / MPI_ANY_TAG with the status filled in;
  * non-overtaking between a large and a small message; MPI_Get_count; Sendrecv and
  * Sendrecv_replace in a ring; Probe / Iprobe sized receives; receives longer than the message;
- * messages to self; MPI_PROC_NULL; empty messages.
+ * messages to self; MPI_PROC_NULL (alone and at a chain's ends); empty messages.
  * Every exchange is legal MPI: a blocking send only ever waits for a receive that is already
  * posted or is about to be posted by a partner that does not wait on us. Runs at any size,
  * 1 included (the ring is then a rank talking to itself). In DROPIN_MEMORY=mixed even ranks
@@ -287,6 +287,33 @@ static void test_sendrecv_ring(elem_t e, size_t n) {
   mem_free(rbuf);
 }
 
+/* A halo exchange down a chain of ranks, no wrap-around: MPI_Sendrecv to the rank below from
+ * the one above, then back up, MPI_PROC_NULL past either end. Each rank gets its neighbours'
+ * messages; an end's receive from MPI_PROC_NULL gets an empty status and leaves its buffer
+ * alone. */
+static void test_sendrecv_chain(elem_t e, size_t n) {
+  int tag = 70, me = d_rank(), last = d_size() - 1;
+  int up = me > 0 ? me - 1 : MPI_PROC_NULL, down = me < last ? me + 1 : MPI_PROC_NULL;
+  void *sbuf = make_msg(e, n, n, me, tag);
+  void *rbuf = mem_alloc(n * e.esize);
+  MPI_Status st;
+  for (int way = 0; way < 2; way++) {
+    int to = way ? up : down, from = way ? down : up;
+    mem_set(rbuf, 0x33, n * e.esize);
+    D_MPI(MPI_Sendrecv(sbuf, (int)n, e.dt, to, tag, rbuf, (int)n, e.dt, from, tag, MPI_COMM_WORLD,
+                       &st));
+    if (from == MPI_PROC_NULL) {
+      expect_status(&st, e, MPI_PROC_NULL, MPI_ANY_TAG, 0);
+      expect_untouched("sendrecv from MPI_PROC_NULL", rbuf, 0, n * e.esize, 0x33);
+    } else {
+      expect_status(&st, e, from, tag, n);
+      expect_msg(way ? "sendrecv up the chain" : "sendrecv down the chain", e, rbuf, n, from, tag);
+    }
+  }
+  mem_free(sbuf);
+  mem_free(rbuf);
+}
+
 /* Each rank sends a message whose length only the sender knows; the receiver learns it from
  * MPI_Probe (or an MPI_Iprobe loop), allocates exactly that, and receives. */
 static void test_probe(elem_t e, int large, int use_iprobe) {
@@ -383,6 +410,7 @@ static void run_all(elem_t e) {
     STEP(test_any_source_any_tag(e, n));
     STEP(test_one_wildcard(e, n));
     STEP(test_sendrecv_ring(e, n));
+    STEP(test_sendrecv_chain(e, n));
     STEP(test_self(e, n));
     STEP(test_probe(e, s, 0));
     STEP(test_probe(e, s, 1));
