@@ -4,9 +4,11 @@
  * break. A driver maps device and managed memory with mmap, never on a thread's stack or
  * inside the break's heap, so a pointer there is host memory whatever any driver would say.
  * Everything else (mmap'd blocks, other threads' stacks, static data) is left to the backend's
- * classification. It is for the small host buffers MPI programs pass call after call (a
- * residual's sum on the stack, a small malloc'd array): asking the driver costs about 0.1 us a
- * pointer (docs/gpu-results.md), more than a small MPI call. */
+ * classification. Assumed: a thread's stack is ordinary host memory (a program that hands
+ * pthread_attr_setstack managed or device memory breaks it; none is known). It is for the small
+ * host buffers MPI programs pass call after call (a residual's sum on the stack, a small malloc'd
+ * array): asking the driver costs about 0.1 us a pointer (docs/gpu-results.md), more than a small
+ * MPI call. */
 #ifndef GMPI_CORE_HOSTMEM_H
 #define GMPI_CORE_HOSTMEM_H
 
