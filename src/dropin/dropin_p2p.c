@@ -221,13 +221,19 @@ static int post_recv(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Dat
 
 /* ---- blocking calls through gmpi ------------------------------------------------------------ */
 
+/* A blocking call's packed copy, freed once gmpi is done with it. After GMPI_ERR_TIMEOUT MPI
+ * may still read or write it (docs/reliability.md: what a timeout gives up keeps its buffers),
+ * so it is kept: a failed comm's small leak, never MPI touching freed memory. */
+static void free_owned(void *owned, gmpi_status_t st) {
+  if (st != GMPI_ERR_TIMEOUT) free(owned);
+}
+
 /* gmpi's blocking send of bytes bytes at data; an MPI code. */
 static int send_data(gmpi_comm_t g, MPI_Comm comm, const void *data, size_t bytes, int dest,
-                     int tag, dropin_send_kind_t kind, const char *func) {
-  gmpi_status_t st = kind == DROPIN_SEND_SYNC
-                         ? gmpi_ssend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g)
-                         : gmpi_send(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g);
-  return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
+                     int tag, dropin_send_kind_t kind, const char *func, gmpi_status_t *st) {
+  *st = kind == DROPIN_SEND_SYNC ? gmpi_ssend(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g)
+                                 : gmpi_send(data, bytes, GMPI_BYTE, to_gmpi_rank(dest), tag, g);
+  return *st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, *st);
 }
 
 /* A derived type's blocking send: packed into a copy of the layer's, then sent. Its
@@ -241,9 +247,10 @@ static int send_blocking_packed(gmpi_comm_t g, MPI_Comm comm, const void *buf, i
   local.owned = NULL;
   const void *data = NULL;
   size_t bytes = 0;
+  gmpi_status_t st = GMPI_SUCCESS;
   int rc = send_packed(&local, buf, count, type, func, &data, &bytes);
-  if (rc == MPI_SUCCESS) rc = send_data(g, comm, data, bytes, dest, tag, kind, func);
-  free(local.owned);
+  if (rc == MPI_SUCCESS) rc = send_data(g, comm, data, bytes, dest, tag, kind, func, &st);
+  free_owned(local.owned, st);
   return rc;
 }
 
@@ -256,7 +263,8 @@ static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int
   int rc = contiguous_size(comm, func, count, type, &size);
   if (rc != MPI_SUCCESS) return rc;
   if (!size) return send_blocking_packed(g, comm, buf, count, type, dest, tag, kind, func);
-  return send_data(g, comm, buf, (size_t)count * size, dest, tag, kind, func);
+  gmpi_status_t st;
+  return send_data(g, comm, buf, (size_t)count * size, dest, tag, kind, func, &st);
 }
 
 static int gmpi_recv_blocking(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Datatype type,
@@ -267,19 +275,19 @@ static int gmpi_recv_blocking(gmpi_comm_t g, MPI_Comm comm, void *buf, int count
   local.after = NULL;
   void *data = NULL;
   size_t bytes = 0;
+  gmpi_status_t st = GMPI_SUCCESS;
   int rc = recv_bytes(&local, buf, count, type, func, &data, &bytes);
   if (rc == MPI_SUCCESS) {
     gmpi_msg_status_t gs = {0};
     /* no status asked for: gmpi need not ask MPI the message's length */
     gmpi_msg_status_t *want = status == MPI_STATUS_IGNORE && !local.after ? NULL : &gs;
-    gmpi_status_t st =
-        gmpi_recv(data, bytes, GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(tag), g, want);
+    st = gmpi_recv(data, bytes, GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(tag), g, want);
     if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
     local.bytes = gs.count;
     if (rc == MPI_SUCCESS && local.after) rc = local.after(&local);
     if (rc == MPI_SUCCESS) fill_status(status, &gs);
   }
-  if (local.owned) free(local.owned); /* a receiver's latency: most receives own nothing */
+  if (local.owned) free_owned(local.owned, st); /* a receiver's latency: most own nothing */
   return rc;
 }
 
@@ -630,22 +638,22 @@ static int gmpi_sendrecv_blocking(gmpi_comm_t g, MPI_Comm comm, const void *send
   const void *sent = NULL;
   void *landing = NULL;
   size_t send_len = 0, recv_len = 0;
+  gmpi_status_t st = GMPI_SUCCESS;
   int rc = send_bytes(&out, sendbuf, sendcount, sendtype, 0, func, &sent, &send_len);
   if (rc == MPI_SUCCESS)
     rc = recv_bytes(&in, recvbuf, recvcount, recvtype, func, &landing, &recv_len);
   if (rc == MPI_SUCCESS) {
     gmpi_msg_status_t gs = {0};
     gmpi_msg_status_t *want = status == MPI_STATUS_IGNORE && !in.after ? NULL : &gs;
-    gmpi_status_t st =
-        gmpi_sendrecv(sent, send_len, GMPI_BYTE, to_gmpi_rank(dest), sendtag, landing, recv_len,
-                      GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(recvtag), g, want);
+    st = gmpi_sendrecv(sent, send_len, GMPI_BYTE, to_gmpi_rank(dest), sendtag, landing, recv_len,
+                       GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(recvtag), g, want);
     if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
     in.bytes = gs.count;
     if (rc == MPI_SUCCESS && in.after) rc = in.after(&in);
     if (rc == MPI_SUCCESS) fill_status(status, &gs);
   }
-  free(out.owned);
-  free(in.owned);
+  free_owned(out.owned, st);
+  free_owned(in.owned, st);
   return rc;
 }
 
@@ -724,18 +732,16 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int 
   gmpi_status_t s = device ? gmpi_mem_alloc(g, span ? span : 1, (void **)&copy)
                            : ((copy = malloc(span ? span : 1)) ? GMPI_SUCCESS : GMPI_ERR_NO_MEMORY);
   if (s == GMPI_SUCCESS && span) s = gmpi_mem_copy(g, copy, (char *)buf + tlb, span);
-  MPI_Status st;
   int rc = s == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Sendrecv_replace", s);
-  if (rc == MPI_SUCCESS)
+  if (rc == MPI_SUCCESS) /* status filled in place: its MPI_ERROR stays the program's */
     rc = sendrecv_any(buf, count, type, dest, sendtag, copy - tlb, count, type, source, recvtag,
-                      comm, &st, "MPI_Sendrecv_replace");
+                      comm, status, "MPI_Sendrecv_replace");
   if (rc == MPI_SUCCESS && span) {
     s = gmpi_mem_copy(g, (char *)buf + tlb, copy, span);
     if (s != GMPI_SUCCESS) rc = dropin_fail(comm, "MPI_Sendrecv_replace", s);
   }
   if (device && copy) gmpi_mem_free(g, copy);
   if (!device) free(copy);
-  if (rc == MPI_SUCCESS && status != MPI_STATUS_IGNORE) *status = st;
   return rc;
 }
 
