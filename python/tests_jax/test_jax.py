@@ -207,7 +207,9 @@ def _forget_failed_tokens():
     call, and into JAX's wait at exit (found on an H100: the second refusal below reported the
     first). A program that goes on after such an error drops JAX's tokens, as here."""
     from jax._src import dispatch
-    dispatch.runtime_tokens.clear()
+    tokens = getattr(dispatch, "runtime_tokens", None)
+    if tokens is not None:  # JAX's private token set, present in the versions tested here
+        tokens.clear()
 
 
 def test_malformed_call_fields_are_refused_by_the_handler():

@@ -726,23 +726,25 @@ static int check_halo(const buffers_t *b, size_t bytes, int memory) {
 
 /* What each test is. */
 typedef enum { BUS_ONE, BUS_ALLREDUCE, BUS_PEERS } bus_t;
+#define EVERY_RANK 0 /* test_t.blocks: one block per rank */
 typedef struct {
   void (*once)(const buffers_t *b, size_t bytes, int memory); /* one timed call */
   int (*check)(const buffers_t *b, size_t bytes, int memory); /* one checked call: 1 wrong */
   int floats;    /* moves whole floats: sizes round down to 4 bytes */
-  int per_rank;  /* its buffers hold one block of bytes per rank */
+  int blocks;    /* blocks of bytes its buffers hold: 1, 2 (halo: a row from each neighbour),
+                  * or EVERY_RANK (one per rank) */
   int pair_only; /* runs on ranks 0 and 1, timed on rank 0's clock as half a round trip */
   bus_t bus;     /* busbw from bytes/time: x1, x2(n-1)/n, x(n-1) */
 } test_t;
 
 static const test_t tests[N_TESTS] = {
-    [TEST_PINGPONG] = {pingpong_timed, check_pingpong, 0, 0, 1, BUS_ONE},
-    [TEST_ALLREDUCE] = {allreduce_once, check_allreduce, 1, 0, 0, BUS_ALLREDUCE},
-    [TEST_BCAST] = {bcast_once, check_bcast, 0, 0, 0, BUS_ONE},
-    [TEST_REDUCE] = {reduce_once, check_reduce, 1, 0, 0, BUS_ONE},
-    [TEST_ALLGATHER] = {allgather_once, check_allgather, 0, 1, 0, BUS_PEERS},
-    [TEST_ALLTOALL] = {alltoall_once, check_alltoall, 0, 1, 0, BUS_PEERS},
-    [TEST_HALO] = {halo_once, check_halo, 0, 1, 0, BUS_ONE},
+    [TEST_PINGPONG] = {pingpong_timed, check_pingpong, 0, 1, 1, BUS_ONE},
+    [TEST_ALLREDUCE] = {allreduce_once, check_allreduce, 1, 1, 0, BUS_ALLREDUCE},
+    [TEST_BCAST] = {bcast_once, check_bcast, 0, 1, 0, BUS_ONE},
+    [TEST_REDUCE] = {reduce_once, check_reduce, 1, 1, 0, BUS_ONE},
+    [TEST_ALLGATHER] = {allgather_once, check_allgather, 0, EVERY_RANK, 0, BUS_PEERS},
+    [TEST_ALLTOALL] = {alltoall_once, check_alltoall, 0, EVERY_RANK, 0, BUS_PEERS},
+    [TEST_HALO] = {halo_once, check_halo, 0, 2, 0, BUS_ONE},
 };
 
 /* ---- timing ------------------------------------------------------------------------------ */
@@ -779,7 +781,7 @@ typedef struct {
 static int run_size(int test, size_t bytes, const options_t *o, row_t *row) {
   const test_t *t = &tests[test];
   buffers_t b;
-  size_t span = t->per_rank ? bytes * (size_t)world_size : bytes;
+  size_t span = bytes * (size_t)(t->blocks == EVERY_RANK ? world_size : t->blocks);
   buffers_alloc(&b, span, o);
   int iters = iters_for(o->iters, bytes);
   int warmup = o->warmup ? iters_for(o->warmup, bytes) : 0;
