@@ -33,7 +33,7 @@ static inline int gmpi_hostmem_surely(const void *ptr) {
   uintptr_t p = (uintptr_t)ptr, here = (uintptr_t)__builtin_frame_address(0);
   gmpi_stack_span_t *s = &gmpi_stack_span;
   if (!s->learnt) gmpi_stack_learn(s);
-  if (here >= s->lo && here < s->hi && p >= here && p < s->hi) return 1;
+  if (here >= s->lo && p >= here && p < s->hi) return 1; /* so here < hi too */
   return gmpi_heap_holds(p);
 }
 
