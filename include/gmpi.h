@@ -3,7 +3,8 @@
  * gmpi: MPI semantics on GPUs, with NCCL moving device data and MPI moving host data.
  *
  * One header. Every call returns a gmpi_status_t; out-parameters come last and are
- * written only on success. On failure gmpi_last_error() tells, for the calling thread,
+ * written only on success (one exception, MPI's: a receive's status on GMPI_ERR_TRUNCATE,
+ * gmpi_msg_status_t). On failure gmpi_last_error() tells, for the calling thread,
  * which function failed, on which rank, and which argument or value was wrong.
  *
  * Threads (MPI's rule). When MPI provides MPI_THREAD_MULTIPLE (start MPI yourself with
@@ -134,6 +135,8 @@ GMPI_API const char *gmpi_op_name(gmpi_op_t op);
 /* 1 when op may reduce dtype (the rules of MPI, plus AVG on integer and floating types). */
 GMPI_API int gmpi_op_valid(gmpi_dtype_t dtype, gmpi_op_t op);
 
+/* A receive's status: written on success, and on GMPI_ERR_TRUNCATE with the overflowing
+ * message's source and tag and count 0 (the buffer's contents are then undefined). */
 typedef struct {
   int source;   /* rank the message came from */
   int tag;      /* its tag */

@@ -461,6 +461,6 @@ gmpi_status_t gmpi_sendrecv(const void *sendbuf, size_t sendcount, gmpi_dtype_t 
     return st;
   }
   st = waitall_checked(2, reqs, statuses);
-  if (st == GMPI_SUCCESS && status) *status = statuses[0];
+  if (gmpi_msg_status_written(st) && status) *status = statuses[0]; /* the receive's */
   return st;
 }

@@ -164,8 +164,8 @@ static gmpi_status_t test_out(struct gmpi_envelope_engine *env) {
 static void complete_recv(gmpi_request_t req, const env_msg_t *msg, gmpi_status_t result) {
   free(req->be);
   req->be = NULL;
-  req->status = (gmpi_msg_status_t){msg->m.source, msg->m.tag,
-                                    msg->m.bytes / gmpi_dtype_size(req->args.dtype)};
+  size_t count = result == GMPI_SUCCESS ? msg->m.bytes / gmpi_dtype_size(req->args.dtype) : 0;
+  req->status = (gmpi_msg_status_t){msg->m.source, msg->m.tag, count}; /* request.h */
   req->result = result;
   req->done = 1;
 }

@@ -198,9 +198,7 @@ gmpi_status_t gmpi_request_start(gmpi_comm_t comm, const gmpi_p2p_args_t *args,
 
 gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status) {
   gmpi_status_t st = req->result;
-  /* Out-parameters are written on success only: a truncated receive's status is not (the same
-   * in native and envelope mode; gmpi_last_error names source, tag and sizes instead). */
-  if (status && st == GMPI_SUCCESS) *status = req->status;
+  if (status && gmpi_msg_status_written(st)) *status = req->status;
   gmpi_flight_end(&req->comm->flight, req->flight_seq, st);
   gmpi_request_free(req);
   return st;

@@ -49,6 +49,14 @@ gmpi_status_t gmpi_request_wait(gmpi_request_t req, gmpi_msg_status_t *status);
 /* Finish a done request: copy status out, record the end, free it. Returns its result. */
 gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status);
 
+/* A receive's status is written when it succeeds, and when it ends in GMPI_ERR_TRUNCATE: the
+ * message's source and tag, count 0 (as MPI, whose programs read which message overflowed;
+ * what the buffer holds then is undefined, so no count of elements is promised). Every other
+ * failure writes no out-parameter. */
+static inline int gmpi_msg_status_written(gmpi_status_t st) {
+  return st == GMPI_SUCCESS || st == GMPI_ERR_TRUNCATE;
+}
+
 /* The comm's deadline passed while waiting req: fail the comm, release req, describe it. */
 gmpi_status_t gmpi_request_wait_expired(gmpi_request_t req);
 /* Progress req on its engine; *done when it completed (status and result final). */

@@ -267,6 +267,18 @@ static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int
   return send_data(g, comm, buf, (size_t)count * size, dest, tag, kind, func, &st);
 }
 
+/* A blocking receive's end (gmpi's st, its status gs): the bytes unpacked where a derived type
+ * asks, the program's status filled -- also on a truncation, as MPI's: which message
+ * overflowed (its source and tag; count 0, nothing unpacked); an MPI code. */
+static int recv_finished(dropin_req_t *in, gmpi_status_t st, const gmpi_msg_status_t *gs,
+                         MPI_Status *status, const char *func) {
+  int rc = st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(in->comm, func, st);
+  in->bytes = gs->count;
+  if (rc == MPI_SUCCESS && in->after) rc = in->after(in);
+  if (rc == MPI_SUCCESS || st == GMPI_ERR_TRUNCATE) fill_status(status, gs);
+  return rc;
+}
+
 static int gmpi_recv_blocking(gmpi_comm_t g, MPI_Comm comm, void *buf, int count, MPI_Datatype type,
                               int source, int tag, MPI_Status *status, const char *func) {
   dropin_req_t local;
@@ -282,10 +294,7 @@ static int gmpi_recv_blocking(gmpi_comm_t g, MPI_Comm comm, void *buf, int count
     /* no status asked for: gmpi need not ask MPI the message's length */
     gmpi_msg_status_t *want = status == MPI_STATUS_IGNORE && !local.after ? NULL : &gs;
     st = gmpi_recv(data, bytes, GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(tag), g, want);
-    if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
-    local.bytes = gs.count;
-    if (rc == MPI_SUCCESS && local.after) rc = local.after(&local);
-    if (rc == MPI_SUCCESS) fill_status(status, &gs);
+    rc = recv_finished(&local, st, &gs, status, func);
   }
   if (local.owned) free_owned(local.owned, st); /* a receiver's latency: most own nothing */
   return rc;
@@ -647,10 +656,7 @@ static int gmpi_sendrecv_blocking(gmpi_comm_t g, MPI_Comm comm, const void *send
     gmpi_msg_status_t *want = status == MPI_STATUS_IGNORE && !in.after ? NULL : &gs;
     st = gmpi_sendrecv(sent, send_len, GMPI_BYTE, to_gmpi_rank(dest), sendtag, landing, recv_len,
                        GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(recvtag), g, want);
-    if (st != GMPI_SUCCESS) rc = dropin_fail(comm, func, st);
-    in.bytes = gs.count;
-    if (rc == MPI_SUCCESS && in.after) rc = in.after(&in);
-    if (rc == MPI_SUCCESS) fill_status(status, &gs);
+    rc = recv_finished(&in, st, &gs, status, func);
   }
   free_owned(out.owned, st);
   free_owned(in.owned, st);

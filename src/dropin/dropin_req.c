@@ -197,12 +197,15 @@ static void drive(dropin_req_t *r, int wait) {
       gmpi_wait(&r->g, NULL);
     }
     done = 1;
-  } else if (wait || done) {
+  } else if (wait) {
+    done = 1;
+  }
+  /* a truncation's status names the message too, as MPI's (count 0: nothing unpacked) */
+  if (done && (st == GMPI_SUCCESS || st == GMPI_ERR_TRUNCATE)) {
     if (gs.source >= 0 || gs.source == GMPI_PROC_NULL)
       r->source = gs.source == GMPI_PROC_NULL ? MPI_PROC_NULL : gs.source;
     if (gs.tag >= 0) r->tag = gs.tag;
     r->bytes = gs.count; /* p2p moves bytes (GMPI_BYTE); a collective reports 0 */
-    done = 1;
   }
   if (!done) return;
   r->g = NULL;

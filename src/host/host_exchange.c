@@ -29,6 +29,7 @@
 #include "../core/error.h"
 #include "../core/park.h"
 #include "../core/progress.h"
+#include "../core/request.h"
 #include "../core/wait.h"
 #include "../core/watchdog.h"
 #include "../mpi/mpi_check.h"
@@ -233,6 +234,6 @@ gmpi_status_t gmpi_host_p2p_exchange(gmpi_host_t *host, gmpi_comm_t comm,
   if (st != GMPI_SUCCESS || !recv || settled) return st;
   gmpi_msg_status_t got;
   st = gmpi_host_recv_result(recv, &end, &got);
-  if (st == GMPI_SUCCESS && status) *status = got;
+  if (gmpi_msg_status_written(st) && status) *status = got;
   return st;
 }

@@ -201,7 +201,8 @@ gmpi_status_t gmpi_host_test_one(int full, MPI_Request *mpi, MPI_Datatype type, 
 gmpi_status_t gmpi_host_other_size(gmpi_host_t *host, gmpi_comm_t comm, const gmpi_p2p_args_t *a,
                                    MPI_Request *mpi, MPI_Datatype type, int *ended,
                                    host_recv_end_t *end);
-/* A receive's outcome from how it ended: its status (count in a's elements), and an error
+/* A receive's outcome from how it ended: its status (count in a's elements; 0 when truncated,
+ * core/request.h), and an error
  * described for the call that waits it (truncated, failed, another dtype under GMPI_CHECK, or
  * not whole elements). */
 gmpi_status_t gmpi_host_recv_result(const gmpi_p2p_args_t *a, const host_recv_end_t *e,

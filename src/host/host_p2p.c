@@ -183,7 +183,7 @@ static gmpi_status_t check_sender_dtype(const gmpi_p2p_args_t *a, const host_rec
 gmpi_status_t gmpi_host_recv_result(const gmpi_p2p_args_t *a, const host_recv_end_t *e,
                                     gmpi_msg_status_t *status) {
   size_t es = gmpi_dtype_elem_size(a->dtype);
-  *status = (gmpi_msg_status_t){e->source, e->tag, e->bytes / es};
+  *status = (gmpi_msg_status_t){e->source, e->tag, e->truncated ? 0 : e->bytes / es};
   if (e->truncated && e->bytes) /* a self message: its length is known */
     return gmpi_error(GMPI_ERR_TRUNCATE,
                       "receive from rank %d tag %d: the message has %zu bytes, longer than the "
