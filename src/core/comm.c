@@ -7,12 +7,12 @@
 
 #include "error.h"
 #include "log.h"
+#include "ptrset.h"
 
-/* A small set of live handles. Membership is checked by address only, so a stale handle is
- * never dereferenced. */
+/* The live handles. Membership is checked by address only, so a stale handle is never
+ * dereferenced; a set, so a program with thousands of comms pays the same per question. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static gmpi_comm_t *registry;
-static size_t registry_len, registry_cap;
+static gmpi_ptrset_t registry;
 /* Changes with every (un)registration: a thread that found a handle live under generation g
  * knows it is still live while the generation is g, without the lock (the per-call path). */
 atomic_ulong gmpi_registry_gen = 1;
@@ -20,42 +20,24 @@ _Thread_local gmpi_live_memo_t gmpi_last_live;
 
 void gmpi_comm_register(gmpi_comm_t comm) {
   pthread_mutex_lock(&registry_lock);
-  if (registry_len == registry_cap) {
-    size_t cap = registry_cap ? 2 * registry_cap : 16;
-    gmpi_comm_t *grown = realloc(registry, cap * sizeof(*grown));
-    if (!grown) abort(); /* a few pointers: failing here means the process is lost anyway */
-    registry = grown;
-    registry_cap = cap;
-  }
-  registry[registry_len++] = comm;
+  if (!gmpi_ptrset_add(&registry, comm)) abort(); /* a pointer's room: the process is lost */
   atomic_fetch_add(&gmpi_registry_gen, 1);
   pthread_mutex_unlock(&registry_lock);
 }
 
 void gmpi_comm_unregister(gmpi_comm_t comm) {
   pthread_mutex_lock(&registry_lock);
-  for (size_t i = 0; i < registry_len; i++) {
-    if (registry[i] == comm) {
-      registry[i] = registry[--registry_len];
-      break;
-    }
-  }
+  gmpi_ptrset_remove(&registry, comm);
   atomic_fetch_add(&gmpi_registry_gen, 1);
-  if (registry_len == 0) {
-    free(registry);
-    registry = NULL;
-    registry_cap = 0;
-  }
+  if (registry.len == 0) gmpi_ptrset_clear(&registry);
   pthread_mutex_unlock(&registry_lock);
 }
 
 int gmpi_comm_is_live(gmpi_comm_t comm) {
   if (gmpi_comm_live_as_last(comm)) return 1;
   unsigned long gen;
-  int live = 0;
   pthread_mutex_lock(&registry_lock);
-  for (size_t i = 0; i < registry_len && !live; i++)
-    live = registry[i] == comm;
+  int live = gmpi_ptrset_has(&registry, comm);
   gen = atomic_load(&gmpi_registry_gen);
   pthread_mutex_unlock(&registry_lock);
   if (live) {

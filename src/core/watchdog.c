@@ -118,6 +118,7 @@ void gmpi_watchdog_add(gmpi_comm_t comm) {
     watched = grown;
     cap_watched = cap;
   }
+  comm->watch.slot = n_watched;
   watched[n_watched++] = (watched_t){comm, 0, gmpi_now()};
   if (!running) {
     stopping = 0;
@@ -143,11 +144,11 @@ unlock:
 void gmpi_watchdog_remove(gmpi_comm_t comm) {
   atomic_store_explicit(&comm->watch.watched, 0, memory_order_relaxed);
   pthread_mutex_lock(&lock);
-  for (int i = 0; i < n_watched; i++)
-    if (watched[i].comm == comm) {
-      watched[i] = watched[--n_watched];
-      break;
-    }
+  int i = comm->watch.slot; /* its own slot, or another comm's when it was never added */
+  if (i >= 0 && i < n_watched && watched[i].comm == comm) {
+    watched[i] = watched[--n_watched];
+    if (i < n_watched) watched[i].comm->watch.slot = i;
+  }
   int stop = running && n_watched == 0;
   if (stop) {
     stopping = 1;

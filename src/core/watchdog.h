@@ -31,6 +31,7 @@ typedef struct {
   atomic_int source, recv_tag; /* a receive's; source -1: none */
   atomic_int dest, send_tag;   /* a send's; dest -1: none */
   atomic_int watched;          /* the watchdog looks at this comm (gmpi_watchdog_add worked) */
+  int slot; /* where the watchdog's list holds it, while watched (under the watchdog's lock) */
 } gmpi_watch_t;
 
 /* Watch comm from now on (starts the thread with the first comm); no-op when its timeout is 0.

@@ -12,14 +12,17 @@
 dropin_t dropin = {
     .keyval = MPI_KEYVAL_INVALID, .self_comm = MPI_COMM_NULL, .last_comm = MPI_COMM_NULL};
 
-/* Twins in creation order: MPI_Finalize frees them newest first (every rank made its comms in
- * the same collective order, so the collective frees line up). */
+/* Twins, newest first: MPI_Finalize frees them in that order (every rank made its comms in
+ * the same collective order, so the collective frees line up). A comm's attribute
+ * (dropin.keyval) is its node, so freeing one in any order costs the same at any count
+ * (MPICH's too_many_comms frees thousands, oldest first). MPI_COMM_WORLD's and MPI_COMM_SELF's
+ * nodes are never in the list. */
 typedef struct twin {
-  MPI_Comm comm;
+  MPI_Comm comm; /* MPI_COMM_NULL once retired */
   gmpi_comm_t g;
-  struct twin *next;
+  struct twin *prev, *next;
 } twin_t;
-static twin_t *twins;
+static twin_t *twins, world_twin, self_twin;
 
 /* ---- configuration --------------------------------------------------------------------- */
 
@@ -71,12 +74,20 @@ static double read_timeout(void) {
 
 static void forget_last_twin(void) { dropin.last_comm = MPI_COMM_NULL, dropin.last_twin = NULL; }
 
+/* comm's node, from its attribute; NULL when it has none. */
+static twin_t *twin_node(MPI_Comm comm) {
+  void *val = NULL;
+  int flag = 0;
+  if (comm == MPI_COMM_NULL || dropin.keyval == MPI_KEYVAL_INVALID) return NULL;
+  if (PMPI_Comm_get_attr(comm, dropin.keyval, &val, &flag) != MPI_SUCCESS || !flag) return NULL;
+  return val;
+}
+
 gmpi_comm_t dropin_twin(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL || dropin.keyval == MPI_KEYVAL_INVALID) return NULL;
   if (comm == dropin.last_comm) return dropin.last_twin;
-  void *val = NULL;
-  int flag = 0;
-  if (PMPI_Comm_get_attr(comm, dropin.keyval, &val, &flag) != MPI_SUCCESS || !flag) {
+  twin_t *t = twin_node(comm);
+  if (!t) {
     if (comm == MPI_COMM_SELF && dropin.active && !dropin.self) {
       /* MPI_COMM_SELF's twin: one rank, so made locally whenever it is first needed. */
       gmpi_status_t st = gmpi_init(MPI_COMM_SELF, &dropin.self);
@@ -88,42 +99,34 @@ gmpi_comm_t dropin_twin(MPI_Comm comm) {
         dropin_fail(MPI_COMM_SELF, "MPI_COMM_SELF's gmpi communicator", st);
         return NULL;
       }
-      PMPI_Comm_set_attr(MPI_COMM_SELF, dropin.keyval, dropin.self);
+      self_twin = (twin_t){.comm = MPI_COMM_SELF, .g = dropin.self};
+      PMPI_Comm_set_attr(MPI_COMM_SELF, dropin.keyval, &self_twin);
       return dropin.self;
     }
     return NULL;
   }
   dropin.last_comm = comm;
-  dropin.last_twin = val;
+  dropin.last_twin = t->g;
   PMPI_Comm_rank(comm, &dropin.last_rank);
   PMPI_Comm_size(comm, &dropin.last_size);
-  return val;
+  return t->g;
 }
 
-static void twin_remember(MPI_Comm comm, gmpi_comm_t g) {
-  twin_t *t = calloc(1, sizeof(*t));
-  if (!t) return; /* not freed at MPI_Finalize: gmpi_finalize of the world reports it */
-  t->comm = comm;
-  t->g = g;
-  t->next = twins;
+/* t, filled, goes first in the list and becomes comm's attribute. */
+static void twin_remember(twin_t *t, MPI_Comm comm, gmpi_comm_t g) {
+  *t = (twin_t){.comm = comm, .g = g, .next = twins};
+  if (twins) twins->prev = t;
   twins = t;
+  PMPI_Comm_set_attr(comm, dropin.keyval, t);
 }
 
-static void twin_forget(gmpi_comm_t g) {
-  for (twin_t **p = &twins; *p; p = &(*p)->next) {
-    if ((*p)->g == g) {
-      twin_t *t = *p;
-      *p = t->next;
-      free(t);
-      return;
-    }
-  }
-}
-
-/* The twin stays in the list (freed at MPI_Finalize in creation order) without its MPI comm. */
-static void twin_retire(gmpi_comm_t g) {
-  for (twin_t *t = twins; t; t = t->next)
-    if (t->g == g) t->comm = MPI_COMM_NULL;
+static void twin_forget(twin_t *t) {
+  if (t->prev)
+    t->prev->next = t->next;
+  else
+    twins = t->next;
+  if (t->next) t->next->prev = t->prev;
+  free(t);
 }
 
 /* The twin of newcomm, made from parent's by gmpi_comm_split (collective over parent, as every
@@ -131,21 +134,29 @@ static void twin_retire(gmpi_comm_t g) {
 static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *func) {
   gmpi_comm_t pg = dropin_twin(parent), g = NULL;
   if (!pg || !dropin.active) return MPI_SUCCESS;
+  twin_t *t = calloc(1, sizeof(*t));
+  if (!t) {
+    PMPI_Comm_call_errhandler(parent, MPI_ERR_NO_MEM);
+    return MPI_ERR_NO_MEM;
+  }
   int prank = 0, color = GMPI_UNDEFINED, key = 0;
   PMPI_Comm_rank(parent, &prank);
   if (newcomm != MPI_COMM_NULL) {
     int inter = 0;
     PMPI_Comm_test_inter(newcomm, &inter);
-    if (inter) return MPI_SUCCESS; /* no twin: device buffers on it are staged */
+    if (inter) { /* no twin: device buffers on it are staged */
+      free(t);
+      return MPI_SUCCESS;
+    }
     PMPI_Allreduce(&prank, &color, 1, MPI_INT, MPI_MIN, newcomm);
     PMPI_Comm_rank(newcomm, &key);
   }
   gmpi_status_t st = is_dup ? gmpi_comm_dup(pg, &g) : gmpi_comm_split(pg, color, key, &g);
+  if (st != GMPI_SUCCESS || !g) free(t);
   if (st != GMPI_SUCCESS) return dropin_fail(parent, func, st);
   if (!g) return MPI_SUCCESS;
   forget_last_twin();
-  PMPI_Comm_set_attr(newcomm, dropin.keyval, g);
-  twin_remember(newcomm, g);
+  twin_remember(t, newcomm, g);
   return MPI_SUCCESS;
 }
 
@@ -156,9 +167,10 @@ static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *
  * them, up to GMPI_TIMEOUT, and then failed the comm (mpi4py's suite: a send MPI_Cancel did not
  * take back). */
 static int twin_free(MPI_Comm comm, const char *func) {
-  gmpi_comm_t g = dropin_twin(comm);
+  twin_t *t = twin_node(comm);
   forget_last_twin(); /* MPI frees comm next, and may hand its handle out again */
-  if (!g || g == dropin.world || g == dropin.self) return MPI_SUCCESS;
+  if (!t || t == &world_twin || t == &self_twin) return MPI_SUCCESS;
+  gmpi_comm_t g = t->g;
   /* MPI's nonblocking allreduce, polled with gmpi's live requests driven: a peer may still wait
    * for a send of this rank's that only gmpi's progress moves -- a buffered or freed send on
    * this comm (dropin_more's bsend_then_free, 4 ranks: a blocking allreduce here drove MPI only
@@ -169,12 +181,12 @@ static int twin_free(MPI_Comm comm, const char *func) {
   int rc = dropin_polled(PMPI_Iallreduce(&live, &any, 1, MPI_INT, MPI_MAX, comm, &q), &q);
   if (rc != MPI_SUCCESS) return rc;
   PMPI_Comm_delete_attr(comm, dropin.keyval);
-  if (any) {
+  if (any) { /* the twin stays listed, freed at MPI_Finalize, without its MPI comm */
     dropin_req_rehome(comm);
-    twin_retire(g);
+    t->comm = MPI_COMM_NULL;
     return MPI_SUCCESS;
   }
-  twin_forget(g);
+  twin_forget(t);
   gmpi_status_t st = gmpi_comm_free(&g);
   return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
 }
@@ -363,7 +375,8 @@ static void start(void) {
     gmpi_finalize(&dropin.world);
     return;
   }
-  PMPI_Comm_set_attr(MPI_COMM_WORLD, dropin.keyval, dropin.world);
+  world_twin = (twin_t){.comm = MPI_COMM_WORLD, .g = dropin.world};
+  PMPI_Comm_set_attr(MPI_COMM_WORLD, dropin.keyval, &world_twin);
   dropin.active = 1;
   gmpi_log_info("drop-in: GMPI_INTERPOSE=%s on the %s backend",
                 dropin.mode == INTERPOSE_ALL ? "all" : "device", gmpi_backend_name(backend));
