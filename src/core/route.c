@@ -8,15 +8,17 @@
 #include "coll_run.h"
 #include "comm.h"
 #include "error.h"
+#include "hostmem.h"
 #include "ops.h"
 #include "plan.h"
 #include "request.h"
 
-/* A backend without classify has host memory only. */
+/* A pointer the process's layout vouches for is host memory before the backend is asked
+ * (hostmem.h): a driver's answer costs more than a small host call. */
 static gmpi_status_t classify(gmpi_comm_t comm, const void *ptr, const char *arg,
                               gmpi_mem_kind_t *kind) {
   *kind = ptr ? GMPI_MEM_HOST : GMPI_MEM_NONE;
-  if (!ptr || !comm->ops->classify) return GMPI_SUCCESS;
+  if (!ptr || !comm->ops->classify || gmpi_hostmem_surely(ptr)) return GMPI_SUCCESS;
   return comm->ops->classify(comm, ptr, arg, kind);
 }
 

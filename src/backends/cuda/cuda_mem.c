@@ -20,7 +20,6 @@
 
 #include "../../core/comm.h"
 #include "../../core/error.h"
-#include "../../core/hostmem.h"
 #include "../../core/log.h"
 #include "../../core/oob.h"
 #include "../../core/vote.h"
@@ -589,10 +588,6 @@ gmpi_status_t cuda_classify(gmpi_comm_t comm, const void *ptr, const char *arg,
     *kind = GMPI_MEM_NONE;
     return GMPI_SUCCESS;
   }
-  /* The process's layout vouches for stack and heap pointers (hostmem.h): no lock, no table
-   * search and no driver question (~0.1 us) for the small host buffers programs pass most. */
-  *kind = GMPI_MEM_HOST;
-  if (gmpi_hostmem_surely(ptr)) return GMPI_SUCCESS;
   int memops = cc->default_stream_order == GMPI_STREAM_ORDER_MEMOPS && !cc->user_stream;
   pthread_mutex_lock(&mem.lock);
   long hit = blocks_find((uintptr_t)ptr);
