@@ -3,9 +3,10 @@
  * gmpi: MPI semantics on GPUs, with NCCL moving device data and MPI moving host data.
  *
  * One header. Every call returns a gmpi_status_t; out-parameters come last and are
- * written only on success (one exception, MPI's: a receive's status on GMPI_ERR_TRUNCATE,
- * gmpi_msg_status_t). On failure gmpi_last_error() tells, for the calling thread,
- * which function failed, on which rank, and which argument or value was wrong.
+ * written on success; on failure only where a call says so, as MPI's do (a receive's status
+ * on GMPI_ERR_TRUNCATE, gmpi_msg_status_t; each request's in a wait on many). On failure
+ * gmpi_last_error() tells, for the calling thread, which function failed, on which rank, and which
+ * argument or value was wrong.
  *
  * Threads (MPI's rule). When MPI provides MPI_THREAD_MULTIPLE (start MPI yourself with
  * MPI_Init_thread before gmpi_init; gmpi starts it at MPI_THREAD_SERIALIZED otherwise),

@@ -142,29 +142,37 @@ static void wildcards(void) {
   t_free(s);
 }
 
-/* A message longer than the receive buffer is GMPI_ERR_TRUNCATE; the comm goes on working. */
+/* A message longer than the receive buffer is GMPI_ERR_TRUNCATE, the status naming it (source
+ * and tag, count 0: MPI's), through gmpi_recv and through gmpi_waitall with an untruncated
+ * receive beside it; the comm goes on working. */
 static void truncation(void) {
   int peer = partner();
-  void *s = pattern_buf(GMPI_FLOAT64, 10, rank), *r = t_alloc(10 * 8);
-  gmpi_request_t reqs[2] = {NULL, NULL};
-  if (sends_first()) {
-    T_OK(gmpi_isend(s, 10, GMPI_FLOAT64, peer, 9, comm, &reqs[0]));
-    T_OK(gmpi_isend(s, 10, GMPI_FLOAT64, peer, 9, comm, &reqs[1]));
-  }
+  void *s = pattern_buf(GMPI_FLOAT64, 10, rank), *r = t_alloc(10 * 8), *fits = t_alloc(10 * 8);
+  gmpi_request_t reqs[4] = {NULL, NULL, NULL, NULL};
+  if (sends_first())
+    for (int i = 0; i < 4; i++)
+      T_OK(gmpi_isend(s, 10, GMPI_FLOAT64, peer, 9, comm, &reqs[i]));
   if (receives()) {
-    gmpi_msg_status_t st = {-5, -5, 99};
+    gmpi_msg_status_t st = {-5, -5, 99}, two[2] = {{-5, -5, 99}, {-5, -5, 99}};
     T_STATUS(gmpi_recv(r, 5, GMPI_FLOAT64, peer, 9, comm, &st), GMPI_ERR_TRUNCATE);
     T_ERROR_MENTIONS("longer");
     T_EQ_INT(st.source, peer); /* which message overflowed, as MPI says */
     T_EQ_INT(st.tag, 9);
     T_EQ_SIZE(st.count, 0);
+    gmpi_request_t rr[2] = {NULL, NULL};
+    T_OK(gmpi_irecv(fits, 10, GMPI_FLOAT64, peer, 9, comm, &rr[0]));
+    T_OK(gmpi_irecv(r, 5, GMPI_FLOAT64, peer, 9, comm, &rr[1]));
+    T_STATUS(gmpi_waitall(2, rr, two), GMPI_ERR_TRUNCATE);
+    T_STATUS_IS(two[0], peer, 9, 10);
+    T_STATUS_IS(two[1], peer, 9, 0);
     T_OK(gmpi_recv(r, 10, GMPI_FLOAT64, peer, 9, comm, &st));
     T_EQ_SIZE(st.count, 10);
     expect_pattern("after truncation", GMPI_FLOAT64, r, 10, peer);
   }
-  T_OK(gmpi_waitall(2, reqs, NULL));
+  T_OK(gmpi_waitall(4, reqs, NULL));
   t_free(s);
   t_free(r);
+  t_free(fits);
 }
 
 /* A shorter message than the buffer is fine: count says how much came. */

@@ -73,13 +73,6 @@ static int check_dev(const char *what, const void *dev, size_t bytes, uint32_t s
 /* Status fields start as values no real receive reports, so every status check can fail. */
 static gmpi_msg_status_t unset_status(void) { return (gmpi_msg_status_t){-7, -7, (size_t)-7}; }
 
-#define T_STATUS_IS(st, src, tg, cnt)                                                              \
-  do {                                                                                             \
-    T_EQ_INT((st).source, (src));                                                                  \
-    T_EQ_INT((st).tag, (tg));                                                                      \
-    T_EQ_SIZE((st).count, (cnt));                                                                  \
-  } while (0)
-
 /* ---- 1. both sides isend then irecv 64 MiB ------------------------------------------------ */
 static void case_exchange_isend_first(void) {
   const size_t bytes = (size_t)64 << 20, n = bytes / 4;

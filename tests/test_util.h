@@ -43,6 +43,14 @@ static inline const char *t_status_name(gmpi_status_t s) { return gmpi_status_na
     if (a_ != b_) T_FAIL_("%s == %s: %zu != %zu", #a, #b, a_, b_);                                 \
   } while (0)
 
+/* A gmpi_msg_status_t names source src, tag tg and cnt elements. */
+#define T_STATUS_IS(st, src, tg, cnt)                                                              \
+  do {                                                                                             \
+    T_EQ_INT((st).source, (src));                                                                  \
+    T_EQ_INT((st).tag, (tg));                                                                      \
+    T_EQ_SIZE((st).count, (cnt));                                                                  \
+  } while (0)
+
 #define T_EQ_PTR(a, b)                                                                             \
   do {                                                                                             \
     const void *a_ = (a), *b_ = (b);                                                               \

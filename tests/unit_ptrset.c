@@ -2,9 +2,11 @@
 /* The pointer set (core/ptrset.h) against a plain array that holds the same members: every
  * add, remove and question agrees, through growth, removals in every order (the backward shift
  * that keeps probes unbroken) and emptying. The pointers are spaced as allocations are (a
- * common stride), so probes collide and wrap past the table's end. */
+ * common stride). Then a set that stays at 16 slots (at most 7 members) through 200,000
+ * random adds and removes: its probe runs wrap past the table's end again and again. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../src/core/ptrset.h"
 #include "unit_util.h"
@@ -62,6 +64,24 @@ int main(void) {
       member[i] = 0;
     }
   agree(&s, member, &checked);
+  gmpi_ptrset_clear(&s);
+  CHECK_EQ(gmpi_ptrset_add(&s, NULL), 0); /* never a member */
+  CHECK_EQ(s.len, 0);
+  memset(member, 0, 2 * N);
+  for (int k = 0; k < 200000; k++) { /* 16 slots: members among 64 candidates, at most 7 */
+    seed = seed * 1103515245u + 12345u;
+    size_t i = (seed >> 8) % 64;
+    if (member[i]) {
+      CHECK_EQ(gmpi_ptrset_remove(&s, ptr_of(i)), 1);
+      member[i] = 0;
+    } else if (s.len < 7) {
+      CHECK_EQ(gmpi_ptrset_add(&s, ptr_of(i)), 1);
+      member[i] = 1;
+    }
+    for (size_t j = 0; j < 64; j++)
+      CHECK_EQ(gmpi_ptrset_has(&s, ptr_of(j)), member[j]);
+  }
+  CHECK_EQ(s.cap, 16);
   gmpi_ptrset_clear(&s);
   CHECK_EQ(gmpi_ptrset_add(&s, ptr_of(3)), 1); /* usable after clear */
   CHECK_EQ(gmpi_ptrset_has(&s, ptr_of(3)), 1);

@@ -71,14 +71,14 @@ typedef struct gmpi_p2p_engine_ops {
                          gmpi_msg_status_t *status);
   /* gmpi_sendrecv's validated send and receive, both this engine's memory, their peers two
    * other ranks (no wildcard source), run together to completion with no request: on success
-   * *status is the receive's; GMPI_ERR_TIMEOUT (no message written) when GMPI_TIMEOUT passed,
-   * with whatever did not end let go, as abandon does -- or, where the engine runs it as MPI's
-   * blocking call under GMPI_TIMEOUT_ACTION=end, the watchdog ends the job instead (host
-   * engine, host_exchange.c). One half may be NULL: a blocking gmpi_send/gmpi_ssend (status
-   * untouched) or gmpi_recv alone, with the same promises as its request would keep (a standard
-   * send of eager size completes with no receive posted, unless the comm's sends complete as
-   * MPI's: gmpi_comm_set_sends).
-   * NULL: never (every sendrecv is two requests). */
+   * and on GMPI_ERR_TRUNCATE *status is the receive's (request.h); GMPI_ERR_TIMEOUT (no message
+   * written) when GMPI_TIMEOUT passed, with whatever did not end let go, as abandon does -- or,
+   * where the engine runs it as MPI's blocking call under GMPI_TIMEOUT_ACTION=end, the watchdog
+   * ends the job instead (host engine, host_exchange.c). One half may be NULL: a blocking
+   * gmpi_send/gmpi_ssend (status untouched) or gmpi_recv alone, with the same promises as its
+   * request would keep (a standard send of eager size completes with no receive posted, unless the
+   * comm's sends complete as MPI's: gmpi_comm_set_sends). NULL: never (every sendrecv is two
+   * requests). */
   gmpi_status_t (*exchange)(void *state, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                             const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status);
 } gmpi_p2p_engine_ops_t;

@@ -34,6 +34,7 @@ static int grow(gmpi_ptrset_t *s) {
 }
 
 int gmpi_ptrset_add(gmpi_ptrset_t *s, const void *p) {
+  if (!p) return 0; /* NULL marks an empty slot: never a member */
   if (2 * (s->len + 1) > s->cap && !grow(s)) return 0;
   size_t i = find(s, p);
   if (!s->slots[i]) {

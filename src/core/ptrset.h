@@ -14,7 +14,8 @@ typedef struct {
   size_t cap, len;    /* cap: 0 or a power of two */
 } gmpi_ptrset_t;
 
-/* Add p (not NULL, not a member): 1, or 0 without memory to grow (the set is unchanged). */
+/* Add p: 1 (also when p is a member already), or 0 for NULL or without memory to grow (the set
+ * is unchanged). */
 int gmpi_ptrset_add(gmpi_ptrset_t *s, const void *p);
 /* Remove p; 0 when it was not a member. */
 int gmpi_ptrset_remove(gmpi_ptrset_t *s, const void *p);

@@ -51,8 +51,8 @@ gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status)
 
 /* A receive's status is written when it succeeds, and when it ends in GMPI_ERR_TRUNCATE: the
  * message's source and tag, count 0 (as MPI, whose programs read which message overflowed;
- * what the buffer holds then is undefined, so no count of elements is promised). Every other
- * failure writes no out-parameter. */
+ * what the buffer holds then is undefined, so no count of elements is promised). No other
+ * failure of a receive writes its status. */
 static inline int gmpi_msg_status_written(gmpi_status_t st) {
   return st == GMPI_SUCCESS || st == GMPI_ERR_TRUNCATE;
 }

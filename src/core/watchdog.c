@@ -105,7 +105,8 @@ static void *run(void *arg) {
 }
 
 void gmpi_watchdog_add(gmpi_comm_t comm) {
-  if (!watches(comm)) return;
+  /* once only: a second entry would outlive the comm when the first is removed */
+  if (!watches(comm) || atomic_load_explicit(&comm->watch.watched, memory_order_relaxed)) return;
   const char *failed = NULL;
   pthread_mutex_lock(&lock);
   if (n_watched == cap_watched) {

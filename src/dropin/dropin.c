@@ -134,24 +134,29 @@ static void twin_forget(twin_t *t) {
 static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *func) {
   gmpi_comm_t pg = dropin_twin(parent), g = NULL;
   if (!pg || !dropin.active) return MPI_SUCCESS;
-  twin_t *t = calloc(1, sizeof(*t));
-  if (!t) {
-    PMPI_Comm_call_errhandler(parent, MPI_ERR_NO_MEM);
-    return MPI_ERR_NO_MEM;
-  }
+  twin_t *t = NULL;
   int prank = 0, color = GMPI_UNDEFINED, key = 0;
   PMPI_Comm_rank(parent, &prank);
   if (newcomm != MPI_COMM_NULL) {
     int inter = 0;
     PMPI_Comm_test_inter(newcomm, &inter);
-    if (inter) { /* no twin: device buffers on it are staged */
-      free(t);
-      return MPI_SUCCESS;
-    }
-    PMPI_Allreduce(&prank, &color, 1, MPI_INT, MPI_MIN, newcomm);
+    if (inter) return MPI_SUCCESS; /* no twin: device buffers on it are staged */
+    /* The members agree on the color and on each having memory for the twin's node: where one
+     * has none, no member makes the twin (every rank still calls gmpi, collectively). */
+    t = calloc(1, sizeof(*t));
+    int mine[2] = {prank, t != NULL}, all[2] = {0, 0};
+    PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, newcomm);
+    if (all[1])
+      color = all[0];
+    else
+      fprintf(stderr,
+              "[gmpi_mpi] %s: a rank had no memory for gmpi's communicator: this one "
+              "runs on MPI alone (device buffers through host copies)\n",
+              func);
     PMPI_Comm_rank(newcomm, &key);
   }
-  gmpi_status_t st = is_dup ? gmpi_comm_dup(pg, &g) : gmpi_comm_split(pg, color, key, &g);
+  gmpi_status_t st = is_dup && color != GMPI_UNDEFINED ? gmpi_comm_dup(pg, &g)
+                                                       : gmpi_comm_split(pg, color, key, &g);
   if (st != GMPI_SUCCESS || !g) free(t);
   if (st != GMPI_SUCCESS) return dropin_fail(parent, func, st);
   if (!g) return MPI_SUCCESS;

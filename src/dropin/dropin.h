@@ -42,7 +42,7 @@ typedef struct {
   dropin_mode_t mode; /* GMPI_INTERPOSE */
   int active;         /* gmpi took MPI_COMM_WORLD: calls may be routed */
   int cpu;            /* the backend is cpu: in device mode nothing is routed */
-  int keyval;         /* attribute holding each MPI comm's gmpi twin */
+  int keyval;         /* attribute holding each MPI comm's twin (its node, dropin.c) */
   gmpi_comm_t world;  /* the twin of MPI_COMM_WORLD (memory kinds are asked of it) */
   gmpi_comm_t self;   /* MPI_COMM_SELF's twin, made at first use (one rank: local) */
   double timeout_s;   /* GMPI_TIMEOUT: bounds waits on arrays that hold gmpi requests */

@@ -272,10 +272,11 @@ static int gmpi_send_blocking(gmpi_comm_t g, MPI_Comm comm, const void *buf, int
  * overflowed (its source and tag; count 0, nothing unpacked); an MPI code. */
 static int recv_finished(dropin_req_t *in, gmpi_status_t st, const gmpi_msg_status_t *gs,
                          MPI_Status *status, const char *func) {
-  int rc = st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(in->comm, func, st);
+  if (st == GMPI_ERR_TRUNCATE) fill_status(status, gs); /* before the error handler, as MPI */
+  if (st != GMPI_SUCCESS) return dropin_fail(in->comm, func, st);
   in->bytes = gs->count;
-  if (rc == MPI_SUCCESS && in->after) rc = in->after(in);
-  if (rc == MPI_SUCCESS || st == GMPI_ERR_TRUNCATE) fill_status(status, gs);
+  int rc = in->after ? in->after(in) : MPI_SUCCESS;
+  if (rc == MPI_SUCCESS) fill_status(status, gs);
   return rc;
 }
 
@@ -512,8 +513,9 @@ static int deliver_held(held_msg_t *m, const char *func, void *buf, int count, M
     *reported = rc != MPI_SUCCESS; /* MPI's calls and the staging report their own errors */
   }
   if (rc == MPI_SUCCESS && m->bytes > room) rc = MPI_ERR_TRUNCATE; /* nothing written */
-  gmpi_msg_status_t gs = {.source = m->source, .tag = m->tag, .count = m->bytes};
-  fill_status(status, &gs);
+  /* a truncation's status names the message, count 0, as every receive's (core/request.h) */
+  gmpi_msg_status_t gs = {.source = m->source, .tag = m->tag, .count = rc ? 0 : m->bytes};
+  if (rc == MPI_SUCCESS || rc == MPI_ERR_TRUNCATE) fill_status(status, &gs);
   return rc;
 }
 
@@ -570,7 +572,7 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
     *request = MPI_REQUEST_NULL;
     return error;
   }
-  return dropin_req_done_status(comm, gs.source, gs.tag, gs.count, error, request);
+  return dropin_req_done_status(comm, gs.source, gs.tag, error ? 0 : gs.count, error, request);
 }
 
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
@@ -684,7 +686,9 @@ static int sendrecv_requests(const void *sendbuf, int sendcount, MPI_Datatype se
   }
   MPI_Status st[2];
   rc = dropin_waitall(2, req, st);
-  if (status != MPI_STATUS_IGNORE) { /* MPI_ERROR stays: MPI_Sendrecv does not set it */
+  /* st is written on success and per request on MPI_ERR_IN_STATUS; MPI_ERROR stays: MPI_Sendrecv
+   * does not set it */
+  if (status != MPI_STATUS_IGNORE && (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS)) {
     int error = status->MPI_ERROR;
     *status = st[0];
     status->MPI_ERROR = error;

@@ -216,7 +216,8 @@ gmpi_status_t gmpi_host_recv_result(const gmpi_p2p_args_t *a, const host_recv_en
  * self-pending list (an ANY_SOURCE receive that a remote message took). */
 gmpi_status_t gmpi_host_test_one(int full, MPI_Request *mpi, MPI_Datatype type, int *ended,
                                  host_recv_end_t *end) {
-  MPI_Status s;
+  /* what a truncated receive's status reads if MPI does not fill it: no rank, no tag */
+  MPI_Status s = {.MPI_SOURCE = MPI_ANY_SOURCE, .MPI_TAG = MPI_ANY_TAG};
   int flag = 0, cls = MPI_SUCCESS;
   int rc = PMPI_Test(mpi, &flag, &s);
   if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);

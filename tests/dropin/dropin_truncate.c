@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A message longer than its receive buffer, through every kind of receive: MPI_ERR_TRUNCATE,
+/* A message longer than its receive buffer, through each receive call: MPI_ERR_TRUNCATE,
  * and the status still names the message that overflowed (its source and tag), as MPI's does
  * -- programs (MPICH's errors/pt2pt errinstat* among them) read which receive failed from it.
  * MPI_Waitall and MPI_Testall say MPI_ERR_IN_STATUS, with MPI_ERR_TRUNCATE in the truncated
@@ -114,6 +114,52 @@ static void complete_two(int test) {
   still_works(13);
 }
 
+/* MPI_Waitany, a persistent receive (MPI_Recv_init, MPI_Start, MPI_Wait), MPI_Sendrecv_replace
+ * and a matched receive (MPI_Mprobe, MPI_Mrecv), each truncated. */
+static void other_receives(void) {
+  MPI_Request r;
+  MPI_Status st = {.MPI_SOURCE = -7, .MPI_TAG = -7};
+  int *in = mem_alloc_p2p(SHORT * sizeof(int)), index = -1;
+  D_MPI(MPI_Irecv(in, SHORT, MPI_INT, MPI_ANY_SOURCE, 16, MPI_COMM_WORLD, &r));
+  send_long(16, &(MPI_Request){MPI_REQUEST_NULL});
+  D_EQ_INT(error_class(MPI_Waitany(1, &r, &index, &st)), MPI_ERR_TRUNCATE);
+  D_EQ_INT(index, 0);
+  D_EQ_INT(st.MPI_SOURCE, d_prev());
+  D_EQ_INT(st.MPI_TAG, 16);
+  D_MPI(MPI_Recv_init(in, SHORT, MPI_INT, d_prev(), 17, MPI_COMM_WORLD, &r));
+  D_MPI(MPI_Start(&r));
+  send_long(17, &(MPI_Request){MPI_REQUEST_NULL});
+  st = (MPI_Status){.MPI_SOURCE = -7, .MPI_TAG = -7};
+  D_EQ_INT(error_class(MPI_Wait(&r, &st)), MPI_ERR_TRUNCATE);
+  D_EQ_INT(st.MPI_SOURCE, d_prev());
+  D_EQ_INT(st.MPI_TAG, 17);
+  if (r != MPI_REQUEST_NULL) D_MPI(MPI_Request_free(&r)); /* Open MPI frees it on the error */
+  /* replace: LONG ints out, room for SHORT back (the count is the buffer's for both) */
+  int *both = mem_dup_p2p((int[LONG]){0}, LONG * sizeof(int));
+  MPI_Request big;
+  D_MPI(MPI_Isend(both, LONG, MPI_INT, d_next(), 18, MPI_COMM_WORLD, &big));
+  int *small = mem_alloc_p2p(SHORT * sizeof(int));
+  st = (MPI_Status){.MPI_SOURCE = -7, .MPI_TAG = -7};
+  D_EQ_INT(error_class(MPI_Sendrecv_replace(small, SHORT, MPI_INT, d_next(), 19, d_prev(), 18,
+                                            MPI_COMM_WORLD, &st)),
+           MPI_ERR_TRUNCATE);
+  D_EQ_INT(st.MPI_SOURCE, d_prev());
+  D_EQ_INT(st.MPI_TAG, 18);
+  D_MPI(MPI_Wait(&big, MPI_STATUS_IGNORE));
+  D_MPI(MPI_Recv(in, SHORT, MPI_INT, d_prev(), 19, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  MPI_Message m;
+  send_long(20, &(MPI_Request){MPI_REQUEST_NULL});
+  D_MPI(MPI_Mprobe(d_prev(), 20, MPI_COMM_WORLD, &m, &st));
+  st = (MPI_Status){.MPI_SOURCE = -7, .MPI_TAG = -7};
+  D_EQ_INT(error_class(MPI_Mrecv(in, SHORT, MPI_INT, &m, &st)), MPI_ERR_TRUNCATE);
+  D_EQ_INT(st.MPI_SOURCE, d_prev());
+  D_EQ_INT(st.MPI_TAG, 20);
+  mem_free(in);
+  mem_free(both);
+  mem_free(small);
+  still_works(21);
+}
+
 /* A derived receive type too small for the message (two ints, strided). */
 static void derived_type(void) {
   MPI_Datatype pairs;
@@ -142,5 +188,6 @@ int main(int argc, char **argv) {
   complete_two(0);
   complete_two(1);
   derived_type();
+  other_receives();
   return d_finish();
 }

@@ -30,6 +30,7 @@ int main(int c, char **v) {
   int r, live = c > 1 ? atoi(v[1]) : 0, wrong = 0, made = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* a refused dup stops the making */
   MPI_Comm *comms = malloc(sizeof(MPI_Comm) * (size_t)(live > 0 ? live : 1));
   for (; made < live; made++)
     if (MPI_Comm_dup(MPI_COMM_WORLD, &comms[made]) != MPI_SUCCESS) break;
