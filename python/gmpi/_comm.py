@@ -4,7 +4,7 @@ import atexit
 import ctypes
 
 from ._buffer import as_buffer, sync_producer
-from ._lib import MsgStatus, as_counts, call, check_arg, guard_arguments, op_from_name
+from ._lib import GmpiError, MsgStatus, as_counts, call, check_arg, guard_arguments, op_from_name
 from ._more import MoreCalls, finalize_mpi, start_mpi
 
 ANY_SOURCE = -1
@@ -65,6 +65,21 @@ def _fill(status, c_status):
         status._set(c_status)
 
 
+def _receive(filled, name, *args):
+    """call(name, *args), then each (Status or None, MsgStatus) pair in filled copied -- also
+    when the call raises GMPI_ERR_TRUNCATE, whose status names the message that overflowed (its
+    source and tag, count 0), as MPI's does."""
+    try:
+        call(name, *args)
+    except GmpiError as e:
+        if e.name == "GMPI_ERR_TRUNCATE":
+            for status, c in filled:
+                _fill(status, c)
+        raise
+    for status, c in filled:
+        _fill(status, c)
+
+
 def _status_arg(status, name="status"):
     """A status argument: None or a gmpi.Status, checked before the call (a receive must not
     take a message and then fail on what it was to fill)."""
@@ -111,9 +126,11 @@ class Request:
     def Wait(self, status=None):
         _status_arg(status)
         c = MsgStatus()
-        call("gmpi_wait", ctypes.byref(self._handle), ctypes.byref(c))
-        self._done()
-        _fill(status, c)
+        try:
+            _receive([(status, c)], "gmpi_wait", ctypes.byref(self._handle), ctypes.byref(c))
+        finally:  # ended, failed or not, once gmpi set the handle NULL (a truncation's is)
+            if not self._handle.value:
+                self._done()
         return True
 
     def Test(self, status=None):
@@ -178,15 +195,12 @@ class Request:
         handles = (ctypes.c_void_p * max(n, 1))(*[r._handle for r in requests])
         cs = (MsgStatus * max(n, 1))()
         try:
-            call("gmpi_waitall", n, handles, cs)
+            _receive(list(zip(statuses or [], cs)), "gmpi_waitall", n, handles, cs)
         finally:  # completed ones are NULL in handles, failed or not
             for r, h in zip(requests, handles):
                 r._handle = ctypes.c_void_p(h)
                 if not h:
                     r._done()
-        if statuses is not None:
-            for s, c in zip(statuses, cs):
-                _fill(s, c)
         return True
 
 
@@ -498,17 +512,16 @@ class Comm(MoreCalls):
         _status_arg(status)
         (b,) = self._bufs((buf, "buf", True))
         c = MsgStatus()
-        call("gmpi_recv", b.ptr, b.count, b.dtype, source, tag, self._h(), ctypes.byref(c))
-        _fill(status, c)
+        _receive([(status, c)], "gmpi_recv", b.ptr, b.count, b.dtype, source, tag, self._h(),
+                 ctypes.byref(c))
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE,
                  recvtag=ANY_TAG, status=None):
         _status_arg(status)
         s, r = self._bufs((sendbuf, "sendbuf", False), (recvbuf, "recvbuf", True))
         c = MsgStatus()
-        call("gmpi_sendrecv", s.ptr, s.count, s.dtype, dest, sendtag, r.ptr, r.count, r.dtype,
-             source, recvtag, self._h(), ctypes.byref(c))
-        _fill(status, c)
+        _receive([(status, c)], "gmpi_sendrecv", s.ptr, s.count, s.dtype, dest, sendtag, r.ptr,
+                 r.count, r.dtype, source, recvtag, self._h(), ctypes.byref(c))
 
     def Isend(self, buf, dest, tag=0):
         (b,) = self._bufs((buf, "buf", False))

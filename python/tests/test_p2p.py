@@ -85,11 +85,22 @@ def test_pending_request_keeps_buffer_alive(comm):
 
 
 def test_truncation_is_an_error(comm):
+    """The status still names the message that overflowed (source, tag; count 0), as MPI's."""
     right, left = ring(comm)
     req = comm.Isend(np.zeros(10, np.float32), dest=right, tag=5)
+    st = gmpi.Status()
     with pytest.raises(gmpi.GmpiError) as e:
-        comm.Recv(np.zeros(4, np.float32), source=left, tag=5)
+        comm.Recv(np.zeros(4, np.float32), source=gmpi.ANY_SOURCE, tag=5, status=st)
     assert e.value.status == gmpi.ERR_TRUNCATE
+    assert (st.source, st.tag, st.count) == (left, 5, 0)
+    req.Wait()
+    req = comm.Isend(np.zeros(10, np.float32), dest=right, tag=6)
+    small, st = np.zeros(4, np.float32), gmpi.Status()
+    recv = comm.Irecv(small, source=left, tag=gmpi.ANY_TAG)
+    with pytest.raises(gmpi.GmpiError) as e:
+        recv.Wait(status=st)
+    assert e.value.status == gmpi.ERR_TRUNCATE
+    assert (st.source, st.tag, st.count) == (left, 6, 0)
     req.Wait()
 
 
