@@ -4,6 +4,7 @@
 #include "error.h"
 #include "ops.h"
 #include "progress.h"
+#include "request.h"
 #include "route.h"
 #include "wait.h"
 
@@ -72,7 +73,7 @@ gmpi_status_t gmpi_p2p_probe(gmpi_comm_t comm, int source, int tag, int wait, in
   GMPI_CHECK(check_tag(comm, &a, "tag"));
   if (comm->rec)
     return gmpi_error(GMPI_ERR_STATE, "cannot probe while the communicator records a plan");
-  gmpi_msg_status_t found = {GMPI_PROC_NULL, GMPI_ANY_TAG, 0};
+  gmpi_msg_status_t found = gmpi_proc_null_status();
   int got = source == GMPI_PROC_NULL; /* MPI: a probe of PROC_NULL finds an empty message */
   gmpi_deadline_t d;
   gmpi_deadline_start(&d, comm->cfg.timeout_s);
@@ -149,8 +150,7 @@ gmpi_status_t gmpi_p2p_exchange(gmpi_comm_t comm, const gmpi_p2p_args_t *send,
   gmpi_status_t st = engine->p2p->exchange(engine->p2p_state, comm, s, r, status);
   if (st == GMPI_ERR_TIMEOUT) return exchange_expired(comm, seq, send, recv);
   gmpi_flight_end(&comm->flight, seq, st);
-  if (st == GMPI_SUCCESS && !r && status)
-    *status = (gmpi_msg_status_t){GMPI_PROC_NULL, GMPI_ANY_TAG, 0};
+  if (st == GMPI_SUCCESS && !r && status) *status = gmpi_proc_null_status();
   return st;
 }
 

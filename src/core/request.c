@@ -153,7 +153,7 @@ void gmpi_request_discard(gmpi_request_t req, gmpi_status_t why) {
 /* A send to or receive from GMPI_PROC_NULL: done at once, no engine, an empty status (MPI's
  * rule). While a plan records, it records nothing, and waiting it records nothing either. */
 static gmpi_status_t proc_null_request(gmpi_comm_t comm, gmpi_request_t req, gmpi_request_t *out) {
-  req->status = (gmpi_msg_status_t){GMPI_PROC_NULL, GMPI_ANY_TAG, 0};
+  req->status = gmpi_proc_null_status();
   if (comm->rec) {
     req->rec_gen = gmpi_plan_rec_gen(comm->rec);
     req->rec_index = -1;

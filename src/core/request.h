@@ -49,6 +49,12 @@ gmpi_status_t gmpi_request_wait(gmpi_request_t req, gmpi_msg_status_t *status);
 /* Finish a done request: copy status out, record the end, free it. Returns its result. */
 gmpi_status_t gmpi_request_finish(gmpi_request_t req, gmpi_msg_status_t *status);
 
+/* What a receive from (or a probe of) GMPI_PROC_NULL reports: an empty message from it, with
+ * no tag (MPI's rule). */
+static inline gmpi_msg_status_t gmpi_proc_null_status(void) {
+  return (gmpi_msg_status_t){GMPI_PROC_NULL, GMPI_ANY_TAG, 0};
+}
+
 /* A receive's status is written when it succeeds, and when it ends in GMPI_ERR_TRUNCATE: the
  * message's source and tag, count 0 (as MPI, whose programs read which message overflowed;
  * what the buffer holds then is undefined, so no count of elements is promised). No other
