@@ -41,6 +41,7 @@ typedef struct env_msg {
   gmpi_match_msg_t m; /* first: the matcher's view */
   proto_t proto;
   void *data;        /* eager (or buffered self) data in host memory, or NULL */
+  void *own;         /* the memory data lies in when the message owns it: freed with it */
   uint32_t blob_len; /* pull: the sender's buffer description */
   uint8_t blob[GMPI_MOVER_BLOB_BYTES];
   gmpi_request_t req;       /* the receive it is matched to, or NULL */
@@ -99,6 +100,9 @@ struct gmpi_envelope_engine {
   env_msg_t *moving; /* receiver side transfers and copies in flight */
   env_msg_t *marked; /* matched, waiting for the program's stream to pass the receive's post */
   int n_held;        /* message envelopes held, all peers */
+  /* The eager message being taken in whose data still lies in its channel slot (arrived):
+   * a receive may take it from there; whatever still reads it afterwards gets it for itself. */
+  env_msg_t *borrower;
   env_msg_t *self_held, *self_held_tail; /* self messages not yet known to the matcher */
   /* Everything above, the mover's context and the control channel are touched only under
    * this lock. A thread takes it to post, test, probe, cancel and abandon; a wait of any
@@ -171,8 +175,16 @@ static void complete_recv(gmpi_request_t req, const env_msg_t *msg, gmpi_status_
 }
 
 static void free_msg(env_msg_t *msg) {
-  free(msg->data);
+  free(msg->own);
   free(msg);
+}
+
+/* Give msg bytes of data of its own (its eager data is kept until a receive takes it). */
+static gmpi_status_t own_data(env_msg_t *msg, size_t bytes) {
+  if (!(msg->own = malloc(bytes)))
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %zu-byte message", bytes);
+  msg->data = msg->own;
+  return GMPI_SUCCESS;
 }
 
 /* Is the message acceptable to its receive? Describes the failure when not. */
@@ -215,6 +227,7 @@ static gmpi_status_t landed(struct gmpi_envelope_engine *env, env_msg_t *msg,
     es->complete = 1;
   }
   if (!msg->orphan) complete_recv(msg->req, msg, result);
+  if (env->borrower == msg) env->borrower = NULL;
   free_msg(msg);
   return st;
 }
@@ -352,8 +365,29 @@ static gmpi_status_t arrive(struct gmpi_envelope_engine *env, env_msg_t *msg) {
   return bind(env, msg, ((env_recv_t *)r)->req);
 }
 
-static gmpi_status_t message_arrived(struct gmpi_envelope_engine *env, int src, const wire_t *w,
-                                     const unsigned char *payload) {
+/* An eager message that arrived in slot and still reads its data there: no receive took it yet,
+ * its receive's mark has not passed, or the copy into the receive runs. A receive that took
+ * it at once copied straight from the slot, and a copy that finished before the call returned
+ * left nothing lent: no allocation, no second copy. Otherwise the message gets its data for
+ * itself: the slot's buffer when a copy reads it now (the slot gets a new one), else a copy. */
+static gmpi_status_t keep_lent(struct gmpi_envelope_engine *env, int slot) {
+  env_msg_t *msg = env->borrower;
+  if (!msg) return GMPI_SUCCESS;
+  env->borrower = NULL;
+  if (msg->handle) {
+    msg->own = env->in_buf[slot];
+    env->in_buf[slot] = NULL; /* poll_envelopes gives the slot a new buffer */
+    return GMPI_SUCCESS;
+  }
+  const void *lent = msg->data;
+  msg->data = NULL; /* a receive of it fails rather than read the slot's next envelope */
+  GMPI_CHECK(own_data(msg, msg->m.bytes));
+  memcpy(msg->data, lent, msg->m.bytes);
+  return GMPI_SUCCESS;
+}
+
+static gmpi_status_t message_arrived(struct gmpi_envelope_engine *env, int src, int slot,
+                                     const wire_t *w, const unsigned char *payload) {
   env_peer_t *p = &env->peers[src];
   if (w->seq != p->next_in_seq)
     return gmpi_error(GMPI_ERR_INTERNAL, "envelope from rank %d has sequence %llu, expected %llu",
@@ -364,14 +398,9 @@ static gmpi_status_t message_arrived(struct gmpi_envelope_engine *env, int src, 
   msg->m = (gmpi_match_msg_t){
       .source = src, .tag = w->tag, .bytes = w->bytes, .dtype = w->dtype, .seq = w->seq};
   msg->proto = w->kind == W_EAGER ? P_EAGER : w->kind == W_RTS_PULL ? P_PULL : P_LINK;
-  if (msg->proto == P_EAGER && w->bytes) {
-    msg->data = malloc(w->bytes);
-    if (!msg->data) {
-      free(msg);
-      return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %llu-byte message",
-                        (unsigned long long)w->bytes);
-    }
-    memcpy(msg->data, payload, w->bytes);
+  if (msg->proto == P_EAGER && w->bytes) { /* lent until arrive returns (keep_lent) */
+    msg->data = (void *)payload;
+    env->borrower = msg;
   }
   msg->blob_len = w->blob_len;
   memcpy(msg->blob, w->blob, w->blob_len);
@@ -380,7 +409,9 @@ static gmpi_status_t message_arrived(struct gmpi_envelope_engine *env, int src, 
              msg->proto == P_EAGER  ? "eager"
              : msg->proto == P_PULL ? "pull"
                                     : "link");
-  return arrive(env, msg);
+  gmpi_status_t st = arrive(env, msg);
+  gmpi_status_t kept = keep_lent(env, slot);
+  return st != GMPI_SUCCESS ? st : kept;
 }
 
 /* Unlink and return our send to peer numbered seq that waits for its receiver. */
@@ -462,14 +493,15 @@ gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nran
   return GMPI_SUCCESS;
 }
 
-static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int src,
-                                  const unsigned char *buf, size_t len) {
+/* The envelope of len bytes in channel slot from rank src. */
+static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int src, int slot, size_t len) {
+  const unsigned char *buf = env->in_buf[slot];
   const wire_t *w = (const wire_t *)buf;
   GMPI_CHECK(gmpi_env_wire_check(buf, len, src, env->comm->size));
   switch (w->kind) {
   case W_EAGER:
   case W_RTS_PULL:
-  case W_RTS_LINK: return message_arrived(env, src, w, buf + sizeof(wire_t));
+  case W_RTS_LINK: return message_arrived(env, src, slot, w, buf + sizeof(wire_t));
   case W_FIN:
   case W_RTR:
   case W_CTS: return send_answered(env, src, w);
@@ -492,7 +524,9 @@ static gmpi_status_t poll_envelopes(struct gmpi_envelope_engine *env) {
     GMPI_CHECK(env->oob->chan_test(&env->in_op[i], &flag, &src, &len));
     if (!flag) return GMPI_SUCCESS;
     env->in_head = (i + 1) % N_POSTED;
-    gmpi_status_t st = wire_arrived(env, src, env->in_buf[i], len);
+    gmpi_status_t st = wire_arrived(env, src, i, len);
+    if (!env->in_buf[i] && !(env->in_buf[i] = malloc(WIRE_MAX)))
+      return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an envelope buffer");
     GMPI_CHECK(post_incoming(env, i));
     GMPI_CHECK(st);
   }
@@ -565,9 +599,7 @@ static gmpi_status_t flush_self(struct gmpi_envelope_engine *env) {
     env_send_t *es = msg->self_send ? msg->self_send->be : NULL;
     if (es && eager_sized(msg->m.bytes, &msg->self_send->args) &&
         !gmpi_match_would_take(&env->match, msg->m.source, msg->m.tag)) {
-      if (!(msg->data = malloc(msg->m.bytes)))
-        return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %zu-byte self message",
-                          msg->m.bytes);
+      GMPI_CHECK(own_data(msg, msg->m.bytes));
       GMPI_CHECK(env->mover->self_copy(env->mctx, msg->data, msg->self_send->args.buf, msg->m.bytes,
                                        &msg->filling));
       msg->self_send = NULL;
@@ -627,9 +659,18 @@ static gmpi_status_t progress(struct gmpi_envelope_engine *env) {
   return test_out(env);
 }
 
+/* The engine this thread's last test progressed. A wait tests its request (a progress pass),
+ * then drives every engine (core/wait.h): a second pass over the same engine in the same spin
+ * finds what the first found, at the same cost -- half of a small message's wait. */
+static _Thread_local const struct gmpi_envelope_engine *tested_just_now;
+
 /* Called by every wait in gmpi (core/progress.h), whatever it waits for, on any thread. */
 static gmpi_status_t progress_from_elsewhere(void *ctx) {
   struct gmpi_envelope_engine *env = ctx;
+  if (tested_just_now == env) { /* once: the next spin's test sets it again */
+    tested_just_now = NULL;
+    return GMPI_SUCCESS;
+  }
   if (pthread_mutex_trylock(&env->lock) != 0) return GMPI_SUCCESS; /* its holder progresses */
   gmpi_status_t st = GMPI_SUCCESS;
   if (env->comm->failure == GMPI_SUCCESS) {
@@ -656,7 +697,7 @@ static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t 
   er->m.tag = req->args.tag;
   er->req = req;
   if (env->mover->mark) {
-    gmpi_status_t st = env->mover->mark(env->mctx, &er->mark);
+    gmpi_status_t st = env->mover->mark(env->mctx, req->args.buf, &er->mark);
     if (st != GMPI_SUCCESS) {
       free(er);
       return st;
@@ -664,8 +705,7 @@ static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t 
   }
   req->be = er;
   gmpi_match_msg_t *m = gmpi_match_post(&env->match, &er->m);
-  if (m) GMPI_CHECK(bind(env, (env_msg_t *)m, req));
-  return progress(env);
+  return m ? bind(env, (env_msg_t *)m, req) : GMPI_SUCCESS;
 }
 
 /* Does a self send wait in its own buffer for the receive to copy it? Large and synchronous
@@ -696,14 +736,13 @@ static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_reque
   msg->proto = P_SELF;
   gmpi_status_t st = GMPI_SUCCESS;
   if (!self_send_waits(env, a, bytes)) {
-    if (bytes && !(msg->data = malloc(bytes)))
-      st = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory to keep a %zu-byte self message", bytes);
+    if (bytes) st = own_data(msg, bytes);
     if (st == GMPI_SUCCESS && bytes)
       st = env->mover->to_host(env->mctx, msg->data, a->buf, bytes, &msg->filling);
   } else { /* read from the sender's buffer once the program's stream passed the send */
     msg->self_send = req;
     es->self_msg = msg;
-    if (env->mover->mark) st = env->mover->mark(env->mctx, &msg->filling);
+    if (env->mover->mark) st = env->mover->mark(env->mctx, a->buf, &msg->filling);
   }
   if (st != GMPI_SUCCESS) {
     free_msg(msg);
@@ -755,7 +794,7 @@ static gmpi_status_t post_rendezvous(struct gmpi_envelope_engine *env, const gmp
                                        : 0;
   /* the link reads the buffer at the peer's answer: the envelope waits for the send's mark */
   if (!o->ready && env->mover->mark) {
-    gmpi_status_t st = env->mover->mark(env->mctx, &o->ready);
+    gmpi_status_t st = env->mover->mark(env->mctx, a->buf, &o->ready);
     if (st != GMPI_SUCCESS) {
       free(o);
       return st;
@@ -796,7 +835,10 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
     free(es);
     return st;
   }
-  return progress(env);
+  /* Its envelope goes out now (unless its data is not ready yet, or one ahead of it waits).
+   * Nothing else is progressed: every test and wait does that, and a post that polled the
+   * channel too would cost a small message's whole time again. */
+  return a->peer == env->comm->rank ? flush_self(env) : flush_peer(env, a->peer);
 }
 
 gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req) {
@@ -852,6 +894,7 @@ gmpi_status_t gmpi_env_probe(struct gmpi_envelope_engine *env, int source, int t
 
 static gmpi_status_t test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
   GMPI_CHECK(progress(env));
+  tested_just_now = env;
   if (req->args.dir == GMPI_P2P_SEND) return test_send(env, req, done);
   *done = req->done;
   return GMPI_SUCCESS;

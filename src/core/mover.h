@@ -36,10 +36,11 @@ typedef struct gmpi_mover {
   gmpi_status_t (*to_host)(void *ctx, void *host, const void *buf, size_t bytes, void **handle);
   gmpi_status_t (*from_host)(void *ctx, void *buf, const void *host, size_t bytes, void **handle);
   gmpi_status_t (*self_copy)(void *ctx, void *dst, const void *src, size_t bytes, void **handle);
-  /* Record where the program's stream is now (a receive's post, a send's whose buffer is read
-   * later): *handle tests done once the stream has passed it; NULL when it has (or the mover
-   * orders nothing after the program). NULL: no ordering. */
-  gmpi_status_t (*mark)(void *ctx, void **handle);
+  /* Record where the program's stream is now, at the post of a receive into buf or of a send
+   * whose buf is read later: *handle tests done once the stream has passed it; NULL when it
+   * has, or when nothing on a device can be using buf (host memory, which the program's own
+   * MPI call orders), or the mover orders nothing after the program. NULL: no ordering. */
+  gmpi_status_t (*mark)(void *ctx, const void *buf, void **handle);
   /* Describe buf so that peer can read it, into blob; returns its length, 0 when peer cannot
    * (another host, memory that cannot be shared): the engine then uses the link. *ready
    * (whatever the length): NULL when buf's data may be read now, else a handle that tests done

@@ -171,10 +171,14 @@ static gmpi_status_t dev_self_copy(void *ctx, void *dst, const void *src, size_t
 /* Where the program's stream is now: the user's in stream-ordered mode, else the legacy
  * default stream where GMPI_DEFAULT_STREAM_ORDER wants it (cuda_default_stream_wanted). A
  * handle with no bytes. */
-static gmpi_status_t mark(void *ctx, void **handle) {
+static gmpi_status_t mark(void *ctx, const void *buf, void **handle) {
   cuda_p2p_t *p = ctx;
   cuda_comm_t *cc = p->cc;
   *handle = NULL;
+  /* The stack or the break's heap: no device work can be writing or reading it unseen (a
+   * pageable copy returns only once it has read or written it), so the program's MPI call
+   * orders it enough, as a CUDA-aware MPI's does. */
+  if (buf && gmpi_hostmem_surely(buf)) return GMPI_SUCCESS;
   int wanted = 1;
   /* matching across kinds routes without classifying the buffer, so memops knows nothing of
    * it: the event */
@@ -207,7 +211,7 @@ static size_t expose(void *ctx, int peer, const void *buf, size_t bytes, void *b
   if (!p->can_pull[peer] || cuda_p2p_is_host(p, buf)) return 0; /* host memory: the link */
   size_t len = cuda_ipc_expose(p, buf, blob);
   if (!len) return 0;
-  if (mark(p, ready) != GMPI_SUCCESS) { /* the link then, after the engine's own mark */
+  if (mark(p, buf, ready) != GMPI_SUCCESS) { /* the link then, after the engine's own mark */
     cudaGetLastError();
     *ready = NULL;
     cuda_memops_owed(); /* the failed mark may have used up an owed event: the engine's mark */
