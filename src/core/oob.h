@@ -21,7 +21,8 @@ typedef struct gmpi_oob_op gmpi_oob_op_t;
  * out-of-band exchanges and from all user traffic, so core can run a protocol without knowing
  * MPI. Messages between two ranks arrive in the order they were sent, and receives posted on
  * one channel are filled in the order they were posted (MPI's rules). Nothing on it waits:
- * every call returns at once, and handles are tested. */
+ * every call returns at once, and handles are tested. Calls on one channel and its handles
+ * are never made at once by two threads (its engine holds its own lock around them). */
 typedef struct gmpi_chan gmpi_chan_t;
 typedef struct gmpi_chan_op gmpi_chan_op_t; /* a send or receive in flight on a channel */
 

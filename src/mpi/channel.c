@@ -11,13 +11,22 @@
 
 #define CHAN_TAG 7 /* the only tag on a channel */
 
+/* Handles released by chan_test are kept for the next send or receive, at most SPARE_OPS:
+ * a small message posts one on each side, and a malloc and free each cost about as much as
+ * the rest of a post (one thread at a time per channel: core/oob.h). */
+#define SPARE_OPS 16
+
 struct gmpi_chan {
   MPI_Comm comm;
+  struct gmpi_chan_op *spare; /* released handles, linked by next */
+  int n_spare;
 };
 
 struct gmpi_chan_op {
   MPI_Request req;
   int is_recv;
+  gmpi_chan_t *chan;         /* the channel it is from */
+  struct gmpi_chan_op *next; /* in chan's spares */
 };
 
 gmpi_status_t gmpi_mpi_chan_open(gmpi_comm_t comm, gmpi_chan_t **out) {
@@ -40,23 +49,44 @@ free_chan:
 void gmpi_mpi_chan_close(gmpi_chan_t *chan, int failed) {
   if (!chan) return;
   if (!failed) PMPI_Comm_free(&chan->comm);
+  while (chan->spare) {
+    gmpi_chan_op_t *next = chan->spare->next;
+    free(chan->spare);
+    chan->spare = next;
+  }
   free(chan);
 }
 
-static gmpi_status_t new_op(size_t bytes, int is_recv, gmpi_chan_op_t **out) {
+static gmpi_status_t new_op(gmpi_chan_t *chan, size_t bytes, int is_recv, gmpi_chan_op_t **out) {
   if (bytes > INT_MAX) return gmpi_error(GMPI_ERR_INTERNAL, "control message of %zu bytes", bytes);
-  gmpi_chan_op_t *op = malloc(sizeof(*op));
-  if (!op) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control message");
-  op->req = MPI_REQUEST_NULL;
-  op->is_recv = is_recv;
+  gmpi_chan_op_t *op = chan->spare;
+  if (op) {
+    chan->spare = op->next;
+    chan->n_spare--;
+  } else if (!(op = malloc(sizeof(*op)))) {
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control message");
+  }
+  *op = (gmpi_chan_op_t){.req = MPI_REQUEST_NULL, .is_recv = is_recv, .chan = chan};
   *out = op;
   return GMPI_SUCCESS;
+}
+
+/* A handle that completed: kept for the next post. */
+static void release_op(gmpi_chan_op_t *op) {
+  gmpi_chan_t *chan = op->chan;
+  if (chan->n_spare == SPARE_OPS) {
+    free(op);
+    return;
+  }
+  op->next = chan->spare;
+  chan->spare = op;
+  chan->n_spare++;
 }
 
 gmpi_status_t gmpi_mpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, size_t bytes,
                                  gmpi_chan_op_t **op) {
   gmpi_chan_op_t *o = NULL;
-  GMPI_CHECK(new_op(bytes, 0, &o));
+  GMPI_CHECK(new_op(chan, bytes, 0, &o));
   int rc = PMPI_Isend(buf, (int)bytes, MPI_BYTE, dest, CHAN_TAG, chan->comm, &o->req);
   if (rc != MPI_SUCCESS) {
     free(o);
@@ -69,7 +99,7 @@ gmpi_status_t gmpi_mpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, s
 gmpi_status_t gmpi_mpi_chan_recv(gmpi_chan_t *chan, void *buf, size_t max_bytes,
                                  gmpi_chan_op_t **op) {
   gmpi_chan_op_t *o = NULL;
-  GMPI_CHECK(new_op(max_bytes, 1, &o));
+  GMPI_CHECK(new_op(chan, max_bytes, 1, &o));
   int rc = PMPI_Irecv(buf, (int)max_bytes, MPI_BYTE, MPI_ANY_SOURCE, CHAN_TAG, chan->comm, &o->req);
   if (rc != MPI_SUCCESS) {
     free(o);
@@ -94,7 +124,7 @@ gmpi_status_t gmpi_mpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, si
     if (source) *source = s.MPI_SOURCE;
     if (bytes) rc = PMPI_Get_count(&s, MPI_BYTE, &n);
   }
-  free(o);
+  release_op(o);
   *op = NULL;
   *done = 1;
   if (rc != MPI_SUCCESS) return gmpi_mpi_error(rc, "MPI_Get_count (control channel)");
