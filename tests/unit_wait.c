@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Bounded waiting (core/wait.h) without MPI: a wait drives every registered engine at each
- * poll; a passive wait (work that completes alone, the device's) at one call in
+/* Bounded waiting (core/wait.h) without MPI: a wait drives every registered engine at its
+ * first poll and one in GMPI_DRIVE_OTHERS_EVERY after (its own test drives the engine it waits
+ * on); a passive wait (work that completes alone, the device's) at one call in
  * GMPI_PASSIVE_TESTS, so it tests its work that often between progress passes -- and its
- * deadline still ends it. */
+ * deadline still ends it. An engine that says it is idle (core/progress.h) is skipped. */
 #include "unit_util.h"
 
 #include "../src/core/progress.h"
 #include "../src/core/wait.h"
 
-static int passes;
+static int passes, idle_passes;
 
 static gmpi_status_t count_pass(void *ctx) {
   (void)ctx;
@@ -16,14 +17,34 @@ static gmpi_status_t count_pass(void *ctx) {
   return GMPI_SUCCESS;
 }
 
+static gmpi_status_t count_idle_pass(void *ctx) {
+  (void)ctx;
+  idle_passes++;
+  return GMPI_SUCCESS;
+}
+
 int main(void) {
-  CHECK_EQ(gmpi_progress_add(count_pass, NULL), GMPI_SUCCESS);
+  atomic_int wanted = 0;
+  CHECK_EQ(gmpi_progress_add(count_pass, NULL, NULL), GMPI_SUCCESS);
+  CHECK_EQ(gmpi_progress_add(count_idle_pass, NULL, &wanted), GMPI_SUCCESS);
   gmpi_deadline_t d;
 
   gmpi_deadline_start(&d, 0); /* no deadline: only the progress counted */
-  for (int i = 0; i < 64; i++)
+  CHECK_EQ(gmpi_deadline_poll(&d), 0);
+  CHECK_EQ(passes, 1); /* the first poll drives the engines */
+  for (unsigned i = 1; i < 16 * GMPI_DRIVE_OTHERS_EVERY; i++)
     CHECK_EQ(gmpi_deadline_poll(&d), 0);
-  CHECK_EQ(passes, 64); /* every poll drives the engines */
+  CHECK_EQ(passes, 16);     /* then one poll in GMPI_DRIVE_OTHERS_EVERY */
+  CHECK_EQ(idle_passes, 0); /* never the idle one */
+
+  atomic_store(&wanted, 1); /* busy: driven with the others */
+  passes = 0;
+  gmpi_deadline_start(&d, 0);
+  for (unsigned i = 0; i < 4 * GMPI_DRIVE_OTHERS_EVERY; i++)
+    CHECK_EQ(gmpi_deadline_poll(&d), 0);
+  CHECK_EQ(passes, 4);
+  CHECK_EQ(idle_passes, 4);
+  gmpi_progress_remove(count_idle_pass, NULL);
 
   passes = 0;
   gmpi_deadline_start(&d, 0);

@@ -3,6 +3,7 @@
 #include "envelope_wire.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,11 @@ struct gmpi_envelope_engine {
   env_msg_t *marked; /* matched, waiting for the program's stream to pass the receive's post */
   int n_held;        /* message envelopes held, all peers */
   int n_out;         /* envelopes on the out list */
+  int n_live;        /* sends and receives posted and not yet released */
+  int n_awaiting_go; /* messages on the peers' awaiting_go lists */
+  /* Whether a pass could move anything (note_wanted): other threads' waits skip the engine
+   * while it is 0 (core/progress.h), read without the lock. */
+  atomic_int wanted;
   spares_t spare_sends, spare_recvs, spare_msgs, spare_outs;
   /* The eager message being taken in whose data still lies in its channel slot (arrived):
    * a receive may take it from there; whatever still reads it afterwards gets it for itself. */
@@ -184,6 +190,16 @@ static void spares_drop(spares_t *s) {
     s->head = next;
   }
   s->n = 0;
+}
+
+/* A send's or receive's state is no longer needed (done, cancelled or given up). */
+static void send_released(struct gmpi_envelope_engine *env, void *es) {
+  spare_give(&env->spare_sends, es);
+  env->n_live--;
+}
+static void recv_released(struct gmpi_envelope_engine *env, void *er) {
+  spare_give(&env->spare_recvs, er);
+  env->n_live--;
 }
 
 /* ---- sending envelopes ----------------------------------------------------------------- */
@@ -252,7 +268,7 @@ static gmpi_status_t test_out(struct gmpi_envelope_engine *env) {
 
 static void complete_recv(struct gmpi_envelope_engine *env, gmpi_request_t req,
                           const env_msg_t *msg, gmpi_status_t result) {
-  spare_give(&env->spare_recvs, req->be);
+  recv_released(env, req->be);
   req->be = NULL;
   size_t count = result == GMPI_SUCCESS ? msg->m.bytes / gmpi_dtype_size(req->args.dtype) : 0;
   req->status = (gmpi_msg_status_t){msg->m.source, msg->m.tag, count}; /* request.h */
@@ -392,6 +408,7 @@ static gmpi_status_t start_rendezvous(struct gmpi_envelope_engine *env, env_msg_
     GMPI_CHECK(send_ctrl(env, src, W_RTR, msg->m.seq, 0, NULL, 0));
     msg->next = env->peers[src].awaiting_go;
     env->peers[src].awaiting_go = msg;
+    env->n_awaiting_go++;
     return GMPI_SUCCESS;
   }
   uint64_t k;
@@ -511,11 +528,12 @@ static env_send_t *take_waiting(env_peer_t *p, uint64_t seq) {
   return NULL;
 }
 
-static env_msg_t *take_awaiting_go(env_peer_t *p, uint64_t seq) {
+static env_msg_t *take_awaiting_go(struct gmpi_envelope_engine *env, env_peer_t *p, uint64_t seq) {
   for (env_msg_t **link = &p->awaiting_go; *link; link = &(*link)->next) {
     env_msg_t *msg = *link;
     if (msg->m.seq != seq) continue;
     *link = msg->next;
+    env->n_awaiting_go--;
     return msg;
   }
   return NULL;
@@ -549,7 +567,7 @@ static gmpi_status_t send_answered(struct gmpi_envelope_engine *env, int src, co
 }
 
 static gmpi_status_t go_arrived(struct gmpi_envelope_engine *env, int src, const wire_t *w) {
-  env_msg_t *msg = take_awaiting_go(&env->peers[src], w->seq);
+  env_msg_t *msg = take_awaiting_go(env, &env->peers[src], w->seq);
   if (!msg)
     return gmpi_error(GMPI_ERR_INTERNAL, "rank %d sent a link position for unknown message %llu",
                       src, (unsigned long long)w->seq);
@@ -745,6 +763,22 @@ static gmpi_status_t progress(struct gmpi_envelope_engine *env) {
   return env->n_out >= OUT_TESTED_AT ? test_out(env) : GMPI_SUCCESS;
 }
 
+/* Could a pass move anything? Sends and receives not yet released, messages moving, waiting
+ * for a mark or for a link position (a receive given up leaves its message to land), envelopes
+ * held. An idle engine needs no pass: what arrives for it waits in the channel until a receive
+ * is posted (its test polls), and no peer waits for it -- a peer's rendezvous send waits for a
+ * receive, and would make this engine busy. So a program's other comms cost a wait nothing. */
+static void note_wanted(struct gmpi_envelope_engine *env) {
+  int wanted = env->n_live || env->moving || env->marked || env->n_held || env->self_held ||
+               env->n_awaiting_go;
+  atomic_store_explicit(&env->wanted, wanted, memory_order_relaxed);
+}
+
+static void unlock(struct gmpi_envelope_engine *env) {
+  note_wanted(env);
+  pthread_mutex_unlock(&env->lock);
+}
+
 /* The engine this thread's last test progressed. A wait tests its request (a progress pass),
  * then drives every engine (core/wait.h): a second pass over the same engine in the same spin
  * finds what the first found, at the same cost -- half of a small message's wait. */
@@ -763,14 +797,14 @@ static gmpi_status_t progress_from_elsewhere(void *ctx) {
     st = progress(env);
     if (st != GMPI_SUCCESS) gmpi_comm_fail(env->comm, st);
   }
-  pthread_mutex_unlock(&env->lock);
+  unlock(env);
   return st;
 }
 
 gmpi_status_t gmpi_env_progress(struct gmpi_envelope_engine *env) {
   pthread_mutex_lock(&env->lock);
   gmpi_status_t st = progress(env);
-  pthread_mutex_unlock(&env->lock);
+  unlock(env);
   return st;
 }
 
@@ -790,6 +824,7 @@ static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t 
     }
   }
   req->be = er;
+  env->n_live++;
   gmpi_match_msg_t *m = gmpi_match_post(&env->match, &er->m);
   return m ? bind(env, (env_msg_t *)m, req) : GMPI_SUCCESS;
 }
@@ -921,6 +956,7 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
     spare_give(&env->spare_sends, es);
     return st;
   }
+  env->n_live++;
   /* Its envelope goes out now (unless its data is not ready yet, or one ahead of it waits).
    * Nothing else is progressed: every test and wait does that, and a post that polled the
    * channel too would cost a small message's whole time again. */
@@ -930,7 +966,7 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
 gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req) {
   pthread_mutex_lock(&env->lock);
   gmpi_status_t st = req->args.dir == GMPI_P2P_SEND ? post_send(env, req) : post_recv(env, req);
-  pthread_mutex_unlock(&env->lock);
+  unlock(env);
   return st;
 }
 
@@ -950,7 +986,7 @@ static gmpi_status_t test_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   if (*done) {
     req->status = (gmpi_msg_status_t){req->args.peer, req->args.tag, req->args.count};
     req->result = GMPI_SUCCESS;
-    spare_give(&env->spare_sends, es);
+    send_released(env, es);
     req->be = NULL;
   }
   return GMPI_SUCCESS;
@@ -974,7 +1010,7 @@ gmpi_status_t gmpi_env_probe(struct gmpi_envelope_engine *env, int source, int t
                              gmpi_msg_status_t *status) {
   pthread_mutex_lock(&env->lock);
   gmpi_status_t st = probe(env, source, tag, flag, status);
-  pthread_mutex_unlock(&env->lock);
+  unlock(env);
   return st;
 }
 
@@ -1000,7 +1036,7 @@ static gmpi_status_t test(struct gmpi_envelope_engine *env, gmpi_request_t req, 
 gmpi_status_t gmpi_env_test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
   pthread_mutex_lock(&env->lock);
   gmpi_status_t st = test(env, req, done);
-  pthread_mutex_unlock(&env->lock);
+  unlock(env);
   return st;
 }
 
@@ -1014,7 +1050,7 @@ static void abandon_send(struct gmpi_envelope_engine *env, env_send_t *es) {
   if (es->held_self) es->held_self->fill_send = NULL;
   if (!es->complete && !es->handle && !es->self_msg)
     take_waiting(&env->peers[es->req->args.peer], es->seq);
-  spare_give(&env->spare_sends, es);
+  send_released(env, es);
 }
 
 /* A receive given up: its message, if one is moving into the buffer, lands and is dropped. */
@@ -1033,7 +1069,7 @@ static void cancel_recv(struct gmpi_envelope_engine *env, gmpi_request_t req, in
   if (req->done || !er || req->args.dir != GMPI_P2P_RECV || er->msg) return;
   if (!gmpi_match_cancel(&env->match, &er->m)) return;
   if (er->mark) env->mover->cancel(env->mctx, er->mark);
-  spare_give(&env->spare_recvs, er);
+  recv_released(env, er);
   req->be = NULL;
   *cancelled = 1;
 }
@@ -1042,7 +1078,7 @@ gmpi_status_t gmpi_env_cancel(struct gmpi_envelope_engine *env, gmpi_request_t r
                               int *cancelled) {
   pthread_mutex_lock(&env->lock);
   cancel_recv(env, req, cancelled);
-  pthread_mutex_unlock(&env->lock);
+  unlock(env);
   return GMPI_SUCCESS;
 }
 
@@ -1053,11 +1089,11 @@ void gmpi_env_abandon(struct gmpi_envelope_engine *env, gmpi_request_t req) {
       abandon_send(env, req->be);
     else {
       abandon_recv(env, req->be);
-      spare_give(&env->spare_recvs, req->be);
+      recv_released(env, req->be);
     }
     req->be = NULL;
   }
-  pthread_mutex_unlock(&env->lock);
+  unlock(env);
 }
 
 /* ---- life cycle ------------------------------------------------------------------------- */
@@ -1242,7 +1278,7 @@ gmpi_status_t gmpi_env_create(gmpi_comm_t comm, const gmpi_mover_t *mover, void 
   }
   /* before the engine is registered: no other thread's progress pumps its links meanwhile */
   GMPI_CHECK_GOTO(open_links_early(env, open_channel(env)), st, destroy_env);
-  GMPI_CHECK_GOTO(gmpi_progress_add(progress_from_elsewhere, env), st, destroy_env);
+  GMPI_CHECK_GOTO(gmpi_progress_add(progress_from_elsewhere, env, &env->wanted), st, destroy_env);
   *out = env;
   return GMPI_SUCCESS;
 destroy_env:

@@ -15,7 +15,8 @@
 typedef struct {
   gmpi_progress_fn fn;
   void *ctx;
-  int failed; /* its progress failed once: logged then, quiet since */
+  const atomic_int *wanted; /* driven only while nonzero; NULL: always */
+  int failed;               /* its progress failed once: logged then, quiet since */
 } engine_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -26,7 +27,7 @@ atomic_int gmpi_progress_registered; /* n_engines, readable without the lock */
  * (which polls us again) must not be re-entered, nor may it wait for the lock it holds. */
 static _Thread_local int inside;
 
-gmpi_status_t gmpi_progress_add(gmpi_progress_fn fn, void *ctx) {
+gmpi_status_t gmpi_progress_add(gmpi_progress_fn fn, void *ctx, const atomic_int *wanted) {
   pthread_mutex_lock(&lock);
   if (n_engines == cap) {
     int grown_cap = cap ? 2 * cap : 8;
@@ -38,7 +39,7 @@ gmpi_status_t gmpi_progress_add(gmpi_progress_fn fn, void *ctx) {
     engines = grown;
     cap = grown_cap;
   }
-  engines[n_engines++] = (engine_t){fn, ctx, 0};
+  engines[n_engines++] = (engine_t){fn, ctx, wanted, 0};
   atomic_store(&gmpi_progress_registered, n_engines);
   pthread_mutex_unlock(&lock);
   return GMPI_SUCCESS;
@@ -85,8 +86,10 @@ void gmpi_progress_all(void) {
    * only slow this wait. */
   if (pthread_mutex_trylock(&lock) != 0) return;
   inside = 1;
-  for (int i = 0; i < n_engines; i++)
-    drive(&engines[i]);
+  for (int i = 0; i < n_engines; i++) {
+    const atomic_int *wanted = engines[i].wanted;
+    if (!wanted || atomic_load_explicit(wanted, memory_order_relaxed)) drive(&engines[i]);
+  }
   inside = 0;
   pthread_mutex_unlock(&lock);
 }

@@ -13,8 +13,10 @@
 
 typedef gmpi_status_t (*gmpi_progress_fn)(void *ctx);
 
-/* Register an engine; it is called by every wait until removed. */
-gmpi_status_t gmpi_progress_add(gmpi_progress_fn fn, void *ctx);
+/* Register an engine; it is called by every wait until removed -- while *wanted is nonzero
+ * when wanted is not NULL: the engine says there whether a pass could move anything, so that
+ * an idle one costs a wait one load (a program's many comms, each with its engine). */
+gmpi_status_t gmpi_progress_add(gmpi_progress_fn fn, void *ctx, const atomic_int *wanted);
 void gmpi_progress_remove(gmpi_progress_fn fn, void *ctx);
 /* 1 when any engine is registered: waits that would block inside MPI must poll instead. */
 extern atomic_int gmpi_progress_registered; /* engines registered (progress.c) */

@@ -13,8 +13,11 @@ typedef struct {
 
 double gmpi_now(void);
 void gmpi_deadline_start(gmpi_deadline_t *d, double timeout_s);
-/* 1 once the deadline has passed. Also drives every registered engine (core/progress.h) and
- * yields the core after many fruitless polls. */
+/* 1 once the deadline has passed. Also drives every registered engine (core/progress.h) --
+ * at the first poll and one in GMPI_DRIVE_OTHERS_EVERY after it while it spins hot, since the
+ * caller's own test drives the engine it waits on -- and yields the core after many fruitless
+ * polls. */
+#define GMPI_DRIVE_OTHERS_EVERY 4u
 int gmpi_deadline_poll(gmpi_deadline_t *d);
 /* The same for a wait on work that completes without gmpi's progress (the device's): the
  * deadline is checked and the engines driven at one call in GMPI_PASSIVE_TESTS, so that the

@@ -9,8 +9,11 @@
  *   round      50 rounds of MPI_Comm_dup, one allreduce on the new comm, MPI_Comm_free;
  *   call       an 8-byte allreduce on each live comm in turn, 10 passes (a call on a comm other
  *              than the last one used: what finding a comm costs among LIVE);
+ *   pingpong   half a round trip of 8 bytes between ranks 0 and 1 on MPI_COMM_WORLD, 2,000
+ *              round trips (what a wait costs while LIVE other comms exist: a layer whose waits
+ *              drive every comm's engine pays for each);
  *   free       freeing the LIVE comms, oldest first (MPICH's too_many_comms frees thousands).
- * Each allreduce's sum is checked (the number of ranks); a wrong one exits 1. */
+ * Each allreduce's sum and each ping-pong's value are checked; a wrong one exits 1. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,30 @@ static int allreduce_checked(MPI_Comm comm) {
   if (y == size) return 0;
   fprintf(stderr, "comm_churn: allreduce gave %d, want %d\n", y, size);
   return 1;
+}
+
+/* Half a round trip in seconds; *wrong set when a value came back changed. */
+static double pingpong(int r, int *wrong) {
+  enum { TRIPS = 2000 };
+  double t = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (r > 1) return 0;
+  t = MPI_Wtime();
+  for (long i = 0; i < TRIPS; i++) {
+    long v = i;
+    if (r == 0) {
+      MPI_Send(&v, 1, MPI_LONG, 1, 0, MPI_COMM_WORLD);
+      MPI_Recv(&v, 1, MPI_LONG, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(&v, 1, MPI_LONG, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(&v, 1, MPI_LONG, 0, 0, MPI_COMM_WORLD);
+    }
+    if (v != i) {
+      fprintf(stderr, "comm_churn: ping-pong %ld came back as %ld\n", i, v);
+      *wrong = 1;
+    }
+  }
+  return (MPI_Wtime() - t) / (2.0 * TRIPS);
 }
 
 int main(int c, char **v) {
@@ -45,14 +72,15 @@ int main(int c, char **v) {
   for (int pass = 0; pass < 10; pass++)
     for (int i = 0; i < made; i++)
       wrong |= allreduce_checked(comms[i]);
-  double call = made ? (MPI_Wtime() - t1) / (10.0 * made) : 0, t2 = MPI_Wtime();
+  double call = made ? (MPI_Wtime() - t1) / (10.0 * made) : 0;
+  double half_trip = size > 1 ? pingpong(r, &wrong) : 0, t2 = MPI_Wtime();
   for (int i = 0; i < made; i++)
     MPI_Comm_free(&comms[i]);
   double freed = made ? (MPI_Wtime() - t2) / made : 0;
   if (!r)
-    printf("live %d: dup+allreduce+free %.1f us per round; allreduce %.2f us per call; free %.1f "
-           "us per comm\n",
-           made, round * 1e6, call * 1e6, freed * 1e6);
+    printf("live %d: dup+allreduce+free %.1f us per round; allreduce %.2f us per call; "
+           "pingpong %.2f us; free %.1f us per comm\n",
+           made, round * 1e6, call * 1e6, half_trip * 1e6, freed * 1e6);
   free(comms);
   int any = 0;
   MPI_Allreduce(&wrong, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
