@@ -59,7 +59,9 @@ typedef struct out_msg {
   unsigned char payload[]; /* eager data, right after the header */
 } out_msg_t;
 
-typedef enum { P_EAGER = 0, P_PULL, P_LINK, P_SELF } proto_t;
+/* How a message's data moves: in its envelope, pulled by the receiver, on the pair's link, over
+ * the control channel (both ends host memory), or from its own sender's buffer. */
+typedef enum { P_EAGER = 0, P_PULL, P_LINK, P_CHAN, P_SELF } proto_t;
 
 /* A message known to the receiver. */
 typedef struct env_msg {
@@ -73,6 +75,8 @@ typedef struct env_msg {
   gmpi_request_t self_send; /* P_SELF: the send whose buffer holds the data */
   void *dst;                /* rendezvous: the receive's buffer, kept if the receive is given up */
   void *handle;             /* pull, link transfer or copy into the receive buffer in flight */
+  gmpi_chan_op_t *chan_op;  /* P_CHAN: the channel's receive of the data, in flight */
+  int host_src;             /* the sender's buffer is host memory (W_RTS_HOST) */
   void *filling; /* self: the eager copy into data, or the sender's post mark (core/mover.h) */
   struct env_send *fill_send; /* self eager: the send that copy completes (NULL: abandoned) */
   int orphan;                 /* its receive was abandoned while the data moved */
@@ -92,11 +96,12 @@ typedef struct {
 typedef struct env_send {
   proto_t proto;
   uint64_t seq;
-  int complete;         /* eager: copy done; pull: at FIN; link: transfer done or FIN */
-  void *handle;         /* link transfer in flight */
-  env_msg_t *self_msg;  /* P_SELF: the message until it is delivered */
-  out_msg_t *held_out;  /* eager: its envelope while the copy runs */
-  env_msg_t *held_self; /* self eager: its message while the copy runs */
+  int complete;            /* eager: copy done; pull: at FIN; link: transfer done or FIN */
+  void *handle;            /* link transfer in flight */
+  gmpi_chan_op_t *chan_op; /* the channel's send of the data, in flight (P_CHAN) */
+  env_msg_t *self_msg;     /* P_SELF: the message until it is delivered */
+  out_msg_t *held_out;     /* eager: its envelope while the copy runs */
+  env_msg_t *held_self;    /* self eager: its message while the copy runs */
   gmpi_request_t req;
   struct env_send *next; /* its peer's list of sends waiting for the receiver */
 } env_send_t;
@@ -148,6 +153,10 @@ struct gmpi_envelope_engine {
 static int is_leader(const struct gmpi_envelope_engine *env, int peer) {
   return env->comm->rank < peer;
 }
+
+/* The channel's data tag of a message: its number, which no other message in flight between
+ * the pair shares unless GMPI_CHAN_DATA_TAGS rendezvous messages are. */
+static int data_tag(uint64_t seq) { return (int)(seq % GMPI_CHAN_DATA_TAGS); }
 
 /* ---- spares ----------------------------------------------------------------------------- */
 
@@ -404,6 +413,15 @@ static gmpi_status_t start_rendezvous(struct gmpi_envelope_engine *env, env_msg_
     start_moving(env, msg);
     return GMPI_SUCCESS;
   }
+  if (msg->host_src && env->mover->host_mem && env->mover->host_mem(env->mctx, msg->dst)) {
+    /* both ends host memory: MPI moves it, as it would without gmpi -- no device staging, no
+     * link, no link position (the link's order is untouched) */
+    GMPI_CHECK(env->oob->chan_recv_data(env->ctrl, src, data_tag(msg->m.seq), msg->dst,
+                                        msg->m.bytes, &msg->chan_op));
+    msg->proto = P_CHAN;
+    start_moving(env, msg);
+    return send_ctrl(env, src, W_CTS_CHAN, msg->m.seq, 0, NULL, 0);
+  }
   if (!is_leader(env, src)) { /* the sender assigns the position */
     GMPI_CHECK(send_ctrl(env, src, W_RTR, msg->m.seq, 0, NULL, 0));
     msg->next = env->peers[src].awaiting_go;
@@ -448,6 +466,7 @@ static gmpi_status_t test_moving(struct gmpi_envelope_engine *env) {
     env_msg_t *msg = *link;
     int done = 1;
     if (msg->handle) GMPI_CHECK(env->mover->test(env->mctx, msg->handle, &done));
+    if (msg->chan_op) GMPI_CHECK(env->oob->chan_test(&msg->chan_op, &done, NULL, NULL));
     if (!done) {
       link = &msg->next;
       continue;
@@ -501,6 +520,7 @@ static gmpi_status_t message_arrived(struct gmpi_envelope_engine *env, int src, 
   msg->m = (gmpi_match_msg_t){
       .source = src, .tag = w->tag, .bytes = w->bytes, .dtype = w->dtype, .seq = w->seq};
   msg->proto = w->kind == W_EAGER ? P_EAGER : w->kind == W_RTS_PULL ? P_PULL : P_LINK;
+  msg->host_src = w->kind == W_RTS_HOST;
   if (msg->proto == P_EAGER && w->bytes) { /* lent until arrive returns (keep_lent) */
     msg->data = (void *)payload;
     env->borrower = msg;
@@ -539,8 +559,8 @@ static env_msg_t *take_awaiting_go(struct gmpi_envelope_engine *env, env_peer_t 
   return NULL;
 }
 
-/* FIN, RTR, CTS about our send seq to src. A send given up meanwhile (after a failure) is no
- * longer listed: the answer is dropped, and the comm is failed already. */
+/* FIN, RTR, CTS, CTS_CHAN about our send seq to src. A send given up meanwhile (after a failure) is
+ * no longer listed: the answer is dropped, and the comm is failed already. */
 static gmpi_status_t send_answered(struct gmpi_envelope_engine *env, int src, const wire_t *w) {
   env_send_t *es = take_waiting(&env->peers[src], w->seq);
   if (!es) {
@@ -554,6 +574,8 @@ static gmpi_status_t send_answered(struct gmpi_envelope_engine *env, int src, co
   }
   const gmpi_p2p_args_t *a = &es->req->args;
   size_t bytes = gmpi_p2p_bytes(a);
+  if (w->kind == W_CTS_CHAN)
+    return env->oob->chan_send_data(env->ctrl, src, data_tag(es->seq), a->buf, bytes, &es->chan_op);
   if (w->kind == W_CTS) {
     GMPI_CHECK(link_follow(env, src, w));
     return env->mover->link_send(env->mctx, src, w->k, a->buf, bytes, &es->handle);
@@ -590,7 +612,8 @@ gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nran
                       "an envelope carries",
                       src, (unsigned)w->blob_len, GMPI_MOVER_BLOB_BYTES);
   /* a message's dtype divides its bytes (probe, status): 0 would be a division by zero */
-  int message = w->kind == W_EAGER || w->kind == W_RTS_PULL || w->kind == W_RTS_LINK;
+  int message =
+      w->kind == W_EAGER || w->kind == W_RTS_PULL || w->kind == W_RTS_LINK || w->kind == W_RTS_HOST;
   if (message && !gmpi_dtype_in_range((gmpi_dtype_t)w->dtype))
     return gmpi_error(GMPI_ERR_INTERNAL, "malformed envelope from rank %d: dtype %d", src,
                       (int)w->dtype);
@@ -605,10 +628,12 @@ static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int src, int
   switch (w->kind) {
   case W_EAGER:
   case W_RTS_PULL:
-  case W_RTS_LINK: return message_arrived(env, src, slot, w, buf + sizeof(wire_t));
+  case W_RTS_LINK:
+  case W_RTS_HOST: return message_arrived(env, src, slot, w, buf + sizeof(wire_t));
   case W_FIN:
   case W_RTR:
-  case W_CTS: return send_answered(env, src, w);
+  case W_CTS:
+  case W_CTS_CHAN: return send_answered(env, src, w);
   case W_GO: return go_arrived(env, src, w);
   default:
     return gmpi_error(GMPI_ERR_INTERNAL, "envelope of unknown kind %u from rank %d", w->kind, src);
@@ -923,6 +948,8 @@ static gmpi_status_t post_rendezvous(struct gmpi_envelope_engine *env, const gmp
   }
   es->proto = blob_len ? P_PULL : P_LINK;
   o->w.kind = blob_len ? W_RTS_PULL : W_RTS_LINK;
+  if (!blob_len && env->mover->host_mem && env->mover->host_mem(env->mctx, a->buf))
+    o->w.kind = W_RTS_HOST; /* the receiver may take it over the channel */
   o->w.tag = a->tag;
   o->w.dtype = (int32_t)a->dtype;
   o->w.bytes = bytes;
@@ -982,6 +1009,11 @@ static gmpi_status_t test_send(struct gmpi_envelope_engine *env, gmpi_request_t 
       es->complete = 1;
     }
   }
+  if (es->chan_op) {
+    int flag = 0;
+    GMPI_CHECK(env->oob->chan_test(&es->chan_op, &flag, NULL, NULL));
+    es->complete = flag;
+  }
   *done = es->complete;
   if (*done) {
     req->status = (gmpi_msg_status_t){req->args.peer, req->args.tag, req->args.count};
@@ -1020,7 +1052,7 @@ gmpi_status_t gmpi_env_probe(struct gmpi_envelope_engine *env, int source, int t
 static int finished(gmpi_request_t req) {
   if (req->args.dir != GMPI_P2P_SEND) return req->done;
   const env_send_t *es = req->be;
-  return es->complete && !es->handle;
+  return es->complete && !es->handle && !es->chan_op;
 }
 
 static gmpi_status_t test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
@@ -1044,11 +1076,12 @@ gmpi_status_t gmpi_env_test(struct gmpi_envelope_engine *env, gmpi_request_t req
  * copy lands (its peer counts sequence numbers), and a self message still arrives. */
 static void abandon_send(struct gmpi_envelope_engine *env, env_send_t *es) {
   if (es->handle) env->mover->cancel(env->mctx, es->handle);
+  if (es->chan_op) env->oob->chan_cancel(es->chan_op); /* MPI may still read the buffer */
   /* its data is gone: a receive that matches it gets an error */
   if (es->self_msg) es->self_msg->self_send = NULL;
   if (es->held_out) es->held_out->send = NULL;
   if (es->held_self) es->held_self->fill_send = NULL;
-  if (!es->complete && !es->handle && !es->self_msg)
+  if (!es->complete && !es->handle && !es->chan_op && !es->self_msg)
     take_waiting(&env->peers[es->req->args.peer], es->seq);
   send_released(env, es);
 }
@@ -1290,6 +1323,7 @@ static void free_msgs(env_msg_t *msg, struct gmpi_envelope_engine *env) {
   while (msg) {
     env_msg_t *next = msg->next;
     if (msg->handle) env->mover->cancel(env->mctx, msg->handle);
+    if (msg->chan_op) env->oob->chan_cancel(msg->chan_op);
     if (msg->filling) env->mover->cancel(env->mctx, msg->filling);
     if (msg->mark) env->mover->cancel(env->mctx, msg->mark);
     free_msg(env, msg);

@@ -18,7 +18,11 @@ typedef enum {
   W_FIN,       /* receiver -> sender: your send is complete (pulled, or refused by its receive) */
   W_RTR,       /* follower receiver -> leader sender: matched, give it a link position */
   W_CTS,       /* leader receiver -> follower sender: send it at link position k */
-  W_GO         /* leader sender -> follower receiver: receive it at link position k */
+  W_GO,        /* leader sender -> follower receiver: receive it at link position k */
+  W_RTS_HOST,  /* sender -> receiver: a rendezvous message in host memory (mover's host_mem): the
+                * receiver takes it over the channel when its buffer is host memory too, else
+                * as W_RTS_LINK */
+  W_CTS_CHAN   /* receiver -> sender: send it over the channel now (its data tag: seq's) */
 } wire_kind_t;
 
 typedef struct {

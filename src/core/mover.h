@@ -67,6 +67,10 @@ typedef struct gmpi_mover {
                              void **handle);
   gmpi_status_t (*link_recv)(void *ctx, int peer, uint64_t k, void *buf, size_t bytes,
                              void **handle);
+  /* Is buf host memory the engine's control channel may read or write itself (MPI, which is not
+   * CUDA-aware)? A rendezvous message whose two ends both are then moves over the channel, as
+   * MPI would move it, not through the device and a link. NULL: never. */
+  int (*host_mem)(void *ctx, const void *buf);
   /* Has a copy, an exposure or a transfer finished? Releases the handle when it has. */
   gmpi_status_t (*test)(void *ctx, void *handle, int *done);
   /* Forget a handle that will not be tested again (timeout, finalize, a failed send). From

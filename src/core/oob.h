@@ -25,6 +25,8 @@ typedef struct gmpi_oob_op gmpi_oob_op_t;
  * are never made at once by two threads (its engine holds its own lock around them). */
 typedef struct gmpi_chan gmpi_chan_t;
 typedef struct gmpi_chan_op gmpi_chan_op_t; /* a send or receive in flight on a channel */
+/* Tags a channel's data messages may take (chan_send_data). */
+#define GMPI_CHAN_DATA_TAGS 30000
 
 /* Every exchange taking comm runs on comm's channel (comm->oob.state), among its ranks, and
  * waits at most comm's GMPI_TIMEOUT: then GMPI_ERR_TIMEOUT, comm is failed, and any staging
@@ -63,6 +65,15 @@ typedef struct gmpi_oob_ops {
   /* Post a receive of one message of at most max_bytes from any rank into buf: engines keep
    * receives posted so that peers' messages land whatever this rank is doing. */
   gmpi_status_t (*chan_recv)(gmpi_chan_t *chan, void *buf, size_t max_bytes, gmpi_chan_op_t **op);
+  /* Data beside the envelopes: bytes of buf to rank dest under tag (0 .. GMPI_CHAN_DATA_TAGS -
+   * 1), received only by chan_recv_data for that source and tag, never by chan_recv; between
+   * a pair and a tag messages pair up in the order they were posted (MPI's rule). Either end
+   * may be any size (one message beyond INT_MAX). The buffers stay untouched until the handle
+   * tests done. */
+  gmpi_status_t (*chan_send_data)(gmpi_chan_t *chan, int dest, int tag, const void *buf,
+                                  size_t bytes, gmpi_chan_op_t **op);
+  gmpi_status_t (*chan_recv_data)(gmpi_chan_t *chan, int src, int tag, void *buf, size_t bytes,
+                                  gmpi_chan_op_t **op);
   /* Has *op finished? When it has, *done = 1, the handle is released and *op set to NULL; for a
    * receive *source and *bytes say who sent how much (either may be NULL when not wanted).
    * Engines poll from their progress function, so this never blocks. */

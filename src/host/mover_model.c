@@ -17,7 +17,8 @@
  *     rendezvous envelope as a device's pull envelope is held. Every third copy is done at
  *     once and every other exposure leaves its envelope to the engine's mark, as cuda's copy
  *     between host buffers and its link sends do; every other mark has passed at once, as
- *     cuda's for host memory has.
+ *     cuda's for host memory has; every other buffer is host memory that a rendezvous moves over
+ *     the engine's channel, as cuda's host buffers are.
  * Used under GMPI_P2P=envelope (the deadlock finder). */
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@ typedef struct {
   unsigned exposures;  /* counts expose calls: every other one leaves the mark to the engine */
   unsigned copies;     /* counts copies: every third is done at once */
   unsigned marks;      /* counts marks: every other one has passed at once */
+  unsigned hosts;      /* counts host_mem questions: every other buffer is "host memory" */
 } model_t;
 
 /* A copy (or, with no bytes, an exposure) the engine must test twice. */
@@ -126,6 +128,14 @@ static size_t model_expose(void *ctx, int peer, const void *buf, size_t bytes, v
   if (m->exposures++ % 2 == 0 && start_copy(NULL, NULL, 0, ready) != GMPI_SUCCESS)
     *ready = NULL; /* the engine's mark, then */
   return 0;
+}
+
+/* Every other buffer asked about is host memory the channel moves (as cuda's host buffers are),
+ * the others device memory a link moves: CI runs a rendezvous both ways, and the mixed pairs. */
+static int model_host_mem(void *ctx, const void *buf) {
+  model_t *m = ctx;
+  (void)buf;
+  return m->hosts++ % 2 == 0;
 }
 
 static gmpi_status_t connect(model_t *m, int peer) {
@@ -286,6 +296,7 @@ static const gmpi_mover_t model_mover = {
     .link_wanted = model_link_wanted,
     .link_ready = model_link_ready,
     .link_send = model_send,
+    .host_mem = model_host_mem,
     .link_recv = model_recv,
     .test = model_test,
     .cancel = model_cancel,

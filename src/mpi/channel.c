@@ -8,8 +8,10 @@
 #include "../core/comm.h"
 #include "mpi_check.h"
 #include "oob.h"
+#include "types.h"
 
-#define CHAN_TAG 7 /* the only tag on a channel */
+#define CHAN_TAG       7 /* the envelopes' tag */
+#define CHAN_DATA_TAG0 8 /* data tags follow it: 8 .. 8 + GMPI_CHAN_DATA_TAGS - 1 < 32767 */
 
 /* Handles released by chan_test are kept for the next send or receive, at most SPARE_OPS:
  * a small message posts one on each side, and a malloc and free each cost about as much as
@@ -25,6 +27,7 @@ struct gmpi_chan {
 struct gmpi_chan_op {
   MPI_Request req;
   int is_recv;
+  MPI_Datatype type;         /* a data message's beyond INT_MAX bytes, else MPI_BYTE */
   gmpi_chan_t *chan;         /* the channel it is from */
   struct gmpi_chan_op *next; /* in chan's spares */
 };
@@ -57,8 +60,7 @@ void gmpi_mpi_chan_close(gmpi_chan_t *chan, int failed) {
   free(chan);
 }
 
-static gmpi_status_t new_op(gmpi_chan_t *chan, size_t bytes, int is_recv, gmpi_chan_op_t **out) {
-  if (bytes > INT_MAX) return gmpi_error(GMPI_ERR_INTERNAL, "control message of %zu bytes", bytes);
+static gmpi_status_t take_op(gmpi_chan_t *chan, int is_recv, gmpi_chan_op_t **out) {
   gmpi_chan_op_t *op = chan->spare;
   if (op) {
     chan->spare = op->next;
@@ -66,14 +68,21 @@ static gmpi_status_t new_op(gmpi_chan_t *chan, size_t bytes, int is_recv, gmpi_c
   } else if (!(op = malloc(sizeof(*op)))) {
     return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control message");
   }
-  *op = (gmpi_chan_op_t){.req = MPI_REQUEST_NULL, .is_recv = is_recv, .chan = chan};
+  *op =
+      (gmpi_chan_op_t){.req = MPI_REQUEST_NULL, .is_recv = is_recv, .type = MPI_BYTE, .chan = chan};
   *out = op;
   return GMPI_SUCCESS;
+}
+
+static gmpi_status_t new_op(gmpi_chan_t *chan, size_t bytes, int is_recv, gmpi_chan_op_t **out) {
+  if (bytes > INT_MAX) return gmpi_error(GMPI_ERR_INTERNAL, "control message of %zu bytes", bytes);
+  return take_op(chan, is_recv, out);
 }
 
 /* A handle that completed: kept for the next post. */
 static void release_op(gmpi_chan_op_t *op) {
   gmpi_chan_t *chan = op->chan;
+  gmpi_mpi_type_release(&op->type);
   if (chan->n_spare == SPARE_OPS) {
     free(op);
     return;
@@ -109,6 +118,41 @@ gmpi_status_t gmpi_mpi_chan_recv(gmpi_chan_t *chan, void *buf, size_t max_bytes,
   return GMPI_SUCCESS;
 }
 
+/* A data message: its own tag, a type for one beyond INT_MAX bytes. */
+static gmpi_status_t data_op(gmpi_chan_t *chan, int is_recv, int peer, int tag, void *buf,
+                             size_t bytes, gmpi_chan_op_t **op) {
+  if (tag < 0 || tag >= GMPI_CHAN_DATA_TAGS)
+    return gmpi_error(GMPI_ERR_INTERNAL, "channel data tag %d outside 0..%d", tag,
+                      GMPI_CHAN_DATA_TAGS - 1);
+  gmpi_chan_op_t *o = NULL;
+  GMPI_CHECK(take_op(chan, is_recv, &o));
+  int n = 0;
+  gmpi_status_t st = gmpi_mpi_bytes_type(bytes, INT_MAX, &o->type, &n);
+  if (st != GMPI_SUCCESS) {
+    free(o);
+    return st;
+  }
+  int rc = is_recv ? PMPI_Irecv(buf, n, o->type, peer, CHAN_DATA_TAG0 + tag, chan->comm, &o->req)
+                   : PMPI_Isend(buf, n, o->type, peer, CHAN_DATA_TAG0 + tag, chan->comm, &o->req);
+  if (rc != MPI_SUCCESS) {
+    gmpi_mpi_type_release(&o->type);
+    free(o);
+    return gmpi_mpi_error(rc, is_recv ? "MPI_Irecv (channel data)" : "MPI_Isend (channel data)");
+  }
+  *op = o;
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_mpi_chan_send_data(gmpi_chan_t *chan, int dest, int tag, const void *buf,
+                                      size_t bytes, gmpi_chan_op_t **op) {
+  return data_op(chan, 0, dest, tag, (void *)buf, bytes, op);
+}
+
+gmpi_status_t gmpi_mpi_chan_recv_data(gmpi_chan_t *chan, int src, int tag, void *buf, size_t bytes,
+                                      gmpi_chan_op_t **op) {
+  return data_op(chan, 1, src, tag, buf, bytes, op);
+}
+
 gmpi_status_t gmpi_mpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, size_t *bytes) {
   gmpi_chan_op_t *o = *op;
   *done = 0;
@@ -140,5 +184,6 @@ void gmpi_mpi_chan_cancel(gmpi_chan_op_t *op) {
   } else {
     PMPI_Request_free(&op->req); /* MPI may still read the buffer: it is left to the process */
   }
+  gmpi_mpi_type_release(&op->type); /* MPI keeps what a pending request still uses */
   free(op);
 }

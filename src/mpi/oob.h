@@ -34,6 +34,10 @@ gmpi_status_t gmpi_mpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, s
                                  gmpi_chan_op_t **op);
 gmpi_status_t gmpi_mpi_chan_recv(gmpi_chan_t *chan, void *buf, size_t max_bytes,
                                  gmpi_chan_op_t **op);
+gmpi_status_t gmpi_mpi_chan_send_data(gmpi_chan_t *chan, int dest, int tag, const void *buf,
+                                      size_t bytes, gmpi_chan_op_t **op);
+gmpi_status_t gmpi_mpi_chan_recv_data(gmpi_chan_t *chan, int src, int tag, void *buf, size_t bytes,
+                                      gmpi_chan_op_t **op);
 gmpi_status_t gmpi_mpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, size_t *bytes);
 void gmpi_mpi_chan_cancel(gmpi_chan_op_t *op);
 

@@ -251,6 +251,11 @@ static gmpi_status_t link_recv(void *ctx, int peer, uint64_t k, void *buf, size_
   return cuda_link_issue(ctx, 0, peer, buf, bytes, handle);
 }
 
+/* Host memory (not device, whatever the driver says of it otherwise) MPI reads and writes
+ * itself: a host-to-host rendezvous message then goes over the engine's channel instead of a
+ * staged copy through the device and a link. */
+static int host_mem(void *ctx, const void *buf) { return cuda_p2p_is_host(ctx, buf); }
+
 static gmpi_status_t xfer_test(void *ctx, void *handle, int *done) {
   (void)ctx;
   switch (*(xfer_kind_t *)handle) {
@@ -298,6 +303,7 @@ static const gmpi_mover_t cuda_mover = {
     .link_ready = link_ready,
     .link_send = link_send,
     .link_recv = link_recv,
+    .host_mem = host_mem,
     .test = xfer_test,
     .cancel = xfer_cancel,
     .progress = progress,
