@@ -125,9 +125,9 @@ struct gmpi_envelope_engine {
   env_peer_t *peers; /* one per rank */
   unsigned char *in_buf[N_POSTED];
   gmpi_chan_op_t *in_op[N_POSTED];
-  int in_head;       /* the posted receive the channel fills next */
-  out_msg_t *out;    /* envelopes the channel is still sending */
-  env_msg_t *moving; /* receiver side transfers and copies in flight */
+  int in_head;               /* the posted receive the channel fills next */
+  out_msg_t *out, *out_tail; /* envelopes the channel is still sending, oldest first */
+  env_msg_t *moving;         /* receiver side transfers and copies in flight */
   env_msg_t *marked; /* matched, waiting for the program's stream to pass the receive's post */
   int n_held;        /* message envelopes held, all peers */
   int n_out;         /* envelopes on the out list */
@@ -236,8 +236,12 @@ static gmpi_status_t send_out(struct gmpi_envelope_engine *env, int dest, out_ms
     free_out(env, o);
     return st;
   }
-  o->next = env->out;
-  env->out = o;
+  o->next = NULL;
+  if (env->out_tail)
+    env->out_tail->next = o;
+  else
+    env->out = o;
+  env->out_tail = o;
   env->n_out++;
   return GMPI_SUCCESS;
 }
@@ -252,26 +256,35 @@ static gmpi_status_t send_ctrl(struct gmpi_envelope_engine *env, int dest, wire_
   return send_out(env, dest, o, 0);
 }
 
+/* Reclaim the envelopes MPI has sent, oldest first, up to the first it has not: a test of a
+ * pending one also drives MPI's progress, which may be what it waits for (a full shared-memory
+ * queue, a message above MPI's eager size), and stopping there keeps a slow peer from costing a
+ * test of every envelope behind it at every call. */
 static gmpi_status_t test_out(struct gmpi_envelope_engine *env) {
-  for (out_msg_t **link = &env->out; *link;) {
-    out_msg_t *o = *link;
+  while (env->out) {
+    out_msg_t *o = env->out;
     int flag = 0;
     GMPI_CHECK(env->oob->chan_test(&o->op, &flag, NULL, NULL));
-    if (!flag) {
-      link = &o->next;
-      continue;
-    }
-    *link = o->next;
+    if (!flag) return GMPI_SUCCESS;
+    env->out = o->next;
+    if (!env->out) env->out_tail = NULL;
     env->n_out--;
     free_out(env, o);
   }
   return GMPI_SUCCESS;
 }
 
-/* Nothing waits for an envelope to leave -- an eager send completes when its copy is taken, a
- * rendezvous at its FIN -- so sent envelopes are reclaimed in batches, not tested one MPI_Test
- * each at every pass (the test of the incoming envelopes drives MPI's progress for them). */
+/* No request waits for its envelope to leave -- an eager send completes when its copy is
+ * taken, a rendezvous at its FIN -- so a pass tests the out list only once OUT_TESTED_AT
+ * envelopes are on it (and a post too: sends that finish at once run no pass), or when nothing
+ * else is left: a peer may still wait for one of them, and MPI may need this rank's progress to
+ * deliver it, so the engine stays wanted (note_wanted) until the list is empty. */
 #define OUT_TESTED_AT 8
+
+static gmpi_status_t reclaim_out(struct gmpi_envelope_engine *env) {
+  if (env->n_out >= OUT_TESTED_AT || (env->n_out && !env->n_live)) return test_out(env);
+  return GMPI_SUCCESS;
+}
 
 /* ---- completing receives ---------------------------------------------------------------- */
 
@@ -502,8 +515,8 @@ static gmpi_status_t keep_lent(struct gmpi_envelope_engine *env, int slot) {
     return GMPI_SUCCESS;
   }
   const void *lent = msg->data;
-  msg->data = NULL; /* a receive of it fails rather than read the slot's next envelope */
-  GMPI_CHECK(own_data(msg, msg->m.bytes));
+  msg->data = NULL; /* lost: a receive of it fails rather than read the slot's next envelope */
+  GMPI_CHECK(own_data(msg, msg->m.bytes)); /* the comm fails with this error */
   memcpy(msg->data, lent, msg->m.bytes);
   return GMPI_SUCCESS;
 }
@@ -654,8 +667,10 @@ static gmpi_status_t poll_envelopes(struct gmpi_envelope_engine *env) {
     if (!flag) return GMPI_SUCCESS;
     env->in_head = (i + 1) % N_POSTED;
     gmpi_status_t st = wire_arrived(env, src, i, len);
-    if (!env->in_buf[i] && !(env->in_buf[i] = malloc(WIRE_MAX)))
+    if (!env->in_buf[i] && !(env->in_buf[i] = malloc(WIRE_MAX))) {
+      GMPI_CHECK(st); /* the first failure is the one described */
       return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an envelope buffer");
+    }
     GMPI_CHECK(post_incoming(env, i));
     GMPI_CHECK(st);
   }
@@ -785,17 +800,18 @@ static gmpi_status_t progress(struct gmpi_envelope_engine *env) {
   GMPI_CHECK(flush_held(env));
   GMPI_CHECK(test_marked(env));
   GMPI_CHECK(test_moving(env));
-  return env->n_out >= OUT_TESTED_AT ? test_out(env) : GMPI_SUCCESS;
+  return reclaim_out(env);
 }
 
 /* Could a pass move anything? Sends and receives not yet released, messages moving, waiting
  * for a mark or for a link position (a receive given up leaves its message to land), envelopes
- * held. An idle engine needs no pass: what arrives for it waits in the channel until a receive
- * is posted (its test polls), and no peer waits for it -- a peer's rendezvous send waits for a
- * receive, and would make this engine busy. So a program's other comms cost a wait nothing. */
+ * held or still going out (MPI may need this rank's progress to deliver one a peer waits for).
+ * An idle engine needs no pass: what arrives for it waits in the channel until a receive is
+ * posted (its test polls), and a peer's rendezvous send waits for exactly such a receive. So a
+ * program's other comms cost a wait nothing. */
 static void note_wanted(struct gmpi_envelope_engine *env) {
   int wanted = env->n_live || env->moving || env->marked || env->n_held || env->self_held ||
-               env->n_awaiting_go;
+               env->n_awaiting_go || env->n_out;
   atomic_store_explicit(&env->wanted, wanted, memory_order_relaxed);
 }
 
@@ -986,13 +1002,21 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   env->n_live++;
   /* Its envelope goes out now (unless its data is not ready yet, or one ahead of it waits).
    * Nothing else is progressed: every test and wait does that, and a post that polled the
-   * channel too would cost a small message's whole time again. */
-  return a->peer == env->comm->rank ? flush_self(env) : flush_peer(env, a->peer);
+   * channel too would cost a small message's whole time again -- but sends finished at their
+   * post run no pass, so the post keeps the out list short (reclaim_out). */
+  GMPI_CHECK(a->peer == env->comm->rank ? flush_self(env) : flush_peer(env, a->peer));
+  return env->n_out >= OUT_TESTED_AT ? test_out(env) : GMPI_SUCCESS;
 }
+
+static void abandon(struct gmpi_envelope_engine *env, gmpi_request_t req);
 
 gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req) {
   pthread_mutex_lock(&env->lock);
   gmpi_status_t st = req->args.dir == GMPI_P2P_SEND ? post_send(env, req) : post_recv(env, req);
+  /* Failed after it was registered (a later step, or an earlier envelope's copy test): the
+   * caller frees a request whose post failed, so the engine lets go of it here, as of a request
+   * whose test failed. */
+  if (st != GMPI_SUCCESS) abandon(env, req);
   unlock(env);
   return st;
 }
@@ -1115,17 +1139,20 @@ gmpi_status_t gmpi_env_cancel(struct gmpi_envelope_engine *env, gmpi_request_t r
   return GMPI_SUCCESS;
 }
 
+static void abandon(struct gmpi_envelope_engine *env, gmpi_request_t req) {
+  if (req->done || !req->be) return;
+  if (req->args.dir == GMPI_P2P_SEND)
+    abandon_send(env, req->be);
+  else {
+    abandon_recv(env, req->be);
+    recv_released(env, req->be);
+  }
+  req->be = NULL;
+}
+
 void gmpi_env_abandon(struct gmpi_envelope_engine *env, gmpi_request_t req) {
   pthread_mutex_lock(&env->lock);
-  if (!req->done && req->be) {
-    if (req->args.dir == GMPI_P2P_SEND)
-      abandon_send(env, req->be);
-    else {
-      abandon_recv(env, req->be);
-      recv_released(env, req->be);
-    }
-    req->be = NULL;
-  }
+  abandon(env, req);
   unlock(env);
 }
 

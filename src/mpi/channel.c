@@ -16,7 +16,16 @@
 /* Handles released by chan_test are kept for the next send or receive, at most SPARE_OPS:
  * a small message posts one on each side, and a malloc and free each cost about as much as
  * the rest of a post (one thread at a time per channel: core/oob.h). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARE_OPS 0 /* the sanitizer sees every use after free */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPARE_OPS 0
+#endif
+#endif
+#ifndef SPARE_OPS
 #define SPARE_OPS 16
+#endif
 
 struct gmpi_chan {
   MPI_Comm comm;

@@ -175,9 +175,11 @@ static gmpi_status_t mark(void *ctx, const void *buf, void **handle) {
   cuda_p2p_t *p = ctx;
   cuda_comm_t *cc = p->cc;
   *handle = NULL;
-  /* The stack or the break's heap: no device work can be writing or reading it unseen (a
-   * pageable copy returns only once it has read or written it), so the program's MPI call
-   * orders it enough, as a CUDA-aware MPI's does. */
+  /* The stack or the break's heap: host memory, which the program's MPI call orders, as a
+   * CUDA-aware MPI's host path (or MPI alone) does -- a program finishes device work on a host
+   * buffer (a copy into registered memory, a kernel reading it through HMM) before it hands the
+   * buffer to MPI. Pageable memory the device cannot even reach unseen: a copy with a pageable
+   * end returns only once it has read or written it. */
   if (buf && gmpi_hostmem_surely(buf)) return GMPI_SUCCESS;
   int wanted = 1;
   /* matching across kinds routes without classifying the buffer, so memops knows nothing of
