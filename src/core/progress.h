@@ -3,7 +3,9 @@
  * whatever else the receiving rank is doing. gmpi's envelope engines only move when called,
  * so every engine registers here and every wait inside gmpi (p2p waits, collectives, gates,
  * plan run and compile, split, out-of-band exchanges) calls gmpi_progress_all() while it
- * waits. Core knows the engines only as (function, context) pairs. */
+ * waits (core/wait.h: at its first poll and one in GMPI_DRIVE_OTHERS_EVERY after), which
+ * drives the engines that say they have work. Core knows the engines only as (function,
+ * context, wanted) triples. */
 #ifndef GMPI_CORE_PROGRESS_H
 #define GMPI_CORE_PROGRESS_H
 
