@@ -229,6 +229,16 @@ static void free_out(struct gmpi_envelope_engine *env, out_msg_t *o) {
     free(o);
 }
 
+/* Append o to the queue (*head, *tail), which keeps its order. */
+static void queue_out(out_msg_t **head, out_msg_t **tail, out_msg_t *o) {
+  o->next = NULL;
+  if (*tail)
+    (*tail)->next = o;
+  else
+    *head = o;
+  *tail = o;
+}
+
 static gmpi_status_t send_out(struct gmpi_envelope_engine *env, int dest, out_msg_t *o,
                               size_t payload) {
   gmpi_status_t st = env->oob->chan_send(env->ctrl, dest, &o->w, sizeof(wire_t) + payload, &o->op);
@@ -236,12 +246,7 @@ static gmpi_status_t send_out(struct gmpi_envelope_engine *env, int dest, out_ms
     free_out(env, o);
     return st;
   }
-  o->next = NULL;
-  if (env->out_tail)
-    env->out_tail->next = o;
-  else
-    env->out = o;
-  env->out_tail = o;
+  queue_out(&env->out, &env->out_tail, o);
   env->n_out++;
   return GMPI_SUCCESS;
 }
@@ -684,12 +689,7 @@ static gmpi_status_t poll_envelopes(struct gmpi_envelope_engine *env) {
  * (FIN, RTR, CTS, GO) go out at once -- none depends on a message envelope sent after it,
  * and one held behind a pending copy could hold up a peer the copy waits for. */
 static void hold(struct gmpi_envelope_engine *env, int dest, out_msg_t *o) {
-  env_peer_t *p = &env->peers[dest];
-  if (p->held_tail)
-    p->held_tail->next = o;
-  else
-    p->held = o;
-  p->held_tail = o;
+  queue_out(&env->peers[dest].held, &env->peers[dest].held_tail, o);
   env->n_held++;
 }
 
