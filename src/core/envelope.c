@@ -820,18 +820,23 @@ static void unlock(struct gmpi_envelope_engine *env) {
   pthread_mutex_unlock(&env->lock);
 }
 
-/* The engine this thread's last test progressed. A wait tests its request (a progress pass),
- * then drives every engine (core/wait.h): a second pass over the same engine in the same spin
- * finds what the first found, at the same cost -- half of a small message's wait. */
-static _Thread_local const struct gmpi_envelope_engine *tested_just_now;
+/* Where this thread's last pass from a test ran: the engine, the public call and the wait's
+ * spin (core/wait.h's gmpi_polls). A wait tests its request (a pass), then drives every engine;
+ * a waitall tests its requests one after another (a sendrecv's two among them). A second pass
+ * over the same engine in the same spin finds what the first found, at the same cost -- half
+ * of a small message's wait -- so a test in the same call and spin, and the drive of that
+ * spin, skip it. A program's own test loop is a new call each time, and a wait's next spin a
+ * new poll count: both pass again. */
+typedef struct {
+  const struct gmpi_envelope_engine *env;
+  unsigned long call, polls;
+} last_pass_t;
+static _Thread_local last_pass_t last_pass;
 
 /* Called by every wait in gmpi (core/progress.h), whatever it waits for, on any thread. */
 static gmpi_status_t progress_from_elsewhere(void *ctx) {
   struct gmpi_envelope_engine *env = ctx;
-  if (tested_just_now == env) { /* once: the next spin's test sets it again */
-    tested_just_now = NULL;
-    return GMPI_SUCCESS;
-  }
+  if (last_pass.env == env && last_pass.polls == gmpi_polls) return GMPI_SUCCESS; /* above */
   if (pthread_mutex_trylock(&env->lock) != 0) return GMPI_SUCCESS; /* its holder progresses */
   gmpi_status_t st = GMPI_SUCCESS;
   if (env->comm->failure == GMPI_SUCCESS) {
@@ -1080,9 +1085,11 @@ static int finished(gmpi_request_t req) {
 }
 
 static gmpi_status_t test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
-  if (!finished(req)) {
+  unsigned long call = gmpi_call_now.serial;
+  int passed = last_pass.env == env && last_pass.call == call && last_pass.polls == gmpi_polls;
+  if (!passed && !finished(req)) {
     GMPI_CHECK(progress(env));
-    tested_just_now = env;
+    last_pass = (last_pass_t){env, call, gmpi_polls};
   }
   if (req->args.dir == GMPI_P2P_SEND) return test_send(env, req, done);
   *done = req->done;
