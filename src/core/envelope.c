@@ -434,11 +434,13 @@ static gmpi_status_t start_rendezvous(struct gmpi_envelope_engine *env, env_msg_
   if (msg->host_src && env->mover->host_mem && env->mover->host_mem(env->mctx, msg->dst)) {
     /* both ends host memory: MPI moves it, as it would without gmpi -- no device staging, no
      * link, no link position (the link's order is untouched) */
+    /* the answer first: when it cannot go, no receive is left posted under the message's tag */
+    GMPI_CHECK(send_ctrl(env, src, W_CTS_CHAN, msg->m.seq, 0, NULL, 0));
     GMPI_CHECK(env->oob->chan_recv_data(env->ctrl, src, data_tag(msg->m.seq), msg->dst,
                                         msg->m.bytes, &msg->chan_op));
     msg->proto = P_CHAN;
     start_moving(env, msg);
-    return send_ctrl(env, src, W_CTS_CHAN, msg->m.seq, 0, NULL, 0);
+    return GMPI_SUCCESS;
   }
   if (!is_leader(env, src)) { /* the sender assigns the position */
     GMPI_CHECK(send_ctrl(env, src, W_RTR, msg->m.seq, 0, NULL, 0));
@@ -821,7 +823,7 @@ static void unlock(struct gmpi_envelope_engine *env) {
 }
 
 /* Where this thread's last pass from a test ran: the engine, the public call and the wait's
- * spin (core/wait.h's gmpi_polls). A wait tests its request (a pass), then drives every engine;
+ * spin (core/progress.h's gmpi_polls). A wait tests its request (a pass), then drives every engine;
  * a waitall tests its requests one after another (a sendrecv's two among them). A second pass
  * over the same engine in the same spin finds what the first found, at the same cost -- half
  * of a small message's wait -- so a test in the same call and spin, and the drive of that
@@ -1019,9 +1021,12 @@ gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req
   pthread_mutex_lock(&env->lock);
   gmpi_status_t st = req->args.dir == GMPI_P2P_SEND ? post_send(env, req) : post_recv(env, req);
   /* Failed after it was registered (a later step, or an earlier envelope's copy test): the
-   * caller frees a request whose post failed, so the engine lets go of it here, as of a request
-   * whose test failed. */
-  if (st != GMPI_SUCCESS) abandon(env, req);
+   * caller frees a request whose post failed, so the engine lets go of it here, and the comm
+   * fails, as when a test fails (gmpi_env_test). */
+  if (st != GMPI_SUCCESS && req->be) {
+    abandon(env, req);
+    gmpi_comm_fail(env->comm, st);
+  }
   unlock(env);
   return st;
 }
@@ -1071,6 +1076,7 @@ gmpi_status_t gmpi_env_probe(struct gmpi_envelope_engine *env, int source, int t
                              gmpi_msg_status_t *status) {
   pthread_mutex_lock(&env->lock);
   gmpi_status_t st = probe(env, source, tag, flag, status);
+  if (st != GMPI_SUCCESS) gmpi_comm_fail(env->comm, st); /* see gmpi_env_test */
   unlock(env);
   return st;
 }
@@ -1099,6 +1105,11 @@ static gmpi_status_t test(struct gmpi_envelope_engine *env, gmpi_request_t req, 
 gmpi_status_t gmpi_env_test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
   pthread_mutex_lock(&env->lock);
   gmpi_status_t st = test(env, req, done);
+  /* A pass that failed left the engine and its peers out of step (an envelope lost, a transfer
+   * never answered): the comm fails, as when another wait's pass fails, so that no later message
+   * meets what this one left behind (a data receive posted for a send now given up, whose tag
+   * a message 30,000 later would reuse). */
+  if (st != GMPI_SUCCESS) gmpi_comm_fail(env->comm, st);
   unlock(env);
   return st;
 }
@@ -1394,8 +1405,7 @@ void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
   gmpi_progress_remove(progress_from_elsewhere, env);
   if (env->ctrl) drain_out(env);
   for (int i = 0; i < N_POSTED; i++) {
-    env->oob->chan_cancel(env->in_op[i]);
-    free(env->in_buf[i]);
+    if (env->oob->chan_cancel(env->in_op[i])) free(env->in_buf[i]); /* else left to MPI */
   }
   /* Messages nobody received wait in the unexpected queue; moving ones on their lists. */
   for (gmpi_match_msg_t *m = env->match.unexpected_head, *next; m; m = next) {

@@ -78,10 +78,13 @@ typedef struct gmpi_oob_ops {
    * receive *source and *bytes say who sent how much (either may be NULL when not wanted).
    * Engines poll from their progress function, so this never blocks. */
   gmpi_status_t (*chan_test)(gmpi_chan_op_t **op, int *done, int *source, size_t *bytes);
-  /* Give up a handle that will not be tested again (engine shutdown): a receive is cancelled
-   * (its buffer is free to reuse on return); a send cannot be recalled and is left to complete
-   * on its own, so its buffer must never be freed. Releases the handle. */
-  void (*chan_cancel)(gmpi_chan_op_t *op);
+  /* Give up a handle that will not be tested again (engine shutdown): a receive is cancelled,
+   * or, when its message was under way already, given a short while to land; a send cannot be
+   * recalled and is left to complete on its own. Releases the handle. Returns 1 when the
+   * buffer is free to reuse, 0 when the channel may still touch it (a send, a receive that
+   * neither cancelled nor landed in time): then it must never be freed. Never blocks longer
+   * than that short while, whatever the peer does. */
+  int (*chan_cancel)(gmpi_chan_op_t *op);
   /* End the whole job now with exit code code (the watchdog, from its own thread): the
    * launcher is told to stop every rank where that is safe from this thread, else the process
    * exits and the launcher ends the job. Never returns. */

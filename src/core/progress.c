@@ -80,7 +80,9 @@ static void drive(engine_t *e) {
            gmpi_strerror(st), saved.func);
 }
 
-void gmpi_progress_all(void) {
+_Thread_local unsigned long gmpi_polls;
+
+static void drive_all(void) {
   if (!atomic_load_explicit(&gmpi_progress_registered, memory_order_acquire) || inside) return;
   /* Another thread driving the engines already gives the progress; queueing behind it would
    * only slow this wait. */
@@ -92,4 +94,9 @@ void gmpi_progress_all(void) {
   }
   inside = 0;
   pthread_mutex_unlock(&lock);
+}
+
+void gmpi_progress_all(void) {
+  drive_all();
+  gmpi_polls++; /* whatever drove or not: the next drive is another round */
 }

@@ -25,6 +25,12 @@ extern atomic_int gmpi_progress_registered; /* engines registered (progress.c) *
 static inline int gmpi_progress_needed(void) {
   return atomic_load_explicit(&gmpi_progress_registered, memory_order_acquire);
 }
+/* This thread's polls (core/wait.h) and drives of every engine so far, each counted as it
+ * ends: between two of them -- one spin of a wait, its tests then its poll -- it stays the
+ * same, so an engine can tell a second pass in that spin from the next one's first. A
+ * program's own test loop drives every engine at each call, so it counts there too. */
+extern _Thread_local unsigned long gmpi_polls;
+
 /* Drive every registered engine once. Re-entrant calls (an engine's own wait) return at once.
  * An engine's failure is logged and reported to that engine's comm, not to the caller, whose
  * wait is about something else. */

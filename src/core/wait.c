@@ -30,8 +30,6 @@ void gmpi_deadline_start(gmpi_deadline_t *d, double timeout_s) {
  * the others are driven at one poll in GMPI_DRIVE_OTHERS_EVERY: a pass over every busy comm's
  * engine -- an MPI_Test on each one's channel -- at every spin lengthened a small message's
  * wait by as many. Once the wait yields the core, at every poll. */
-_Thread_local unsigned long gmpi_polls;
-
 static int poll_once(gmpi_deadline_t *d, int drive) {
   if (drive) gmpi_progress_all();
   gmpi_polls++;

@@ -11,10 +11,6 @@ typedef struct {
   unsigned tests;  /* gmpi_deadline_poll_passive's calls so far */
 } gmpi_deadline_t;
 
-/* This thread's polls so far: within one spin of a wait (its tests, then its poll) it stays the
- * same, so an engine can tell a second pass in the same spin from the next spin's first. */
-extern _Thread_local unsigned long gmpi_polls;
-
 double gmpi_now(void);
 void gmpi_deadline_start(gmpi_deadline_t *d, double timeout_s);
 /* 1 once the deadline has passed. Also drives every registered engine (core/progress.h) --

@@ -185,14 +185,22 @@ gmpi_status_t gmpi_mpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, si
   return GMPI_SUCCESS;
 }
 
-void gmpi_mpi_chan_cancel(gmpi_chan_op_t *op) {
-  if (!op) return;
+/* How long a cancelled receive whose message was already under way gets to land: a data
+ * receive matched to a large send needs its peer, which may be failed or gone. */
+#define CANCEL_GRACE_S 1.0
+
+int gmpi_mpi_chan_cancel(gmpi_chan_op_t *op) {
+  if (!op) return 1;
+  int freed = 0;
   if (op->is_recv) {
     PMPI_Cancel(&op->req);
-    PMPI_Wait(&op->req, MPI_STATUS_IGNORE);
-  } else {
-    PMPI_Request_free(&op->req); /* MPI may still read the buffer: it is left to the process */
+    double until = PMPI_Wtime() + CANCEL_GRACE_S;
+    while (!freed && PMPI_Test(&op->req, &freed, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+           PMPI_Wtime() < until) {
+    }
   }
-  gmpi_mpi_type_release(&op->type); /* MPI keeps what a pending request still uses */
+  if (!freed) PMPI_Request_free(&op->req); /* MPI may still use the buffer: left to the process */
+  gmpi_mpi_type_release(&op->type);        /* MPI keeps what a pending request still uses */
   free(op);
+  return freed;
 }

@@ -39,7 +39,7 @@ gmpi_status_t gmpi_mpi_chan_send_data(gmpi_chan_t *chan, int dest, int tag, cons
 gmpi_status_t gmpi_mpi_chan_recv_data(gmpi_chan_t *chan, int src, int tag, void *buf, size_t bytes,
                                       gmpi_chan_op_t **op);
 gmpi_status_t gmpi_mpi_chan_test(gmpi_chan_op_t **op, int *done, int *source, size_t *bytes);
-void gmpi_mpi_chan_cancel(gmpi_chan_op_t *op);
+int gmpi_mpi_chan_cancel(gmpi_chan_op_t *op);
 
 /* Wait for MPI requests under comm's deadline, driving every registered engine meanwhile
  * (blocking in MPI_Waitall only when GMPI_TIMEOUT=0 and no engine is registered). On timeout:
