@@ -15,6 +15,7 @@
 #include "oob.h"
 #include "progress.h"
 #include "request.h"
+#include "reuse.h"
 #include "vote.h"
 #include "wait.h"
 
@@ -28,16 +29,7 @@ struct env_send;
  * with little payload -- kept for reuse, under the engine's lock: glibc's calloc never takes
  * its per-thread cache, and its malloc and free came to about a fifth of a small message's
  * instructions through the engine. At most SPARES_KEPT of each. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SPARES_KEPT 0 /* the sanitizer sees every use after free */
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SPARES_KEPT 0
-#endif
-#endif
-#ifndef SPARES_KEPT
-#define SPARES_KEPT 32
-#endif
+#define SPARES_KEPT (GMPI_KEEP_SPARES ? 32 : 0)
 typedef struct spare {
   struct spare *next;
 } spare_t;
@@ -432,9 +424,9 @@ static gmpi_status_t start_rendezvous(struct gmpi_envelope_engine *env, env_msg_
     return GMPI_SUCCESS;
   }
   if (msg->host_src && env->mover->host_mem && env->mover->host_mem(env->mctx, msg->dst)) {
-    /* both ends host memory: MPI moves it, as it would without gmpi -- no device staging, no
-     * link, no link position (the link's order is untouched) */
-    /* the answer first: when it cannot go, no receive is left posted under the message's tag */
+    /* Both ends host memory: MPI moves it, as it would without gmpi -- no device staging, no
+     * link, no link position (the link's order is untouched). The answer goes first: when it
+     * cannot go, no receive is left posted under the message's tag. */
     GMPI_CHECK(send_ctrl(env, src, W_CTS_CHAN, msg->m.seq, 0, NULL, 0));
     GMPI_CHECK(env->oob->chan_recv_data(env->ctrl, src, data_tag(msg->m.seq), msg->dst,
                                         msg->m.bytes, &msg->chan_op));
@@ -1012,7 +1004,7 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
    * channel too would cost a small message's whole time again -- but sends finished at their
    * post run no pass, so the post keeps the out list short (reclaim_out). */
   GMPI_CHECK(a->peer == env->comm->rank ? flush_self(env) : flush_peer(env, a->peer));
-  return env->n_out >= OUT_TESTED_AT ? test_out(env) : GMPI_SUCCESS;
+  return reclaim_out(env);
 }
 
 static void abandon(struct gmpi_envelope_engine *env, gmpi_request_t req);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../core/comm.h"
+#include "../core/reuse.h"
 #include "mpi_check.h"
 #include "oob.h"
 #include "types.h"
@@ -16,16 +17,7 @@
 /* Handles released by chan_test are kept for the next send or receive, at most SPARE_OPS:
  * a small message posts one on each side, and a malloc and free each cost about as much as
  * the rest of a post (one thread at a time per channel: core/oob.h). */
-#if defined(__SANITIZE_ADDRESS__)
-#define SPARE_OPS 0 /* the sanitizer sees every use after free */
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SPARE_OPS 0
-#endif
-#endif
-#ifndef SPARE_OPS
-#define SPARE_OPS 16
-#endif
+#define SPARE_OPS (GMPI_KEEP_SPARES ? 16 : 0)
 
 struct gmpi_chan {
   MPI_Comm comm;
