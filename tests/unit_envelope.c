@@ -2,7 +2,9 @@
 /* Envelopes are data from another rank: core/envelope.c reads none that gmpi_env_wire_check
  * refuses. A malformed or hostile envelope -- a blob longer than the 128 bytes an envelope has
  * room for, a short header, an eager payload shorter than it claims, an impossible source -- is
- * an error naming the rank, never a copy past the end of a buffer. */
+ * an error naming the rank, never a copy past the end of a buffer. So is an answer to a send
+ * that the send did not offer (gmpi_env_answer_check): the buffer never goes to the wrong
+ * transport. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,14 @@
 static gmpi_status_t check(const void *w, size_t len, int src, const char **said) {
   gmpi_call_begin("unit_envelope", 0); /* each check is a call of its own: its error is kept */
   gmpi_status_t st = gmpi_env_wire_check(w, len, src, 4);
+  *said = st == GMPI_SUCCESS ? "" : gmpi_last_error();
+  return st;
+}
+
+/* The verdict on answer from rank 3 to send 41, offered as offered; *said as above. */
+static gmpi_status_t answer(uint32_t answer, uint32_t offered, int we_lead, const char **said) {
+  gmpi_call_begin("unit_envelope", 0);
+  gmpi_status_t st = gmpi_env_answer_check(answer, offered, we_lead, 3, 41);
   *said = st == GMPI_SUCCESS ? "" : gmpi_last_error();
   return st;
 }
@@ -68,6 +78,29 @@ int main(void) {
   w.dtype = GMPI_DTYPE_COUNT;
   memcpy(buf, &w, sizeof(w));
   CHECK_EQ(check(buf, sizeof(wire_t) + 16, 1, &said), GMPI_ERR_INTERNAL);
+
+  /* A rendezvous send's answers (send_answered): each is data from the receiver too. */
+  static const uint32_t offers[] = {W_RTS_PULL, W_RTS_LINK, W_RTS_HOST};
+  for (size_t i = 0; i < sizeof offers / sizeof offers[0]; i++) {
+    uint32_t o = offers[i];
+    for (int lead = 0; lead <= 1; lead++) {
+      int link = o != W_RTS_PULL;
+      CHECK_EQ(answer(W_FIN, o, lead, &said), GMPI_SUCCESS); /* every send takes FIN */
+      CHECK_EQ(answer(W_RTR, o, lead, &said), link && lead ? GMPI_SUCCESS : GMPI_ERR_INTERNAL);
+      CHECK_EQ(answer(W_CTS, o, lead, &said), link && !lead ? GMPI_SUCCESS : GMPI_ERR_INTERNAL);
+      CHECK_EQ(answer(W_CTS_CHAN, o, lead, &said),
+               o == W_RTS_HOST ? GMPI_SUCCESS : GMPI_ERR_INTERNAL);
+      CHECK_EQ(answer(W_GO, o, lead, &said), GMPI_ERR_INTERNAL); /* not an answer to a send */
+      CHECK_EQ(answer(W_EAGER, o, lead, &said), GMPI_ERR_INTERNAL);
+    }
+  }
+  /* A device buffer's send asked over the channel: MPI would read device memory. */
+  CHECK_EQ(answer(W_CTS_CHAN, W_RTS_LINK, 0, &said), GMPI_ERR_INTERNAL);
+  CHECK_EQ(says(said, "rank 3 answered send 41, sent as RTS_LINK, with CTS_CHAN"), 1);
+  CHECK_EQ(answer(W_CTS, W_RTS_HOST, 1, &said), GMPI_ERR_INTERNAL);
+  CHECK_EQ(says(said, "this rank assigns"), 1);
+  CHECK_EQ(answer(77, W_RTS_HOST, 1, &said), GMPI_ERR_INTERNAL);
+  CHECK_EQ(says(said, "with ?"), 1);
 
   free(buf);
   printf("unit_envelope: %s (%d failed checks)\n", failures ? "FAIL" : "PASS", failures);

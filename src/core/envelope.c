@@ -88,6 +88,7 @@ typedef struct {
 typedef struct env_send {
   proto_t proto;
   uint64_t seq;
+  uint32_t offered;        /* rendezvous: the envelope it sent (W_RTS_PULL, _LINK, _HOST) */
   int complete;            /* eager: copy done; pull: at FIN; link: transfer done or FIN */
   void *handle;            /* link transfer in flight */
   gmpi_chan_op_t *chan_op; /* the channel's send of the data, in flight (P_CHAN) */
@@ -549,15 +550,20 @@ static gmpi_status_t message_arrived(struct gmpi_envelope_engine *env, int src, 
   return st != GMPI_SUCCESS ? st : kept;
 }
 
+/* Where our send to peer numbered seq that waits for its receiver is listed, or NULL. */
+static env_send_t **waiting_link(env_peer_t *p, uint64_t seq) {
+  for (env_send_t **link = &p->waiting; *link; link = &(*link)->next)
+    if ((*link)->seq == seq) return link;
+  return NULL;
+}
+
 /* Unlink and return our send to peer numbered seq that waits for its receiver. */
 static env_send_t *take_waiting(env_peer_t *p, uint64_t seq) {
-  for (env_send_t **link = &p->waiting; *link; link = &(*link)->next) {
-    env_send_t *es = *link;
-    if (es->seq != seq) continue;
-    *link = es->next;
-    return es;
-  }
-  return NULL;
+  env_send_t **link = waiting_link(p, seq);
+  if (!link) return NULL;
+  env_send_t *es = *link;
+  *link = es->next;
+  return es;
 }
 
 static env_msg_t *take_awaiting_go(struct gmpi_envelope_engine *env, env_peer_t *p, uint64_t seq) {
@@ -574,12 +580,16 @@ static env_msg_t *take_awaiting_go(struct gmpi_envelope_engine *env, env_peer_t 
 /* FIN, RTR, CTS, CTS_CHAN about our send seq to src. A send given up meanwhile (after a failure) is
  * no longer listed: the answer is dropped, and the comm is failed already. */
 static gmpi_status_t send_answered(struct gmpi_envelope_engine *env, int src, const wire_t *w) {
-  env_send_t *es = take_waiting(&env->peers[src], w->seq);
-  if (!es) {
+  env_send_t **link = waiting_link(&env->peers[src], w->seq);
+  if (!link) {
     gmpi_log(GMPI_LOG_INFO, "rank %d answered about send %llu, which was given up", src,
              (unsigned long long)w->seq);
     return GMPI_SUCCESS;
   }
+  env_send_t *es = *link;
+  /* an answer it cannot take fails the pass (and the comm); the send stays listed till then */
+  GMPI_CHECK(gmpi_env_answer_check(w->kind, es->offered, is_leader(env, src), src, w->seq));
+  *link = es->next;
   if (w->kind == W_FIN) {
     es->complete = 1;
     return GMPI_SUCCESS;
@@ -630,6 +640,25 @@ gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nran
     return gmpi_error(GMPI_ERR_INTERNAL, "malformed envelope from rank %d: dtype %d", src,
                       (int)w->dtype);
   return GMPI_SUCCESS;
+}
+
+static const char *wire_kind_name(uint32_t kind) {
+  static const char *const names[] = {"?",   "EAGER", "RTS_PULL", "RTS_LINK", "FIN",
+                                      "RTR", "CTS",   "GO",       "RTS_HOST", "CTS_CHAN"};
+  return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+gmpi_status_t gmpi_env_answer_check(uint32_t answer, uint32_t offered, int we_lead, int src,
+                                    uint64_t seq) {
+  int link = offered == W_RTS_LINK || offered == W_RTS_HOST;
+  int fits = answer == W_FIN || (answer == W_CTS_CHAN && offered == W_RTS_HOST) ||
+             (answer == W_RTR && link && we_lead) || (answer == W_CTS && link && !we_lead);
+  if (fits) return GMPI_SUCCESS;
+  return gmpi_error(GMPI_ERR_INTERNAL,
+                    "rank %d answered send %llu, sent as %s, with %s, which that send cannot "
+                    "take (%s assigns the pair's link positions)",
+                    src, (unsigned long long)seq, wire_kind_name(offered), wire_kind_name(answer),
+                    we_lead ? "this rank" : "the receiver");
 }
 
 /* The envelope of len bytes in channel slot from rank src. */
@@ -965,6 +994,7 @@ static gmpi_status_t post_rendezvous(struct gmpi_envelope_engine *env, const gmp
   o->w.kind = blob_len ? W_RTS_PULL : W_RTS_LINK;
   if (!blob_len && env->mover->host_mem && env->mover->host_mem(env->mctx, a->buf))
     o->w.kind = W_RTS_HOST; /* the receiver may take it over the channel */
+  es->offered = o->w.kind;
   o->w.tag = a->tag;
   o->w.dtype = (int32_t)a->dtype;
   o->w.bytes = bytes;
