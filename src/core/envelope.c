@@ -127,8 +127,8 @@ struct gmpi_envelope_engine {
   int n_live;        /* sends and receives posted and not yet released */
   int n_awaiting_go; /* messages on the peers' awaiting_go lists */
   /* Whether a pass could move anything (note_wanted): other threads' waits skip the engine
-   * while it is 0 (core/progress.h), read without the lock. */
-  atomic_int wanted;
+   * while it is off (core/progress.h). */
+  gmpi_progress_flag_t wanted;
   spares_t spare_sends, spare_recvs, spare_msgs, spare_outs;
   /* The eager message being taken in whose data still lies in its channel slot (arrived):
    * a receive may take it from there; whatever still reads it afterwards gets it for itself. */
@@ -835,7 +835,7 @@ static gmpi_status_t progress(struct gmpi_envelope_engine *env) {
 static void note_wanted(struct gmpi_envelope_engine *env) {
   int wanted = env->n_live || env->moving || env->marked || env->n_held || env->self_held ||
                env->n_awaiting_go || env->n_out;
-  atomic_store_explicit(&env->wanted, wanted, memory_order_relaxed);
+  gmpi_progress_want(&env->wanted, wanted);
 }
 
 static void unlock(struct gmpi_envelope_engine *env) {

@@ -5,21 +5,44 @@
  * plan run and compile, split, out-of-band exchanges) calls gmpi_progress_all() while it
  * waits (core/wait.h: at its first poll and one in GMPI_DRIVE_OTHERS_EVERY after), which
  * drives the engines that say they have work. Core knows the engines only as (function,
- * context, wanted) triples. */
+ * context, flag) triples. */
 #ifndef GMPI_CORE_PROGRESS_H
 #define GMPI_CORE_PROGRESS_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "gmpi.h"
 
 typedef gmpi_status_t (*gmpi_progress_fn)(void *ctx);
 
-/* Register an engine; it is called by every wait until removed -- while *wanted is nonzero
- * when wanted is not NULL: the engine says there whether a pass could move anything, so that
- * an idle one costs a wait one load (a program's many comms, each with its engine). */
-gmpi_status_t gmpi_progress_add(gmpi_progress_fn fn, void *ctx, const atomic_int *wanted);
+/* An engine's say in whether waits drive it: its bit in the registry's map of engines with
+ * work. A wait finds the engines to drive by the map's words, 64 engines a load, so a
+ * program's many idle comms cost it next to nothing. Written by its engine under the engine's
+ * own lock (gmpi_progress_want); word and bit are the registry's. */
+typedef struct {
+  _Atomic uint64_t *word; /* its word in the map while registered, else NULL */
+  uint64_t bit;
+  int on; /* what the engine said last */
+} gmpi_progress_flag_t;
+
+/* Register an engine; it is called by every wait until removed -- while its flag is on when
+ * flag is not NULL (gmpi_progress_want), always when it is NULL. flag stays the caller's and
+ * must live until gmpi_progress_remove. */
+gmpi_status_t gmpi_progress_add(gmpi_progress_fn fn, void *ctx, gmpi_progress_flag_t *flag);
 void gmpi_progress_remove(gmpi_progress_fn fn, void *ctx);
+/* The engine says whether a pass could move anything. Only a change touches the map: one
+ * atomic or/and, the engine's lock held. Before registration and after removal the flag is
+ * only remembered. */
+static inline void gmpi_progress_want(gmpi_progress_flag_t *flag, int on) {
+  if (flag->on == on) return;
+  flag->on = on;
+  if (!flag->word) return;
+  if (on)
+    atomic_fetch_or_explicit(flag->word, flag->bit, memory_order_relaxed);
+  else
+    atomic_fetch_and_explicit(flag->word, ~flag->bit, memory_order_relaxed);
+}
 /* 1 when any engine is registered: waits that would block inside MPI must poll instead. */
 extern atomic_int gmpi_progress_registered; /* engines registered (progress.c) */
 static inline int gmpi_progress_needed(void) {
