@@ -80,11 +80,11 @@ int main(void) {
   CHECK_EQ(check(buf, sizeof(wire_t) + 16, 1, &said), GMPI_ERR_INTERNAL);
 
   /* A rendezvous send's answers (send_answered): each is data from the receiver too. */
-  static const uint32_t offers[] = {W_RTS_PULL, W_RTS_LINK, W_RTS_HOST};
+  static const uint32_t offers[] = {W_RTS_PULL, W_RTS_LINK, W_RTS_HOST, W_EAGER_SYNC};
   for (size_t i = 0; i < sizeof offers / sizeof offers[0]; i++) {
     uint32_t o = offers[i];
     for (int lead = 0; lead <= 1; lead++) {
-      int link = o != W_RTS_PULL;
+      int link = o == W_RTS_LINK || o == W_RTS_HOST;
       CHECK_EQ(answer(W_FIN, o, lead, &said), GMPI_SUCCESS); /* every send takes FIN */
       CHECK_EQ(answer(W_RTR, o, lead, &said), link && lead ? GMPI_SUCCESS : GMPI_ERR_INTERNAL);
       CHECK_EQ(answer(W_CTS, o, lead, &said), link && !lead ? GMPI_SUCCESS : GMPI_ERR_INTERNAL);

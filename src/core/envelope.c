@@ -69,6 +69,7 @@ typedef struct env_msg {
   void *handle;             /* pull, link transfer or copy into the receive buffer in flight */
   gmpi_chan_op_t *chan_op;  /* P_CHAN: the channel's receive of the data, in flight */
   int host_src;             /* the sender's buffer is host memory (W_RTS_HOST) */
+  int ack;                  /* a synchronous send's eager message: FIN once it has landed */
   void *filling; /* self: the eager copy into data, or the sender's post mark (core/mover.h) */
   struct env_send *fill_send; /* self eager: the send that copy completes (NULL: abandoned) */
   int orphan;                 /* its receive was abandoned while the data moved */
@@ -342,7 +343,8 @@ static void start_moving(struct gmpi_envelope_engine *env, env_msg_t *msg) {
 static gmpi_status_t landed(struct gmpi_envelope_engine *env, env_msg_t *msg,
                             gmpi_status_t result) {
   gmpi_status_t st = GMPI_SUCCESS;
-  if (msg->proto == P_PULL) st = send_ctrl(env, msg->m.source, W_FIN, msg->m.seq, 0, NULL, 0);
+  if (msg->proto == P_PULL || msg->ack)
+    st = send_ctrl(env, msg->m.source, W_FIN, msg->m.seq, 0, NULL, 0);
   if (msg->self_send) {
     env_send_t *es = msg->self_send->be;
     es->self_msg = NULL;
@@ -532,7 +534,8 @@ static gmpi_status_t message_arrived(struct gmpi_envelope_engine *env, int src, 
   if (!msg) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an envelope");
   msg->m = (gmpi_match_msg_t){
       .source = src, .tag = w->tag, .bytes = w->bytes, .dtype = w->dtype, .seq = w->seq};
-  msg->proto = w->kind == W_EAGER ? P_EAGER : w->kind == W_RTS_PULL ? P_PULL : P_LINK;
+  msg->ack = w->kind == W_EAGER_SYNC;
+  msg->proto = w->kind == W_EAGER || msg->ack ? P_EAGER : w->kind == W_RTS_PULL ? P_PULL : P_LINK;
   msg->host_src = w->kind == W_RTS_HOST;
   if (msg->proto == P_EAGER && w->bytes) { /* lent until arrive returns (keep_lent) */
     msg->data = (void *)payload;
@@ -626,7 +629,8 @@ gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nran
   if (src < 0 || src >= nranks)
     return gmpi_error(GMPI_ERR_INTERNAL, "envelope from rank %d, outside the %d ranks", src,
                       nranks);
-  if (len < sizeof(wire_t) || (w->kind == W_EAGER && len - sizeof(wire_t) < w->bytes))
+  int eager = w->kind == W_EAGER || w->kind == W_EAGER_SYNC;
+  if (len < sizeof(wire_t) || (eager && len - sizeof(wire_t) < w->bytes))
     return gmpi_error(GMPI_ERR_INTERNAL, "malformed envelope of %zu bytes from rank %d", len, src);
   if (w->blob_len > GMPI_MOVER_BLOB_BYTES)
     return gmpi_error(GMPI_ERR_INTERNAL,
@@ -634,8 +638,7 @@ gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nran
                       "an envelope carries",
                       src, (unsigned)w->blob_len, GMPI_MOVER_BLOB_BYTES);
   /* a message's dtype divides its bytes (probe, status): 0 would be a division by zero */
-  int message =
-      w->kind == W_EAGER || w->kind == W_RTS_PULL || w->kind == W_RTS_LINK || w->kind == W_RTS_HOST;
+  int message = eager || w->kind == W_RTS_PULL || w->kind == W_RTS_LINK || w->kind == W_RTS_HOST;
   if (message && !gmpi_dtype_in_range((gmpi_dtype_t)w->dtype))
     return gmpi_error(GMPI_ERR_INTERNAL, "malformed envelope from rank %d: dtype %d", src,
                       (int)w->dtype);
@@ -643,8 +646,8 @@ gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nran
 }
 
 static const char *wire_kind_name(uint32_t kind) {
-  static const char *const names[] = {"?",   "EAGER", "RTS_PULL", "RTS_LINK", "FIN",
-                                      "RTR", "CTS",   "GO",       "RTS_HOST", "CTS_CHAN"};
+  static const char *const names[] = {"?",   "EAGER", "RTS_PULL", "RTS_LINK", "FIN",       "RTR",
+                                      "CTS", "GO",    "RTS_HOST", "CTS_CHAN", "EAGER_SYNC"};
   return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
@@ -668,6 +671,7 @@ static gmpi_status_t wire_arrived(struct gmpi_envelope_engine *env, int src, int
   GMPI_CHECK(gmpi_env_wire_check(buf, len, src, env->comm->size));
   switch (w->kind) {
   case W_EAGER:
+  case W_EAGER_SYNC:
   case W_RTS_PULL:
   case W_RTS_LINK:
   case W_RTS_HOST: return message_arrived(env, src, slot, w, buf + sizeof(wire_t));
@@ -737,12 +741,13 @@ static gmpi_status_t flush_peer(struct gmpi_envelope_engine *env, int dest) {
     if (!p->held) p->held_tail = NULL;
     env->n_held--;
     if (o->send) { /* the eager copy has the data: the sender's buffer is free */
-      o->send->complete = 1;
+      o->send->complete = o->w.kind == W_EAGER; /* synchronous: at FIN */
       o->send->held_out = NULL;
       o->send = NULL;
     }
     o->next = NULL;
-    GMPI_CHECK(send_out(env, dest, o, o->w.kind == W_EAGER ? o->w.bytes : 0));
+    int eager = o->w.kind == W_EAGER || o->w.kind == W_EAGER_SYNC;
+    GMPI_CHECK(send_out(env, dest, o, eager ? o->w.bytes : 0));
   }
   return GMPI_SUCCESS;
 }
@@ -956,8 +961,11 @@ static gmpi_status_t post_eager(struct gmpi_envelope_engine *env, const gmpi_p2p
                                 env_send_t *es, size_t bytes) {
   out_msg_t *o = NULL;
   GMPI_CHECK(new_out(env, bytes, &o));
-  o->w = (wire_t){
-      .kind = W_EAGER, .tag = a->tag, .dtype = (int32_t)a->dtype, .bytes = bytes, .seq = es->seq};
+  o->w = (wire_t){.kind = a->sync ? W_EAGER_SYNC : W_EAGER,
+                  .tag = a->tag,
+                  .dtype = (int32_t)a->dtype,
+                  .bytes = bytes,
+                  .seq = es->seq};
   if (bytes) {
     gmpi_status_t st = env->mover->to_host(env->mctx, o->payload, a->buf, bytes, &o->ready);
     if (st != GMPI_SUCCESS) {
@@ -969,7 +977,13 @@ static gmpi_status_t post_eager(struct gmpi_envelope_engine *env, const gmpi_p2p
     o->send = es;
     es->held_out = o;
   } else {
-    es->complete = 1;
+    es->complete = !a->sync;
+  }
+  if (a->sync) { /* complete at the receiver's FIN */
+    es->offered = W_EAGER_SYNC;
+    env_peer_t *p = &env->peers[a->peer];
+    es->next = p->waiting;
+    p->waiting = es;
   }
   hold(env, a->peer, o);
   return GMPI_SUCCESS;
@@ -1018,7 +1032,7 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   gmpi_status_t st;
   if (a->peer == env->comm->rank)
     st = post_self_send(env, req, es, bytes);
-  else if (eager_sized(bytes, a)) /* synchronous: rendezvous, done at FIN */
+  else if (bytes <= GMPI_ENV_EAGER_BYTES) /* synchronous too: done at FIN */
     st = post_eager(env, a, es, bytes);
   else
     st = post_rendezvous(env, a, es, bytes);

@@ -22,7 +22,9 @@ typedef enum {
   W_RTS_HOST,  /* sender -> receiver: a rendezvous message in host memory (mover's host_mem): the
                 * receiver takes it over the channel when its buffer is host memory too, else
                 * as W_RTS_LINK */
-  W_CTS_CHAN   /* receiver -> sender: send it over the channel now (its data tag: seq's) */
+  W_CTS_CHAN,  /* receiver -> sender: send it over the channel now (its data tag: seq's) */
+  W_EAGER_SYNC /* sender -> receiver: a synchronous send's message with its data: answer FIN
+                * once a receive has taken it */
 } wire_kind_t;
 
 typedef struct {
@@ -42,8 +44,9 @@ typedef struct {
 gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nranks);
 
 /* GMPI_SUCCESS when answer (W_FIN, W_RTR, W_CTS, W_CTS_CHAN) from rank src is one its send seq
- * can take: offered is the send's envelope (W_RTS_PULL, W_RTS_LINK, W_RTS_HOST) and we_lead
- * says whether this rank assigns the pair's link positions. A pulled send takes only FIN; only
+ * can take: offered is the send's envelope (W_RTS_PULL, W_RTS_LINK, W_RTS_HOST, W_EAGER_SYNC)
+ * and we_lead says whether this rank assigns the pair's link positions. A pulled send and a
+ * synchronous eager one take only FIN; only
  * a send offered as host memory goes over the channel; RTR comes to the leader, CTS to the
  * follower. Otherwise GMPI_ERR_INTERNAL, described: the sender would hand the wrong transport
  * its buffer (MPI reading device memory, a link position out of turn). */
