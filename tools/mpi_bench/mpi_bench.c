@@ -43,6 +43,7 @@ enum {
   TEST_ALLGATHER,
   TEST_ALLTOALL,
   TEST_HALO,
+  TEST_SSEND,
   N_TESTS
 };
 #define TEST_BIT(t) (1 << (t))
@@ -84,7 +85,8 @@ static void usage(FILE *f) {
   say0(f,
        "usage: mpiexec -n N mpi_bench [options]\n"
        "  -t, --test LIST        pingpong, allreduce, bcast, reduce, allgather, alltoall, halo,\n"
-       "                         all (comma separated; default pingpong,allreduce)\n"
+       "                         ssend (pingpong with MPI_Ssend), all (comma separated;\n"
+       "                         default pingpong,allreduce)\n"
        "  -b, --min BYTES        smallest size (default 8); suffixes K, M, G (powers of 1024)\n"
        "  -e, --max BYTES        largest size (default 4M); the sweep is MIN, MIN*F, MIN*F^2, ...\n"
        "                         and MAX itself when the steps miss it\n"
@@ -161,11 +163,11 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
 }
 
 static const char *const test_names[N_TESTS] = {"pingpong",  "allreduce", "bcast", "reduce",
-                                                "allgather", "alltoall",  "halo"};
+                                                "allgather", "alltoall",  "halo",  "ssend"};
 
 static int parse_tests(const char *opt, const char *s, int *out) {
-  const char *expect = "expected pingpong, allreduce, bcast, reduce, allgather, alltoall, halo "
-                       "or all, comma separated";
+  const char *expect = "expected pingpong, allreduce, bcast, reduce, allgather, alltoall, halo, "
+                       "ssend or all, comma separated";
   int tests = 0;
   const char *p = s;
   while (*p) {
@@ -420,33 +422,36 @@ static void device_sync(int memory) {
 
 /* ---- the calls --------------------------------------------------------------------------- */
 
+typedef int (*send_fn)(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                       MPI_Comm comm);
+
 /* Rank 0 sends then receives, rank 1 receives then sends; one call = one round trip. */
-static void pingpong_once(const buffers_t *b, size_t bytes, int memory, int tag) {
+static void pingpong_once(const buffers_t *b, size_t bytes, int memory, int tag, send_fn send) {
   int peer = world_rank == 0 ? 1 : 0;
   int n = (int)bytes;
   if (world_rank > 1) return;
   if (memory == MEM_STAGED) {
     if (world_rank == 0) {
       to_host(b->send_host, b->send_dev, bytes);
-      MPI_Send(b->send_host, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+      send(b->send_host, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
       MPI_Recv(b->recv_host, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       to_device(b->recv_dev, b->recv_host, bytes);
     } else {
       MPI_Recv(b->recv_host, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       to_device(b->recv_dev, b->recv_host, bytes);
       to_host(b->send_host, b->send_dev, bytes);
-      MPI_Send(b->send_host, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+      send(b->send_host, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
     }
     return;
   }
   void *s = memory == MEM_DEVICE ? b->send_dev : b->send_host;
   void *r = memory == MEM_DEVICE ? b->recv_dev : b->recv_host;
   if (world_rank == 0) {
-    MPI_Send(s, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+    send(s, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
     MPI_Recv(r, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else {
     MPI_Recv(r, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Send(s, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+    send(s, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
   }
 }
 
@@ -536,7 +541,12 @@ static void halo_once(const buffers_t *b, size_t bytes, int memory) {
 }
 
 static void pingpong_timed(const buffers_t *b, size_t bytes, int memory) {
-  pingpong_once(b, bytes, memory, PINGPONG_TAG);
+  pingpong_once(b, bytes, memory, PINGPONG_TAG, MPI_Send);
+}
+
+/* Synchronous sends: each completes only once its receive took it. */
+static void ssend_timed(const buffers_t *b, size_t bytes, int memory) {
+  pingpong_once(b, bytes, memory, PINGPONG_TAG, MPI_Ssend);
 }
 
 /* ---- checks ------------------------------------------------------------------------------ */
@@ -558,8 +568,8 @@ static void get_recv(const buffers_t *b, size_t bytes, int memory) {
   if (memory != MEM_HOST) to_host(b->recv_host, b->recv_dev, bytes);
 }
 
-/* One ping-pong with known bytes each way; 0 ok, 1 wrong (message printed). */
-static int check_pingpong(const buffers_t *b, size_t bytes, int memory) {
+/* One ping-pong with known bytes each way, sent with send; 0 ok, 1 wrong (message printed). */
+static int check_pairs(const buffers_t *b, size_t bytes, int memory, send_fn send) {
   if (world_rank > 1) return 0;
   int me = world_rank, peer = 1 - me;
   for (size_t i = 0; i < bytes; i++)
@@ -567,7 +577,7 @@ static int check_pingpong(const buffers_t *b, size_t bytes, int memory) {
   memset(b->recv_host, 0, bytes);
   if (memory != MEM_HOST) to_device(b->recv_dev, b->recv_host, bytes);
   set_send(b, bytes, memory);
-  pingpong_once(b, bytes, memory, CHECK_TAG);
+  pingpong_once(b, bytes, memory, CHECK_TAG, send);
   device_sync(memory);
   get_recv(b, bytes, memory);
   const unsigned char *got = b->recv_host;
@@ -575,13 +585,22 @@ static int check_pingpong(const buffers_t *b, size_t bytes, int memory) {
     unsigned char want = byte_pattern(peer + 1, i);
     if (got[i] != want) {
       fprintf(stderr,
-              "mpi_bench: rank %d: pingpong %zu bytes (%s): wrong byte %zu from rank %d: got %u, "
+              "mpi_bench: rank %d: %s %zu bytes (%s): wrong byte %zu from rank %d: got %u, "
               "expected %u\n",
-              me, bytes, mem_names[memory], i, peer, got[i], want);
+              me, send == MPI_Ssend ? "ssend" : "pingpong", bytes, mem_names[memory], i, peer,
+              got[i], want);
       return 1;
     }
   }
   return 0;
+}
+
+static int check_pingpong(const buffers_t *b, size_t bytes, int memory) {
+  return check_pairs(b, bytes, memory, MPI_Send);
+}
+
+static int check_ssend(const buffers_t *b, size_t bytes, int memory) {
+  return check_pairs(b, bytes, memory, MPI_Ssend);
 }
 
 /* One allreduce (root < 0) or reduce to root of known floats: every rank that gets the result
@@ -745,6 +764,7 @@ static const test_t tests[N_TESTS] = {
     [TEST_ALLGATHER] = {allgather_once, check_allgather, 0, EVERY_RANK, 0, BUS_PEERS},
     [TEST_ALLTOALL] = {alltoall_once, check_alltoall, 0, EVERY_RANK, 0, BUS_PEERS},
     [TEST_HALO] = {halo_once, check_halo, 0, 2, 0, BUS_ONE},
+    [TEST_SSEND] = {ssend_timed, check_ssend, 0, 1, 1, BUS_ONE},
 };
 
 /* ---- timing ------------------------------------------------------------------------------ */
@@ -844,8 +864,8 @@ static void json_row(FILE *j, int *first, const char *test, const options_t *o, 
           "\"iters\": %d, \"median_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, "
           "\"%s\": %.4f, \"rounds_us\": [",
           *first ? "" : ",", test, mem_names[o->memory], world_size, r->bytes, r->iters,
-          r->median_us, r->min_us, r->max_us, !strcmp(test, "pingpong") ? "gbps" : "busbw_gbps",
-          r->gbps);
+          r->median_us, r->min_us, r->max_us,
+          !strcmp(test, "pingpong") || !strcmp(test, "ssend") ? "gbps" : "busbw_gbps", r->gbps);
   for (int k = 0; k < r->rounds; k++)
     fprintf(j, "%s%.3f", k ? ", " : "", r->round_us[k]);
   fprintf(j, "]}");
