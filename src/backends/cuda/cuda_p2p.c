@@ -17,7 +17,10 @@
 #include "cuda_p2p.h"
 
 /* A message's stack or heap end is host memory by the process's layout (hostmem.h), as
- * route.c answers it: no lock, table search or driver question per message (~0.1 us). */
+ * route.c answers it: no lock, table search or driver question per message (~0.1 us). Else the
+ * driver says; managed memory counts as host here, since the CPU may touch it (its pages
+ * migrate), so MPI can move it -- and the copies and marks that order it with the program's
+ * stream are those of any host end. */
 int cuda_p2p_is_host(cuda_p2p_t *p, const void *ptr) {
   gmpi_mem_kind_t kind = GMPI_MEM_HOST;
   if (gmpi_hostmem_surely(ptr)) return 1;
