@@ -258,6 +258,52 @@ static void synchronous_sends(void) {
   t_free(self_r);
 }
 
+/* Synchronous sends of eager size through every way a receive ends: truncated (the receive
+ * fails, the send completes), probed first, zero bytes, matched by wildcards, and 200 at once
+ * received in reverse order -- every value checked. */
+static void synchronous_paths(void) {
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  enum { N = 200 };
+  int32_t hs[N];
+  for (int i = 0; i < N; i++)
+    hs[i] = 1000 * rank + i;
+  int32_t *s = t_alloc(sizeof hs), *r = t_alloc(sizeof hs);
+  t_put(s, hs, sizeof hs);
+  gmpi_request_t sq[N], rq[N];
+  T_OK(gmpi_issend(s, 4, GMPI_INT32, right, 20, comm, &sq[0]));
+  T_STATUS(gmpi_recv(r, 2, GMPI_INT32, left, 20, comm, NULL), GMPI_ERR_TRUNCATE);
+  T_OK(gmpi_wait(&sq[0], NULL));
+  T_OK(gmpi_issend(s, 3, GMPI_INT32, right, 21, comm, &sq[0]));
+  T_OK(gmpi_issend(s, 0, GMPI_INT32, right, 22, comm, &sq[1]));
+  T_OK(gmpi_issend(s, 5, GMPI_INT32, right, 23, comm, &sq[2]));
+  gmpi_msg_status_t st;
+  T_OK(gmpi_probe(left, 21, comm, &st));
+  T_EQ_INT(st.count, 3);
+  T_OK(gmpi_recv(r, 3, GMPI_INT32, left, 21, comm, NULL));
+  T_OK(gmpi_recv(r, 3, GMPI_INT32, left, 22, comm, &st));
+  T_EQ_INT(st.count, 0);
+  T_OK(gmpi_recv(r, 8, GMPI_INT32, GMPI_ANY_SOURCE, GMPI_ANY_TAG, comm, &st));
+  T_EQ_INT(st.count, 5);
+  T_EQ_INT(st.source, left);
+  T_EQ_INT(st.tag, 23);
+  T_OK(gmpi_waitall(3, sq, NULL));
+  int32_t got[N];
+  t_get(got, r, 5 * sizeof(int32_t));
+  for (int i = 0; i < 5; i++)
+    T_EQ_INT(got[i], 1000 * left + i);
+  for (int i = 0; i < N; i++)
+    T_OK(gmpi_issend(s + i, 1, GMPI_INT32, right, 100 + i, comm, &sq[i]));
+  for (int i = N - 1; i >= 0; i--)
+    T_OK(gmpi_irecv(r + i, 1, GMPI_INT32, left, 100 + i, comm, &rq[i]));
+  T_OK(gmpi_waitall(N, rq, NULL));
+  T_OK(gmpi_waitall(N, sq, NULL));
+  t_get(got, r, sizeof got);
+  for (int i = 0; i < N; i++)
+    T_EQ_INT(got[i], 1000 * left + i);
+  t_free(s);
+  t_free(r);
+}
+
 /* gmpi_cancel: receives no message matched are taken back (one from a rank, one from
  * GMPI_ANY_SOURCE, one from this rank itself); the message sent afterwards goes to a new receive.
  * A receive whose message was in before the cancel, and a send, are not cancelled. */
@@ -360,6 +406,7 @@ int main(int argc, char **argv) {
   proc_null_in_plan();
   dup_isolates();
   synchronous_sends();
+  synchronous_paths();
   cancel_receives();
   released_requests();
   bad_arguments();

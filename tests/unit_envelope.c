@@ -25,7 +25,7 @@ static gmpi_status_t check(const void *w, size_t len, int src, const char **said
 /* The verdict on answer from rank 3 to send 41, offered as offered; *said as above. */
 static gmpi_status_t answer(uint32_t answer, uint32_t offered, int we_lead, const char **said) {
   gmpi_call_begin("unit_envelope", 0);
-  gmpi_status_t st = gmpi_env_answer_check(answer, offered, we_lead, 3, 41);
+  gmpi_status_t st = gmpi_env_answer_check(answer, offered, 1, we_lead, 3, 41);
   *said = st == GMPI_SUCCESS ? "" : gmpi_last_error();
   return st;
 }
@@ -101,6 +101,13 @@ int main(void) {
   CHECK_EQ(says(said, "this rank assigns"), 1);
   CHECK_EQ(answer(77, W_RTS_HOST, 1, &said), GMPI_ERR_INTERNAL);
   CHECK_EQ(says(said, "with ?"), 1);
+  /* An answer to a send whose envelope still waits to go out (its copy or mark runs): a forged
+   * FIN would finish it, and the flush would then write into a send given back. */
+  for (size_t i = 0; i < sizeof offers / sizeof offers[0]; i++) {
+    gmpi_call_begin("unit_envelope", 0);
+    CHECK_EQ(gmpi_env_answer_check(W_FIN, offers[i], 0, 1, 3, 41), GMPI_ERR_INTERNAL);
+  }
+  CHECK_EQ(says(gmpi_last_error(), "rank 3 answered send 41 with FIN before its envelope"), 1);
 
   free(buf);
   printf("unit_envelope: %s (%d failed checks)\n", failures ? "FAIL" : "PASS", failures);

@@ -94,7 +94,7 @@ typedef struct env_send {
   void *handle;            /* link transfer in flight */
   gmpi_chan_op_t *chan_op; /* the channel's send of the data, in flight (P_CHAN) */
   env_msg_t *self_msg;     /* P_SELF: the message until it is delivered */
-  out_msg_t *held_out;     /* eager: its envelope while the copy runs */
+  out_msg_t *held_out;     /* its envelope until sent (the copy or the mark still runs) */
   env_msg_t *held_self;    /* self eager: its message while the copy runs */
   gmpi_request_t req;
   struct env_send *next; /* its peer's list of sends waiting for the receiver */
@@ -591,7 +591,8 @@ static gmpi_status_t send_answered(struct gmpi_envelope_engine *env, int src, co
   }
   env_send_t *es = *link;
   /* an answer it cannot take fails the pass (and the comm); the send stays listed till then */
-  GMPI_CHECK(gmpi_env_answer_check(w->kind, es->offered, is_leader(env, src), src, w->seq));
+  GMPI_CHECK(
+      gmpi_env_answer_check(w->kind, es->offered, !es->held_out, is_leader(env, src), src, w->seq));
   *link = es->next;
   if (w->kind == W_FIN) {
     es->complete = 1;
@@ -651,8 +652,12 @@ static const char *wire_kind_name(uint32_t kind) {
   return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
-gmpi_status_t gmpi_env_answer_check(uint32_t answer, uint32_t offered, int we_lead, int src,
-                                    uint64_t seq) {
+gmpi_status_t gmpi_env_answer_check(uint32_t answer, uint32_t offered, int sent, int we_lead,
+                                    int src, uint64_t seq) {
+  if (!sent)
+    return gmpi_error(GMPI_ERR_INTERNAL,
+                      "rank %d answered send %llu with %s before its envelope went out", src,
+                      (unsigned long long)seq, wire_kind_name(answer));
   int link = offered == W_RTS_LINK || offered == W_RTS_HOST;
   int fits = answer == W_FIN || (answer == W_CTS_CHAN && offered == W_RTS_HOST) ||
              (answer == W_RTR && link && we_lead) || (answer == W_CTS && link && !we_lead);
@@ -740,8 +745,8 @@ static gmpi_status_t flush_peer(struct gmpi_envelope_engine *env, int dest) {
     p->held = o->next;
     if (!p->held) p->held_tail = NULL;
     env->n_held--;
-    if (o->send) { /* the eager copy has the data: the sender's buffer is free */
-      o->send->complete = o->w.kind == W_EAGER; /* synchronous: at FIN */
+    if (o->send) { /* going out: an eager copy has the data, the sender's buffer is free */
+      o->send->complete = o->w.kind == W_EAGER; /* synchronous and rendezvous: at the answer */
       o->send->held_out = NULL;
       o->send = NULL;
     }
@@ -973,11 +978,11 @@ static gmpi_status_t post_eager(struct gmpi_envelope_engine *env, const gmpi_p2p
       return st;
     }
   }
-  if (o->ready) { /* complete once the copy has the data */
+  if (o->ready || a->sync) { /* complete once the copy has the data; synchronous: at FIN */
     o->send = es;
     es->held_out = o;
   } else {
-    es->complete = !a->sync;
+    es->complete = 1;
   }
   if (a->sync) { /* complete at the receiver's FIN */
     es->offered = W_EAGER_SYNC;
@@ -1009,6 +1014,8 @@ static gmpi_status_t post_rendezvous(struct gmpi_envelope_engine *env, const gmp
   if (!blob_len && env->mover->host_mem && env->mover->host_mem(env->mctx, a->buf))
     o->w.kind = W_RTS_HOST; /* the receiver may take it over the channel */
   es->offered = o->w.kind;
+  o->send = es; /* unanswerable until its envelope has gone out (flush_peer) */
+  es->held_out = o;
   o->w.tag = a->tag;
   o->w.dtype = (int32_t)a->dtype;
   o->w.bytes = bytes;
@@ -1059,7 +1066,7 @@ gmpi_status_t gmpi_env_post(struct gmpi_envelope_engine *env, gmpi_request_t req
   /* Failed after it was registered (a later step, or an earlier envelope's copy test): the
    * caller frees a request whose post failed, so the engine lets go of it here, and the comm
    * fails, as when a test fails (gmpi_env_test). */
-  if (st != GMPI_SUCCESS && req->be) {
+  if (st != GMPI_SUCCESS && (req->be || req->done)) { /* done: a receive landed, its FIN failed */
     abandon(env, req);
     gmpi_comm_fail(env->comm, st);
   }

@@ -44,13 +44,14 @@ typedef struct {
 gmpi_status_t gmpi_env_wire_check(const void *buf, size_t len, int src, int nranks);
 
 /* GMPI_SUCCESS when answer (W_FIN, W_RTR, W_CTS, W_CTS_CHAN) from rank src is one its send seq
- * can take: offered is the send's envelope (W_RTS_PULL, W_RTS_LINK, W_RTS_HOST, W_EAGER_SYNC)
- * and we_lead says whether this rank assigns the pair's link positions. A pulled send and a
- * synchronous eager one take only FIN; only
- * a send offered as host memory goes over the channel; RTR comes to the leader, CTS to the
- * follower. Otherwise GMPI_ERR_INTERNAL, described: the sender would hand the wrong transport
- * its buffer (MPI reading device memory, a link position out of turn). */
-gmpi_status_t gmpi_env_answer_check(uint32_t answer, uint32_t offered, int we_lead, int src,
-                                    uint64_t seq);
+ * can take: offered is the send's envelope (W_RTS_PULL, W_RTS_LINK, W_RTS_HOST, W_EAGER_SYNC),
+ * sent whether that envelope has gone out (nothing answers one that has not), and we_lead
+ * whether this rank assigns the pair's link positions. A pulled send and a synchronous eager
+ * one take only FIN; only a send offered as host memory goes over the channel; RTR comes to the
+ * leader, CTS to the follower. Otherwise GMPI_ERR_INTERNAL, described: the sender would hand
+ * the wrong transport its buffer (MPI reading device memory, a link position out of turn), or
+ * finish a send whose envelope still waits to go out. */
+gmpi_status_t gmpi_env_answer_check(uint32_t answer, uint32_t offered, int sent, int we_lead,
+                                    int src, uint64_t seq);
 
 #endif
