@@ -45,7 +45,8 @@ typedef struct out_msg {
   struct out_msg *next; /* the peer's held queue, then the engine's out list */
   gmpi_chan_op_t *op;
   void *ready;           /* mover handle: the eager copy or the exposure still running */
-  struct env_send *send; /* eager: the send its copy completes (NULL once abandoned) */
+  struct env_send *send; /* its send until it goes out (NULL once abandoned): an eager copy
+                          * completes it then; answers wait for it (gmpi_env_answer_check) */
   int spare;             /* made from the engine's spares (payload up to OUT_SPARE_PAYLOAD) */
   wire_t w;
   unsigned char payload[]; /* eager data, right after the header */
@@ -87,11 +88,10 @@ typedef struct {
 
 /* A send, sender side. */
 typedef struct env_send {
-  proto_t proto;
   uint64_t seq;
-  uint32_t offered;        /* rendezvous: the envelope it sent (W_RTS_PULL, _LINK, _HOST) */
-  int complete;            /* eager: copy done; pull: at FIN; link: transfer done or FIN */
-  void *handle;            /* link transfer in flight */
+  uint32_t offered; /* what it awaits an answer to: W_RTS_PULL, _LINK, _HOST, W_EAGER_SYNC */
+  int complete;     /* eager: copy done; pull, synchronous eager: at FIN; link: moved or FIN */
+  void *handle;     /* link transfer in flight */
   gmpi_chan_op_t *chan_op; /* the channel's send of the data, in flight (P_CHAN) */
   env_msg_t *self_msg;     /* P_SELF: the message until it is delivered */
   out_msg_t *held_out;     /* its envelope until sent (the copy or the mark still runs) */
@@ -1009,7 +1009,6 @@ static gmpi_status_t post_rendezvous(struct gmpi_envelope_engine *env, const gmp
       return st;
     }
   }
-  es->proto = blob_len ? P_PULL : P_LINK;
   o->w.kind = blob_len ? W_RTS_PULL : W_RTS_LINK;
   if (!blob_len && env->mover->host_mem && env->mover->host_mem(env->mctx, a->buf))
     o->w.kind = W_RTS_HOST; /* the receiver may take it over the channel */
