@@ -269,6 +269,50 @@ static void sendrecv_first_seen(int round, int *h, int n) {
   cudaFree(r);
 }
 
+/* 1 MiB (a rendezvous: pulled by CUDA IPC between ranks of one host) around the ring, three
+ * rounds, each from a buffer allocated for it and freed after it: the new buffer usually lands
+ * where the old one was, which the receiver still maps (a driver may then refuse to open the new
+ * one until the old mapping is closed). foreign: the program's own cudaMalloc, else
+ * gmpi_mem_alloc. */
+static void realloc_between_messages_from(int foreign) {
+  enum { N = 1 << 18 };
+  size_t bytes = N * sizeof(int);
+  int *h = malloc(bytes);
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  for (int round = 0; h && round < 3; round++) {
+    int *s = NULL, *r = NULL;
+    if (foreign) {
+      T_EQ_INT(cudaMalloc((void **)&s, bytes), cudaSuccess);
+      T_EQ_INT(cudaMalloc((void **)&r, bytes), cudaSuccess);
+    } else {
+      s = t_alloc(bytes);
+      r = t_alloc(bytes);
+    }
+    for (int i = 0; i < N; i++)
+      h[i] = rank * 1000 + round * 100000 + i;
+    t_put(s, h, bytes);
+    T_OK(gmpi_sendrecv(s, N, GMPI_INT32, right, 7, r, N, GMPI_INT32, left, 7, comm, NULL));
+    t_get(h, r, bytes);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += h[i] != left * 1000 + round * 100000 + i;
+    T_EQ_INT(bad, 0);
+    if (foreign) {
+      cudaFree(s);
+      cudaFree(r);
+    } else {
+      t_free(s);
+      t_free(r);
+    }
+  }
+  free(h);
+}
+
+static void realloc_between_messages(void) {
+  realloc_between_messages_from(1);
+  realloc_between_messages_from(0);
+}
+
 /* A buffer written by cudaMemcpy from pageable memory (which may return before its copy lands)
  * or a kernel-free cudaMemset on the default stream, then passed at once -- no synchronize --
  * to a blocking allreduce and a send: gmpi must order its work after the default stream's
@@ -406,5 +450,6 @@ int main(int argc, char **argv) {
   STEP(stream_ordered_p2p);
   STEP(after_default_stream);
   STEP(nonblocking_default_stream);
+  STEP(realloc_between_messages);
   return t_finish("cuda");
 }

@@ -3,7 +3,13 @@
  * allocation that holds it, and the offset); the receiver opens the handle once per allocation
  * and copies with the copy engine. A copy waits for no kernel of the peer's, so it cannot join a
  * wait cycle, and it runs at the copy engine's speed even when ranks share one GPU (measured:
- * docs/design.md, "What NCCL point to point does"). The mapping costs no device memory. */
+ * docs/design.md, "What NCCL point to point does"). The mapping costs no device memory.
+ * Nothing here unmaps inside the engine's progress: cudaIpcCloseMemHandle waits for every kernel
+ * on the device, and one of them may wait for the very peer whose data this rank is to pull
+ * (docs/design.md, "Stale CUDA IPC mappings"); stale mappings are closed by a thread of their
+ * own while the pull waits. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +34,30 @@ typedef struct opened {
 
 struct cuda_ipc {
   opened_t *opened;
+  int told_unmap;        /* a pull has waited for an unmap: said once (WARN), traced after */
+  struct unmap *pending; /* the latest unmap (a reference): a collision meanwhile waits for it */
 };
+
+/* Mappings being closed by a thread of their own; shared by that thread and the pull waiting
+ * for it, freed by the last of the two. */
+typedef struct unmap {
+  opened_t *stale;
+  int device;
+  atomic_int done; /* every stale mapping is closed */
+  atomic_int refs;
+} unmap_t;
 
 typedef struct {
   xfer_kind_t kind; /* XFER_PULL */
-  cudaEvent_t done;
-  opened_t *from; /* the mapping it reads */
+  cudaEvent_t done; /* after the copy, once issued; NULL before */
+  opened_t *from;   /* the mapping it reads, once open */
+  /* Waiting for stale mappings to close before the sender's buffer can be opened: */
+  unmap_t *unmap;
+  cuda_p2p_t *p;
+  int peer;
+  ipc_blob_t b;
+  void *dst;
+  size_t bytes;
 } pull_t;
 
 size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob) {
@@ -52,11 +76,33 @@ size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob) {
   return sizeof(b);
 }
 
-/* Close peer's mappings that no pull reads: one of them is stale. A mapping a pull still reads
- * is not -- its sender keeps that buffer until the pull's FIN -- and closing it would let the
- * pull (a copy into host memory not yet issued, or one on p->stream) read an unmapped or
- * re-mapped range. Nothing here waits for a stream: this runs inside the engine's progress. */
-static void close_peer(cuda_p2p_t *p, int peer) {
+static void unmap_put(unmap_t *u) {
+  if (atomic_fetch_sub(&u->refs, 1) == 1) free(u);
+}
+
+static void close_all(opened_t *list) {
+  for (opened_t *o = list, *next; o; o = next) {
+    next = o->next;
+    cudaIpcCloseMemHandle(o->base);
+    free(o);
+  }
+}
+
+static void *unmap_main(void *arg) {
+  unmap_t *u = arg;
+  if (cudaSetDevice(u->device) == cudaSuccess) close_all(u->stale); /* waits for the device */
+  atomic_store(&u->done, 1);
+  unmap_put(u);
+  return NULL;
+}
+
+/* Hand peer's mappings that no pull reads (one of them is stale) to a thread that closes them;
+ * *u: what the pull waits for. A mapping a pull still reads is not stale -- its sender keeps
+ * that buffer until the pull's FIN -- and closing it would let the pull read an unmapped range.
+ * Without a thread they are closed here, as a last resort. */
+static gmpi_status_t unmap_stale(cuda_p2p_t *p, int peer, unmap_t **out) {
+  unmap_t *u = calloc(1, sizeof(*u));
+  if (!u) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
   for (opened_t **link = &p->ipc->opened; *link;) {
     opened_t *o = *link;
     if (o->peer != peer || o->reading) {
@@ -64,16 +110,45 @@ static void close_peer(cuda_p2p_t *p, int peer) {
       continue;
     }
     *link = o->next;
-    cudaIpcCloseMemHandle(o->base);
-    free(o);
+    o->next = u->stale;
+    u->stale = o;
   }
-  GMPI_TRACE("closed the CUDA IPC mappings of rank %d that no pull reads", peer);
+  if (!u->stale) {
+    free(u);
+    return gmpi_error(GMPI_ERR_BACKEND,
+                      "cudaIpcOpenMemHandle: a device buffer of rank %d is already mapped, and "
+                      "every mapping of that rank's memory is being read",
+                      peer);
+  }
+  u->device = p->cc->device;
+  atomic_store(&u->refs, 3); /* the thread, the pull, p->ipc->pending */
+  pthread_t t;
+  if (pthread_create(&t, NULL, unmap_main, u) != 0) {
+    close_all(u->stale);
+    free(u);
+    *out = NULL;
+    return GMPI_SUCCESS;
+  }
+  pthread_detach(t);
+  if (p->ipc->pending) unmap_put(p->ipc->pending);
+  p->ipc->pending = u;
+  gmpi_log(p->ipc->told_unmap ? GMPI_LOG_TRACE : GMPI_LOG_WARN,
+           "rank %d freed a device buffer this rank had read by CUDA IPC and allocated over it: "
+           "its stale mapping here must close before the new buffer can be read, and CUDA "
+           "closes it only once every kernel on this device has finished -- if one of them "
+           "waits for rank %d, this message cannot move before GMPI_TIMEOUT",
+           peer, peer);
+  p->ipc->told_unmap = 1;
+  *out = u;
+  return GMPI_SUCCESS;
 }
 
 /* The peer's allocation, opened once and kept until the comm closes (or until the peer reuses
- * its memory for a new allocation: close_peer). */
+ * its memory for a new allocation: unmap_stale). *unmap non-NULL: it cannot open before the
+ * stale mappings handed to that thread are closed. */
 static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemHandle_t *h,
-                                      opened_t **out) {
+                                      opened_t **out, unmap_t **unmap) {
+  *unmap = NULL;
   if (!p->ipc && !(p->ipc = calloc(1, sizeof(*p->ipc))))
     return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
   for (opened_t *o = p->ipc->opened; o; o = o->next) {
@@ -86,11 +161,18 @@ static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemH
   if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
   cudaError_t e = cudaIpcOpenMemHandle((void **)&o->base, *h, cudaIpcMemLazyEnablePeerAccess);
   if (e == cudaErrorAlreadyMapped) {
-    /* The peer freed an allocation we still map and made a new one over its memory: the old
-     * mappings of that peer are stale. Drop them (once no pull reads them) and open again. */
+    /* The peer freed an allocation we still map and made a new one over its memory. */
     cudaGetLastError();
-    close_peer(p, peer);
-    e = cudaIpcOpenMemHandle((void **)&o->base, *h, cudaIpcMemLazyEnablePeerAccess);
+    free(o);
+    unmap_t *busy = p->ipc->pending;
+    if (busy && !atomic_load(&busy->done)) { /* the stale mapping may be one it closes */
+      atomic_fetch_add(&busy->refs, 1);
+      *unmap = busy;
+      return GMPI_SUCCESS;
+    }
+    GMPI_CHECK(unmap_stale(p, peer, unmap));
+    if (*unmap) return GMPI_SUCCESS;
+    return open_peer_buffer(p, peer, h, out, unmap); /* closed here: open again */
   }
   if (e != cudaSuccess) {
     free(o);
@@ -105,6 +187,25 @@ static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemH
   return GMPI_SUCCESS;
 }
 
+/* The copy out of an open mapping: on host_copies into host memory (matching across kinds),
+ * where CUDA holding the host waits for copies alone, else on the p2p stream. */
+static gmpi_status_t pull_issue(pull_t *x) {
+  cuda_p2p_t *p = x->p;
+  cudaStream_t s = cuda_p2p_is_host(p, x->dst) ? p->host_copies : p->stream;
+  gmpi_status_t st = GMPI_SUCCESS;
+  GMPI_CUDA_CHECK(cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming));
+  GMPI_CUDA_CHECK_GOTO(
+      cudaMemcpyAsync(x->dst, x->from->base + x->b.offset, x->bytes, cudaMemcpyDefault, s), st,
+      destroy_event);
+  GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->done, s), st, destroy_event);
+  x->from->reading++;
+  return GMPI_SUCCESS;
+destroy_event:
+  cudaEventDestroy(x->done);
+  x->done = NULL;
+  return st;
+}
+
 gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t len, void *dst,
                             size_t bytes, void **handle) {
   ipc_blob_t b;
@@ -113,34 +214,55 @@ gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t le
                       len);
   memcpy(&b, blob, sizeof(b));
   opened_t *from = NULL;
-  GMPI_CHECK(open_peer_buffer(p, peer, &b.handle, &from));
-  char *base = from->base;
+  unmap_t *unmap = NULL;
+  GMPI_CHECK(open_peer_buffer(p, peer, &b.handle, &from, &unmap));
   /* The program's stream passed the receive's post (its mark, core/mover.h) and the sender's
-   * (its exposure): the copy waits for nothing of the program's. Into host memory (matching
-   * across kinds) it goes on host_copies, where CUDA holding the host waits for copies alone. */
-  if (cuda_p2p_is_host(p, dst))
-    return cuda_copy_start(p, dst, base + b.offset, bytes, 1, 0, &from->reading, handle);
+   * (its exposure): the copy waits for nothing of the program's. */
+  if (!unmap && cuda_p2p_is_host(p, dst))
+    return cuda_copy_start(p, dst, from->base + b.offset, bytes, 1, 0, &from->reading, handle);
   pull_t *x = calloc(1, sizeof(*x));
-  if (!x) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
-  x->kind = XFER_PULL;
-  x->from = from;
-  gmpi_status_t st = GMPI_SUCCESS;
-  GMPI_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming), st, free_x);
-  GMPI_CUDA_CHECK_GOTO(cudaMemcpyAsync(dst, base + b.offset, bytes, cudaMemcpyDefault, p->stream),
-                       st, destroy_event);
-  GMPI_CUDA_CHECK_GOTO(cudaEventRecord(x->done, p->stream), st, destroy_event);
-  from->reading++;
+  if (!x) {
+    if (unmap) unmap_put(unmap);
+    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a transfer");
+  }
+  *x = (pull_t){.kind = XFER_PULL,
+                .from = from,
+                .unmap = unmap,
+                .p = p,
+                .peer = peer,
+                .b = b,
+                .dst = dst,
+                .bytes = bytes};
+  gmpi_status_t st = unmap ? GMPI_SUCCESS : pull_issue(x);
+  if (st != GMPI_SUCCESS) {
+    free(x);
+    return st;
+  }
   *handle = x;
   return GMPI_SUCCESS;
-destroy_event:
-  cudaEventDestroy(x->done);
-free_x:
-  free(x);
-  return st;
+}
+
+/* A pull waiting for stale mappings to close: once they are, open the buffer and copy. */
+static gmpi_status_t pull_after_unmap(pull_t *x, int *issued) {
+  *issued = 0;
+  if (!atomic_load(&x->unmap->done)) return GMPI_SUCCESS;
+  unmap_put(x->unmap);
+  x->unmap = NULL;
+  GMPI_CHECK(open_peer_buffer(x->p, x->peer, &x->b.handle, &x->from, &x->unmap));
+  if (x->unmap) return GMPI_SUCCESS; /* another stale one: wait again */
+  GMPI_CHECK(pull_issue(x));
+  *issued = 1;
+  return GMPI_SUCCESS;
 }
 
 gmpi_status_t cuda_ipc_test(void *handle, int *done) {
   pull_t *x = handle;
+  *done = 0;
+  if (!x->done) {
+    int issued = 0;
+    GMPI_CHECK(pull_after_unmap(x, &issued));
+    if (!issued) return GMPI_SUCCESS;
+  }
   cudaError_t e = cudaEventQuery(x->done);
   *done = e == cudaSuccess;
   if (e != cudaSuccess && e != cudaErrorNotReady) return gmpi_cuda_error(e, "cudaEventQuery");
@@ -151,20 +273,18 @@ gmpi_status_t cuda_ipc_test(void *handle, int *done) {
 }
 
 /* The copy may still run: the event is released when it is done (CUDA defers it), and the
- * mapping keeps the pull's count, so close_peer never closes it under the copy. */
+ * mapping keeps the pull's count, so no unmap closes it under the copy. */
 void cuda_ipc_cancel(void *handle) {
   pull_t *x = handle;
-  cudaEventDestroy(x->done);
+  if (x->done) cudaEventDestroy(x->done);
+  if (x->unmap) unmap_put(x->unmap);
   free(x);
 }
 
 void cuda_ipc_close(cuda_p2p_t *p) {
   if (!p->ipc) return;
-  for (opened_t *o = p->ipc->opened, *next; o; o = next) {
-    next = o->next;
-    cudaIpcCloseMemHandle(o->base);
-    free(o);
-  }
+  close_all(p->ipc->opened);
+  if (p->ipc->pending) unmap_put(p->ipc->pending);
   free(p->ipc);
   p->ipc = NULL;
 }
