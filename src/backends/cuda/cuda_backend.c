@@ -201,25 +201,23 @@ static void log_memory(gmpi_comm_t comm, cuda_comm_t *cc, size_t free_before) {
  * first (a vote completes only when every rank has come), so that it waits only on ranks
  * already here; the call itself is watched, as every blocking NCCL call (cuda_wait.c). */
 /* NCCL connects a communicator's peers at the first call of each algorithm (lazily), inside
- * that call: with a peer absent, the host blocks inside NCCL, where nothing can interrupt it to
- * return a status. Under GMPI_TIMEOUT_ACTION=end that call is watched and ends the job, as any
- * stuck collective does, and lazy connection keeps one communicator at 580 MiB on an H200.
- * Under status a stuck collective must come back as GMPI_ERR_TIMEOUT, so every peer is
- * connected at init instead (1092 MiB there; found by test_timeout at 2 ranks). Under GMPI_CHECK
- * too: a nonblocking collective starts before its check has heard from every rank, and a rank
- * that refused its own call never connects, so the others' call blocked inside NCCL's connect
- * and failed with a socket error instead of the check's mismatch (test_check, 2 ranks sharing
- * an H200). NCCL reads the variable once, at its first communicator: a program that made one
- * before gmpi_init, or that sets the variable itself, keeps its own choice. */
-static void choose_connection(const gmpi_comm_t comm) {
-  if ((comm->cfg.timeout_action != GMPI_TIMEOUT_STATUS && !comm->cfg.check) ||
-      getenv("NCCL_RUNTIME_CONNECT"))
-    return;
+ * that call, and the host waits there until every peer has made the same call. A peer that is
+ * itself waiting for this rank's point-to-point progress -- blocked in a send whose receive this
+ * rank posted before the collective, as MPI's progress rule allows -- never makes it, and this
+ * rank, stuck inside NCCL, never drives the receive: neither moves (test_progress_shared on an
+ * H100, twenty-first session: rank 1 inside ncclBroadcast, rank 0 in gmpi_send, until the
+ * watchdog ended the job). Under GMPI_TIMEOUT_ACTION=status a stuck collective must also come
+ * back as GMPI_ERR_TIMEOUT, which a wait inside NCCL cannot (test_timeout), and under
+ * GMPI_CHECK a rank that refused its own call never connects (test_check). So every peer is
+ * connected at init: about twice the device memory of a communicator (1092 MiB against 580 MiB
+ * on an H200; a split or dup sharing its parent's resources adds little). NCCL reads the
+ * variable once, at its first communicator: a program that made one before gmpi_init, or that
+ * sets the variable itself (NCCL_RUNTIME_CONNECT=1 to save the memory), keeps its own choice. */
+static void choose_connection(void) {
+  if (getenv("NCCL_RUNTIME_CONNECT")) return;
   setenv("NCCL_RUNTIME_CONNECT", "0", 0);
-  gmpi_log(GMPI_LOG_INFO,
-           "cuda: %s: NCCL connects every peer at init (NCCL_RUNTIME_CONNECT=0), "
-           "so that no collective blocks inside NCCL",
-           comm->cfg.check ? "GMPI_CHECK" : "GMPI_TIMEOUT_ACTION=status");
+  gmpi_log(GMPI_LOG_INFO, "cuda: NCCL connects every peer at init (NCCL_RUNTIME_CONNECT=0), so "
+                          "that no collective waits inside NCCL for a peer");
 }
 
 static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
@@ -231,7 +229,7 @@ static gmpi_status_t nccl_init(gmpi_comm_t comm, cuda_comm_t *cc) {
   ncclConfig_t config = comm_config(comm);
   size_t free_before = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
-  choose_connection(comm);
+  choose_connection();
   gmpi_watchdog_add(comm); /* the comm is watched from here on: gmpi_init adds it for good */
   gmpi_watch_enter(&comm->watch, "gmpi_init's ncclCommInitRankConfig", 0);
   ncclResult_t r = ncclCommInitRankConfig(&cc->nccl, comm->size, id, comm->rank, &config);
