@@ -38,8 +38,8 @@ struct cuda_ipc {
   struct unmap *pending; /* the latest unmap (a reference): a collision meanwhile waits for it */
 };
 
-/* Mappings being closed by a thread of their own; shared by that thread and the pull waiting
- * for it, freed by the last of the two. */
+/* Mappings being closed by a thread of their own; shared by that thread, the pulls waiting for
+ * it and p->ipc->pending, freed by the last of them. */
 typedef struct unmap {
   opened_t *stale;
   int device;
@@ -245,6 +245,9 @@ gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t le
 /* A pull waiting for stale mappings to close: once they are, open the buffer and copy. */
 static gmpi_status_t pull_after_unmap(pull_t *x, int *issued) {
   *issued = 0;
+  if (!x->unmap) /* its open or copy failed at an earlier test */
+    return gmpi_error(GMPI_ERR_BACKEND, "a pull from rank %d failed before its copy started",
+                      x->peer);
   if (!atomic_load(&x->unmap->done)) return GMPI_SUCCESS;
   unmap_put(x->unmap);
   x->unmap = NULL;
