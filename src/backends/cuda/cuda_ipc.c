@@ -4,18 +4,20 @@
  * and copies with the copy engine. A copy waits for no kernel of the peer's, so it cannot join a
  * wait cycle, and it runs at the copy engine's speed even when ranks share one GPU (measured:
  * docs/design.md, "What NCCL point to point does"). The mapping costs no device memory.
- * Nothing here unmaps inside the engine's progress: cudaIpcCloseMemHandle waits for every kernel
- * on the device, and one of them may wait for the very peer whose data this rank is to pull
- * (docs/design.md, "Stale CUDA IPC mappings"); stale mappings are closed by a thread of their
- * own while the pull waits. */
+ * Stale mappings are not closed inside the engine's progress: cudaIpcCloseMemHandle waits for
+ * every kernel on the device, and one of them may wait for the very peer whose data this rank is
+ * to pull (docs/design.md, "Stale CUDA IPC mappings"). A thread of their own closes them while
+ * the pull waits (inline only when no thread can be started). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/comm.h"
 #include "../../core/error.h"
 #include "../../core/log.h"
+#include "../../core/wait.h"
 #include "cuda_check.h"
 #include "cuda_p2p.h"
 
@@ -34,8 +36,8 @@ typedef struct opened {
 
 struct cuda_ipc {
   opened_t *opened;
-  int told_unmap;        /* a pull has waited for an unmap: said once (WARN), traced after */
-  struct unmap *pending; /* the latest unmap (a reference): a collision meanwhile waits for it */
+  int told_unmap;        /* an unmap thread was started: said once per comm (WARN), traced after */
+  struct unmap *pending; /* the latest unmap (a reference): no handle opens while it runs */
 };
 
 /* Mappings being closed by a thread of their own; shared by that thread, the pulls waiting for
@@ -43,7 +45,7 @@ struct cuda_ipc {
 typedef struct unmap {
   opened_t *stale;
   int device;
-  atomic_int done; /* every stale mapping is closed */
+  atomic_int done; /* the thread is through: every stale mapping closed (or the device unset) */
   atomic_int refs;
 } unmap_t;
 
@@ -80,24 +82,26 @@ static void unmap_put(unmap_t *u) {
   if (atomic_fetch_sub(&u->refs, 1) == 1) free(u);
 }
 
-static void close_all(opened_t *list) {
+/* Free the list, closing its mappings when close is set. */
+static void close_all(opened_t *list, int close) {
   for (opened_t *o = list, *next; o; o = next) {
     next = o->next;
-    cudaIpcCloseMemHandle(o->base);
+    if (close) cudaIpcCloseMemHandle(o->base);
     free(o);
   }
 }
 
 static void *unmap_main(void *arg) {
   unmap_t *u = arg;
-  if (cudaSetDevice(u->device) == cudaSuccess) close_all(u->stale); /* waits for the device */
+  close_all(u->stale, cudaSetDevice(u->device) == cudaSuccess); /* waits for the device */
+  u->stale = NULL;
   atomic_store(&u->done, 1);
   unmap_put(u);
   return NULL;
 }
 
 /* Hand peer's mappings that no pull reads (one of them is stale) to a thread that closes them;
- * *u: what the pull waits for. A mapping a pull still reads is not stale -- its sender keeps
+ * *out: what the pull waits for. A mapping a pull still reads is not stale -- its sender keeps
  * that buffer until the pull's FIN -- and closing it would let the pull read an unmapped range.
  * Without a thread they are closed here, as a last resort. */
 static gmpi_status_t unmap_stale(cuda_p2p_t *p, int peer, unmap_t **out) {
@@ -124,7 +128,7 @@ static gmpi_status_t unmap_stale(cuda_p2p_t *p, int peer, unmap_t **out) {
   atomic_store(&u->refs, 3); /* the thread, the pull, p->ipc->pending */
   pthread_t t;
   if (pthread_create(&t, NULL, unmap_main, u) != 0) {
-    close_all(u->stale);
+    close_all(u->stale, 1);
     free(u);
     *out = NULL;
     return GMPI_SUCCESS;
@@ -157,6 +161,14 @@ static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemH
       return GMPI_SUCCESS;
     }
   }
+  /* While an unmap runs, its thread may be closing this very handle (it takes every mapping of
+   * a peer that no pull reads, live ones too): an open now could race that close. Wait. */
+  unmap_t *busy = p->ipc->pending;
+  if (busy && !atomic_load(&busy->done)) {
+    atomic_fetch_add(&busy->refs, 1);
+    *unmap = busy;
+    return GMPI_SUCCESS;
+  }
   opened_t *o = calloc(1, sizeof(*o));
   if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
   cudaError_t e = cudaIpcOpenMemHandle((void **)&o->base, *h, cudaIpcMemLazyEnablePeerAccess);
@@ -164,12 +176,6 @@ static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemH
     /* The peer freed an allocation we still map and made a new one over its memory. */
     cudaGetLastError();
     free(o);
-    unmap_t *busy = p->ipc->pending;
-    if (busy && !atomic_load(&busy->done)) { /* the stale mapping may be one it closes */
-      atomic_fetch_add(&busy->refs, 1);
-      *unmap = busy;
-      return GMPI_SUCCESS;
-    }
     GMPI_CHECK(unmap_stale(p, peer, unmap));
     if (*unmap) return GMPI_SUCCESS;
     return open_peer_buffer(p, peer, h, out, unmap); /* closed here: open again */
@@ -284,10 +290,24 @@ void cuda_ipc_cancel(void *handle) {
   free(x);
 }
 
+/* A running unmap is waited for, up to GMPI_TIMEOUT: past it (a kernel that never ends holds
+ * its close) the thread is left running, and that is said. */
 void cuda_ipc_close(cuda_p2p_t *p) {
   if (!p->ipc) return;
-  close_all(p->ipc->opened);
-  if (p->ipc->pending) unmap_put(p->ipc->pending);
+  close_all(p->ipc->opened, 1);
+  unmap_t *u = p->ipc->pending;
+  if (u) {
+    gmpi_deadline_t d;
+    gmpi_deadline_start(&d, p->comm->cfg.timeout_s);
+    while (!atomic_load(&u->done) && !gmpi_deadline_poll(&d))
+      ;
+    if (!atomic_load(&u->done))
+      gmpi_log(GMPI_LOG_WARN,
+               "cuda: a thread closing stale CUDA IPC mappings has not finished within "
+               "GMPI_TIMEOUT = %g s: a kernel on the device has not ended; it is left running",
+               p->comm->cfg.timeout_s);
+    unmap_put(u);
+  }
   free(p->ipc);
   p->ipc = NULL;
 }
