@@ -36,7 +36,6 @@ typedef struct opened {
 
 struct cuda_ipc {
   opened_t *opened;
-  int told_unmap;        /* an unmap thread was started: said once per comm (WARN), traced after */
   struct unmap *pending; /* the latest unmap (a reference): no handle opens while it runs */
 };
 
@@ -94,7 +93,6 @@ static void close_all(opened_t *list, int close) {
 static void *unmap_main(void *arg) {
   unmap_t *u = arg;
   close_all(u->stale, cudaSetDevice(u->device) == cudaSuccess); /* waits for the device */
-  u->stale = NULL;
   atomic_store(&u->done, 1);
   unmap_put(u);
   return NULL;
@@ -134,15 +132,15 @@ static gmpi_status_t unmap_stale(cuda_p2p_t *p, int peer, unmap_t **out) {
     return GMPI_SUCCESS;
   }
   pthread_detach(t);
-  if (p->ipc->pending) unmap_put(p->ipc->pending);
-  p->ipc->pending = u;
-  gmpi_log(p->ipc->told_unmap ? GMPI_LOG_TRACE : GMPI_LOG_WARN,
+  /* said once per comm (its first unmap), traced after */
+  gmpi_log(p->ipc->pending ? GMPI_LOG_TRACE : GMPI_LOG_WARN,
            "rank %d freed a device buffer this rank had read by CUDA IPC and allocated over it: "
            "its stale mapping here must close before the new buffer can be read, and CUDA "
            "closes it only once every kernel on this device has finished -- if one of them "
            "waits for rank %d, this message cannot move before GMPI_TIMEOUT",
            peer, peer);
-  p->ipc->told_unmap = 1;
+  if (p->ipc->pending) unmap_put(p->ipc->pending);
+  p->ipc->pending = u;
   *out = u;
   return GMPI_SUCCESS;
 }
@@ -193,8 +191,10 @@ static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemH
   return GMPI_SUCCESS;
 }
 
-/* The copy out of an open mapping: on host_copies into host memory (matching across kinds),
- * where CUDA holding the host waits for copies alone, else on the p2p stream. */
+/* The copy out of an open mapping. The program's stream passed the receive's post (its mark,
+ * core/mover.h) and the sender's (its exposure): it waits for nothing of the program's. Into
+ * host memory (matching across kinds) it goes on host_copies, where CUDA holding the host waits
+ * for copies alone, else on the p2p stream. */
 static gmpi_status_t pull_issue(pull_t *x) {
   cuda_p2p_t *p = x->p;
   cudaStream_t s = cuda_p2p_is_host(p, x->dst) ? p->host_copies : p->stream;
@@ -222,10 +222,6 @@ gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t le
   opened_t *from = NULL;
   unmap_t *unmap = NULL;
   GMPI_CHECK(open_peer_buffer(p, peer, &b.handle, &from, &unmap));
-  /* The program's stream passed the receive's post (its mark, core/mover.h) and the sender's
-   * (its exposure): the copy waits for nothing of the program's. */
-  if (!unmap && cuda_p2p_is_host(p, dst))
-    return cuda_copy_start(p, dst, from->base + b.offset, bytes, 1, 0, &from->reading, handle);
   pull_t *x = calloc(1, sizeof(*x));
   if (!x) {
     if (unmap) unmap_put(unmap);

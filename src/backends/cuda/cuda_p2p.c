@@ -39,7 +39,6 @@ typedef struct {
   void *dst;
   const void *src;
   size_t bytes;
-  int *reading; /* the count of src's IPC mapping (cuda_copy_start), or NULL */
 } copy_t;
 
 /* The stream a post is ordered on: the user's in stream-ordered mode, else the p2p stream
@@ -66,7 +65,7 @@ static gmpi_status_t copy_issue(copy_t *c);
  * unordered one (the program's stream passed both posts already: core/mover.h) is issued on
  * host_copies at once, or between device buffers on the p2p stream. */
 gmpi_status_t cuda_copy_start(cuda_p2p_t *p, void *dst, const void *src, size_t bytes, int host_end,
-                              int ordered, int *reading, void **handle) {
+                              int ordered, void **handle) {
   *handle = NULL;
   copy_t *c = calloc(1, sizeof(*c));
   if (!c) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a copy");
@@ -84,8 +83,6 @@ gmpi_status_t cuda_copy_start(cuda_p2p_t *p, void *dst, const void *src, size_t 
     GMPI_CHECK_GOTO(cuda_event_take(p->cc, &c->done), st, release_c);
     GMPI_CUDA_CHECK_GOTO(cudaEventRecord(c->done, s), st, release_c);
   }
-  c->reading = reading;
-  if (reading) (*reading)++;
   *handle = c;
   return GMPI_SUCCESS;
 release_c:
@@ -130,7 +127,6 @@ static gmpi_status_t copy_test(copy_t *c, int *done) {
   if (c->done) GMPI_CHECK(event_passed(c->done, &passed));
   if (!passed) return GMPI_SUCCESS;
   *done = 1;
-  if (c->reading) (*c->reading)--;
   copy_release(c);
   return GMPI_SUCCESS;
 }
@@ -140,7 +136,6 @@ static gmpi_status_t copy_test(copy_t *c, int *done) {
  * cudaMemcpyAsync returns; one not issued yet never is. The events may still be recorded
  * work: destroyed, not reused (CUDA releases them when it is done). */
 static void copy_cancel(copy_t *c) {
-  if (c->reading && !c->done) (*c->reading)--; /* never issued: it reads nothing */
   if (c->ready) cudaEventDestroy(c->ready);
   if (c->done) cudaEventDestroy(c->done);
   free(c);
@@ -153,7 +148,7 @@ static gmpi_status_t copy(cuda_p2p_t *p, void *dst, const void *src, size_t byte
   int dst_host = cuda_p2p_is_host(p, dst), src_host = cuda_p2p_is_host(p, src);
   *handle = NULL;
   if (!dst_host || !src_host)
-    return cuda_copy_start(p, dst, src, bytes, dst_host || src_host, ordered, NULL, handle);
+    return cuda_copy_start(p, dst, src, bytes, dst_host || src_host, ordered, handle);
   memcpy(dst, src, bytes);
   return GMPI_SUCCESS;
 }

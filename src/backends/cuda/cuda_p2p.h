@@ -27,10 +27,9 @@ typedef struct cuda_p2p {
 int cuda_p2p_is_host(cuda_p2p_t *p, const void *ptr);
 /* Start copying bytes from src to dst, never waiting for the program; host_end: one of them is
  * host memory; ordered: after the program's work queued so far (else its stream passed both
- * posts already). *handle is tested and cancelled as a transfer. reading (or NULL): a count of
- * copies reading src's mapping, held until the copy is tested done (or cancelled unissued). */
+ * posts already). *handle is tested and cancelled as a transfer. */
 gmpi_status_t cuda_copy_start(cuda_p2p_t *p, void *dst, const void *src, size_t bytes, int host_end,
-                              int ordered, int *reading, void **handle);
+                              int ordered, void **handle);
 
 /* ---- CUDA IPC (cuda_ipc.c) ---- */
 /* Describe buf for a peer of this host; 0 when it cannot be shared (not cudaMalloc memory). */
