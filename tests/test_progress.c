@@ -3,10 +3,11 @@
  * whatever else the receiving rank is doing. Pairs (0 sends to 1, 2 to 3, ...): the receiver
  * posts an irecv and then enters another gmpi call; the sender's blocking gmpi_send must
  * complete before it can join that call. Calls: barrier, allreduce, bcast, a blocking recv on
- * another comm, comm_split, a plan run, a plan compile, and a program's own loop of gmpi_test
+ * another comm, comm_split, a plan run, a plan compile, a program's own loop of gmpi_test
  * on an iallreduce after the receiver tested its irecv once (the engine that test progressed
- * must still be driven by the loop's later calls); messages of 1 MiB (the data waits for the
- * receiver's engine) and 8 bytes. Values checked on every rank. */
+ * must still be driven by the loop's later calls), and a comm's first alltoall and gather
+ * (NCCL connects their pairs at first use: cuda_coll.c connect_pairs); messages of 1 MiB (the data
+ * waits for the receiver's engine) and 8 bytes. Values checked on every rank. */
 #include <time.h>
 
 #include "test_util.h"
@@ -24,12 +25,15 @@ typedef enum {
   IN_PLAN_RUN,
   IN_PLAN_END,  /* recording ends: the plan compiles collectively */
   IN_TEST_LOOP, /* gmpi_test in a loop on an iallreduce (no wait of gmpi's) */
+  IN_ALLTOALL,  /* NCCL's point-to-point pairs: connected at a comm's first such collective */
+  IN_GATHER,    /* ... or at a root's first (root 1: a receiver) */
   N_CALLS
 } call_t;
 
 static const char *const call_name[N_CALLS] = {
     "barrier",    "allreduce", "bcast",    "recv on another comm",
-    "comm_split", "plan_run",  "plan_end", "a gmpi_test loop"};
+    "comm_split", "plan_run",  "plan_end", "a gmpi_test loop",
+    "alltoall",   "gather"};
 
 typedef enum { SENDER, RECEIVER, ALONE } role_t;
 
@@ -141,6 +145,33 @@ static void enter(call_t call, role_t role, int peer, int tag, gmpi_plan_t plan,
       T_OK(gmpi_test(&r, &done, NULL));
     if (!done) T_FAIL_("a gmpi_test loop on an iallreduce did not end within 20 s");
     if (done) expect_rank_sum("iallreduce tested in a loop", recv);
+    break;
+  }
+  case IN_ALLTOALL: {
+    int32_t *in = filled((size_t)size, rank), *out = filled((size_t)size, -1),
+            *got = t_host(size * 4);
+    T_OK(gmpi_alltoall(in, out, 1, GMPI_INT32, comm));
+    t_get(got, out, (size_t)size * 4);
+    for (int p = 0; p < size; p++) /* rank p sent us its element `rank` */
+      if (got[p] != value(p, (size_t)rank))
+        T_FAIL_("alltoall: element %d is %d, expected %d", p, (int)got[p],
+                (int)value(p, (size_t)rank));
+    free(got);
+    t_free(in);
+    t_free(out);
+    break;
+  }
+  case IN_GATHER: {
+    int root = 1 % size;
+    int32_t *in = filled(1, 100 + rank), *out = filled((size_t)size, -1), *got = t_host(size * 4);
+    T_OK(gmpi_gather(in, out, 1, GMPI_INT32, root, comm));
+    t_get(got, out, (size_t)size * 4);
+    for (int p = 0; rank == root && p < size; p++) /* element 0 of rank p's input */
+      if (got[p] != value(100 + p, 0))
+        T_FAIL_("gather: element %d is %d, expected %d", p, (int)got[p], (int)value(100 + p, 0));
+    free(got);
+    t_free(in);
+    t_free(out);
     break;
   }
   case N_CALLS: break;

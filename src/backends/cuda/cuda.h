@@ -43,6 +43,11 @@ typedef struct {
   void *retired[CUDA_RETIRED_SCRATCH]; /* outgrown scratch, kept: captured plans point into it */
   size_t retired_bytes[CUDA_RETIRED_SCRATCH];
   int n_retired;
+  /* NCCL's point-to-point channels, connected before a comm's first collective made of sends
+   * and receives (cuda_coll.c connect_pairs): every pair, or each root's pairs (n flags, made
+   * at the first rooted one). Collectives of a comm run one at a time: no lock. */
+  int pairs_connected;
+  unsigned char *root_pairs_connected;
   pthread_mutex_t events_lock;                 /* guards the spare events (threads share a comm) */
   cudaEvent_t spare_events[CUDA_SPARE_EVENTS]; /* completed requests' events, kept for reuse */
   int n_spare_events;

@@ -329,6 +329,7 @@ static void cuda_comm_fini(gmpi_comm_t comm) {
   cuda_comm_release_scratch(cc);
   cudaStreamDestroy(cc->stream);
   cuda_events_release(cc);
+  free(cc->root_pairs_connected);
   pthread_mutex_destroy(&cc->events_lock);
   cudaEventDestroy(cc->default_mark);
   cuda_mem_teardown();

@@ -5,6 +5,7 @@
  * rank's input and reducing with gmpi's kernel (core/devpath.c decides). Data movement is
  * type-agnostic: bytes. Blocking mode waits (bounded) for the stream; stream-ordered mode
  * returns once enqueued on the user's stream. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../core/comm.h"
@@ -13,6 +14,7 @@
 #include "../../core/error.h"
 #include "../../core/ops.h"
 #include "../../core/request.h"
+#include "../../core/vote.h"
 #include "cuda.h"
 #include "cuda_check.h"
 
@@ -261,6 +263,88 @@ static gmpi_status_t divide(dev_ctx_t *x, void *buf, size_t count) {
   return e == cudaSuccess ? GMPI_SUCCESS : gmpi_cuda_error(e, "gmpi_cuda_divide");
 }
 
+/* ---- connecting pairs before the first collective made of sends and receives ------------ */
+
+/* NCCL_RUNTIME_CONNECT=0 connects NCCL's collective algorithms at init (cuda_backend.c says
+ * why), not its point-to-point channels: those of a pair connect at its first ncclSend/ncclRecv,
+ * inside that call, and the host waits there for the peer. Alltoall, gather, scatter and the
+ * v-variants are made of them, so the cycle cuda_backend.c describes could form at a comm's
+ * first one: this rank inside NCCL's connect, a peer blocked in a send to it that only this
+ * rank's progress completes. So before a comm's first such collective every rank arrives in a
+ * polled vote (gmpi's engines move while it waits), then one byte each way connects the pairs
+ * it and every later one may use: every pair, or for a rooted collective the root's pairs
+ * (kept per root). Every rank makes a comm's collectives in the same order, so all decide
+ * alike. Connecting every pair at init instead would cost a link's memory per peer on every
+ * comm, whether it ever runs such a collective or not. */
+
+enum { EVERY_PAIR = -1, NO_PAIRS = -2 };
+
+/* Which pairs a's collective sends between: EVERY_PAIR, a root's pairs (the root), NO_PAIRS
+ * (NCCL's collective algorithms only). */
+static int pairs_used(const gmpi_coll_args_t *a) {
+  int gathers = 0; /* a reduction NCCL cannot do: gathered (gather_allreduce, ...) */
+  if (a->kind == GMPI_COLL_REDUCE || a->kind == GMPI_COLL_REDUCE_SCATTER ||
+      a->kind == GMPI_COLL_REDUCE_SCATTERV)
+    gathers = gmpi_devpath_for(a->dtype, a->op).kind == GMPI_DEVPATH_GATHER;
+  switch (a->kind) {
+  case GMPI_COLL_GATHER:
+  case GMPI_COLL_SCATTER:
+  case GMPI_COLL_GATHERV:
+  case GMPI_COLL_SCATTERV: return a->root;
+  case GMPI_COLL_REDUCE: return gathers ? a->root : NO_PAIRS;
+  case GMPI_COLL_REDUCE_SCATTER:
+  case GMPI_COLL_REDUCE_SCATTERV: return gathers ? EVERY_PAIR : NO_PAIRS;
+  case GMPI_COLL_ALLTOALL:
+  case GMPI_COLL_ALLTOALLV:
+  case GMPI_COLL_ALLGATHERV: return EVERY_PAIR;
+  default: return NO_PAIRS;
+  }
+}
+
+static int pairs_ready(const cuda_comm_t *cc, int root) {
+  if (cc->pairs_connected) return 1;
+  return root >= 0 && cc->root_pairs_connected && cc->root_pairs_connected[root];
+}
+
+/* One byte each way between this rank and every peer (EVERY_PAIR), or between the root and
+ * every rank, from the comm's scratch (2 bytes per rank, stream-ordered after its users). */
+static gmpi_status_t connect_exchange(gmpi_comm_t comm, cuda_comm_t *cc, int root, char *bytes,
+                                      cudaStream_t s) {
+  int n = comm->size, me = comm->rank;
+  GMPI_CHECK(cuda_group_start(comm, cc->nccl));
+  gmpi_status_t st = GMPI_SUCCESS;
+  for (int p = 0; p < n && st == GMPI_SUCCESS; p++) {
+    if (p == me || (root >= 0 && me != root && p != root)) continue;
+    st = cuda_group_pair(comm, cc->nccl, p, bytes + p, 1, bytes + n + p, 1, s);
+  }
+  return cuda_group_end(comm, cc->nccl, st);
+}
+
+/* Connect the pairs x's collective uses, if not yet (see above). A plan's capture does not:
+ * every rank has arrived at gmpi_plan_end before any lowers it (its check gathers every rank's
+ * steps, core/plan_check.c), the capture connects what the plan uses, and replays connect
+ * nothing. */
+static gmpi_status_t connect_pairs(dev_ctx_t *x) {
+  cuda_comm_t *cc = x->cc;
+  int root = pairs_used(x->a), n = x->comm->size;
+  if (root == NO_PAIRS || n == 1 || pairs_ready(cc, root) || atomic_load(&cc->capturing))
+    return GMPI_SUCCESS;
+  void *bytes = NULL;
+  gmpi_status_t mine = cuda_comm_scratch(cc, 2 * (size_t)n, &bytes);
+  if (mine == GMPI_SUCCESS && root >= 0 && !cc->root_pairs_connected &&
+      !(cc->root_pairs_connected = calloc((size_t)n, 1)))
+    mine = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d flags of connected roots", n);
+  /* every rank, or none, goes on into NCCL's connect */
+  GMPI_CHECK(gmpi_vote(x->comm, mine, 0, NULL,
+                       "could not prepare to connect NCCL's point-to-point pairs"));
+  GMPI_CHECK(connect_exchange(x->comm, cc, root, bytes, x->s));
+  if (root >= 0)
+    cc->root_pairs_connected[root] = 1;
+  else
+    cc->pairs_connected = 1;
+  return GMPI_SUCCESS;
+}
+
 /* ---- one function per collective ---------------------------------------------------------- */
 
 static gmpi_status_t dev_allreduce(dev_ctx_t *x) {
@@ -465,6 +549,7 @@ static gmpi_status_t enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaSt
   /* count is only this rank's part of the v-variants: they run whatever it is */
   if (a->count == 0 && !gmpi_coll_varies(a->kind) && a->kind != GMPI_COLL_BARRIER)
     return GMPI_SUCCESS;
+  GMPI_CHECK(connect_pairs(&x));
   return dev_release_temps(&x, dev_table[a->kind](&x));
 }
 
