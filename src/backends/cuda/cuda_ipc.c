@@ -4,10 +4,15 @@
  * and copies with the copy engine. A copy waits for no kernel of the peer's, so it cannot join a
  * wait cycle, and it runs at the copy engine's speed even when ranks share one GPU (measured:
  * docs/design.md, "What NCCL point to point does"). The mapping costs no device memory.
- * Stale mappings are not closed inside the engine's progress: cudaIpcCloseMemHandle waits for
- * every kernel on the device, and one of them may wait for the very peer whose data this rank is
- * to pull (docs/design.md, "Stale CUDA IPC mappings"). A thread of their own closes them while
- * the pull waits (inline only when no thread can be started). */
+ * A mapping is stale once its sender freed the allocation: the sender's address range travels
+ * with each handle, and a new allocation over a mapped one's range retires it. Stale mappings
+ * are not closed inside the engine's progress: cudaIpcCloseMemHandle waits for every kernel on
+ * the device, and one of them may wait for the very peer whose data this rank is to pull
+ * (docs/design.md, "Stale CUDA IPC mappings"). A thread of their own closes them (inline only
+ * when no thread can be started); a pull waits for it only where the driver refuses the new
+ * handle until then. */
+#include <time.h>
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -23,12 +28,14 @@
 
 typedef struct {
   cudaIpcMemHandle_t handle;
-  uint64_t offset; /* of the buffer in its allocation */
+  uint64_t offset;      /* of the buffer in its allocation */
+  uint64_t base, bytes; /* the allocation, in the sender's address space */
 } ipc_blob_t;
 
 typedef struct opened {
   int peer;
   cudaIpcMemHandle_t handle;
+  uint64_t sender_base, sender_bytes; /* where the allocation is in the peer */
   char *base;
   int reading; /* pulls from it not yet tested done (a cancelled one that ran keeps its count) */
   struct opened *next;
@@ -36,14 +43,18 @@ typedef struct opened {
 
 struct cuda_ipc {
   opened_t *opened;
-  struct unmap *pending; /* the latest unmap (a reference): no handle opens while it runs */
+  struct unmap *pending; /* the latest unmap (a reference); done: so are all before it */
+  int warned;            /* a pull has waited for an unmap (said once per comm) */
 };
 
 /* Mappings being closed by a thread of their own; shared by that thread, the pulls waiting for
- * it and p->ipc->pending, freed by the last of them. */
+ * it, the next unmap (prev) and p->ipc->pending, freed by the last of them. */
 typedef struct unmap {
   opened_t *stale;
+  struct unmap *prev; /* the unmap before: this one is done only after it (a reference) */
   int device;
+  int live;        /* it may close mappings still in use (the driver refused a handle, and which
+                      mapping was stale is not known): no handle opens while it runs */
   atomic_int done; /* the thread is through: every stale mapping closed (or the device unset) */
   atomic_int refs;
 } unmap_t;
@@ -73,6 +84,8 @@ size_t cuda_ipc_expose(cuda_p2p_t *p, const void *buf, void *blob) {
     return 0;
   }
   b.offset = (uint64_t)((uintptr_t)buf - (uintptr_t)base);
+  b.base = (uint64_t)base;
+  b.bytes = (uint64_t)size;
   memcpy(blob, &b, sizeof(b));
   return sizeof(b);
 }
@@ -92,19 +105,90 @@ static void close_all(opened_t *list, int close) {
 
 static void *unmap_main(void *arg) {
   unmap_t *u = arg;
+  if (u->prev) { /* one after another: the latest done means every one is */
+    struct timespec ms = {0, 1000000};
+    while (!atomic_load(&u->prev->done))
+      nanosleep(&ms, NULL);
+    unmap_put(u->prev);
+    u->prev = NULL;
+  }
   close_all(u->stale, cudaSetDevice(u->device) == cudaSuccess); /* waits for the device */
   atomic_store(&u->done, 1);
   unmap_put(u);
   return NULL;
 }
 
-/* Hand peer's mappings that no pull reads (one of them is stale) to a thread that closes them;
- * *out: what the pull waits for. A mapping a pull still reads is not stale -- its sender keeps
- * that buffer until the pull's FIN -- and closing it would let the pull read an unmapped range.
- * Without a thread they are closed here, as a last resort. */
-static gmpi_status_t unmap_stale(cuda_p2p_t *p, int peer, unmap_t **out) {
+/* Close the mappings of list (taken out of p's) on a thread of their own, after any unmap
+ * before it; it becomes p->ipc->pending. Without a thread they are closed here, as a last
+ * resort, and *out is NULL. */
+static gmpi_status_t unmap_start(cuda_p2p_t *p, opened_t *list, int live, unmap_t **out) {
+  *out = NULL;
   unmap_t *u = calloc(1, sizeof(*u));
-  if (!u) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
+  if (!u) {
+    close_all(list, 1);
+    return GMPI_SUCCESS;
+  }
+  u->stale = list;
+  u->prev = p->ipc->pending;
+  u->device = p->cc->device;
+  u->live = live;
+  atomic_store(&u->refs, 2); /* the thread, p->ipc->pending */
+  pthread_t t;
+  if (pthread_create(&t, NULL, unmap_main, u) != 0) {
+    free(u);
+    close_all(list, 1);
+    return GMPI_SUCCESS;
+  }
+  pthread_detach(t);
+  p->ipc->pending = u; /* its reference to the one before is now u->prev's */
+  *out = u;
+  return GMPI_SUCCESS;
+}
+
+/* A pull waits for u: one more reference, and the first wait of a comm says why. */
+static gmpi_status_t unmap_wait(cuda_p2p_t *p, int peer, unmap_t *u, unmap_t **unmap) {
+  atomic_fetch_add(&u->refs, 1);
+  *unmap = u;
+  gmpi_log(p->ipc->warned ? GMPI_LOG_TRACE : GMPI_LOG_WARN,
+           "rank %d freed a device buffer this rank had read by CUDA IPC and allocated over it: "
+           "the driver opens the new buffer only once the stale mapping here is closed, and CUDA "
+           "closes it only once every kernel on this device has finished -- if one of them "
+           "waits for rank %d, this message cannot move before GMPI_TIMEOUT",
+           peer, peer);
+  p->ipc->warned = 1;
+  return GMPI_SUCCESS;
+}
+
+/* Retire peer's mappings of allocations that overlap [base, base + bytes) of the peer's
+ * memory: the peer freed them (a live allocation never overlaps a new one), so they are stale.
+ * Closed by a thread; nothing waits for it. One a pull still reads is kept: its sender keeps
+ * that buffer until the pull's FIN, so it cannot be what was freed. */
+static gmpi_status_t retire_overlapped(cuda_p2p_t *p, int peer, const ipc_blob_t *b) {
+  opened_t *stale = NULL;
+  for (opened_t **link = &p->ipc->opened; *link;) {
+    opened_t *o = *link;
+    int overlaps =
+        o->sender_base < b->base + b->bytes && b->base < o->sender_base + o->sender_bytes;
+    if (o->peer != peer || o->reading || !overlaps) {
+      link = &o->next;
+      continue;
+    }
+    *link = o->next;
+    o->next = stale;
+    stale = o;
+  }
+  if (!stale) return GMPI_SUCCESS;
+  GMPI_TRACE("rank %d allocated over device memory mapped here: closing the stale mapping", peer);
+  unmap_t *u;
+  return unmap_start(p, stale, 0, &u);
+}
+
+/* The driver refused a handle of peer's as already mapped, and no unmap runs: hand every
+ * mapping of peer's that no pull reads (which one is stale is not known) to a thread; *out:
+ * what the pull waits for, NULL when they were closed here. A mapping a pull still reads is
+ * not stale (above), and closing it would let the pull read an unmapped range. */
+static gmpi_status_t unmap_unknown(cuda_p2p_t *p, int peer, unmap_t **out) {
+  opened_t *stale = NULL;
   for (opened_t **link = &p->ipc->opened; *link;) {
     opened_t *o = *link;
     if (o->peer != peer || o->reading) {
@@ -112,78 +196,60 @@ static gmpi_status_t unmap_stale(cuda_p2p_t *p, int peer, unmap_t **out) {
       continue;
     }
     *link = o->next;
-    o->next = u->stale;
-    u->stale = o;
+    o->next = stale;
+    stale = o;
   }
-  if (!u->stale) {
-    free(u);
+  if (!stale)
     return gmpi_error(GMPI_ERR_BACKEND,
                       "cudaIpcOpenMemHandle: a device buffer of rank %d is already mapped, and "
                       "every mapping of that rank's memory is being read",
                       peer);
-  }
-  u->device = p->cc->device;
-  atomic_store(&u->refs, 3); /* the thread, the pull, p->ipc->pending */
-  pthread_t t;
-  if (pthread_create(&t, NULL, unmap_main, u) != 0) {
-    close_all(u->stale, 1);
-    free(u);
-    *out = NULL;
-    return GMPI_SUCCESS;
-  }
-  pthread_detach(t);
-  /* said once per comm (its first unmap), traced after */
-  gmpi_log(p->ipc->pending ? GMPI_LOG_TRACE : GMPI_LOG_WARN,
-           "rank %d freed a device buffer this rank had read by CUDA IPC and allocated over it: "
-           "its stale mapping here must close before the new buffer can be read, and CUDA "
-           "closes it only once every kernel on this device has finished -- if one of them "
-           "waits for rank %d, this message cannot move before GMPI_TIMEOUT",
-           peer, peer);
-  if (p->ipc->pending) unmap_put(p->ipc->pending);
-  p->ipc->pending = u;
-  *out = u;
-  return GMPI_SUCCESS;
+  unmap_t *u;
+  GMPI_CHECK(unmap_start(p, stale, 1, &u));
+  *out = NULL;
+  return u ? unmap_wait(p, peer, u, out) : GMPI_SUCCESS;
 }
 
-/* The peer's allocation, opened once and kept until the comm closes (or until the peer reuses
- * its memory for a new allocation: unmap_stale). *unmap non-NULL: it cannot open before the
- * stale mappings handed to that thread are closed. */
-static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const cudaIpcMemHandle_t *h,
-                                      opened_t **out, unmap_t **unmap) {
+/* The peer's allocation, opened once and kept until the comm closes or the peer allocates
+ * over it (retire_overlapped). *unmap non-NULL: it cannot open before that unmap is done. */
+static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const ipc_blob_t *b, opened_t **out,
+                                      unmap_t **unmap) {
   *unmap = NULL;
   if (!p->ipc && !(p->ipc = calloc(1, sizeof(*p->ipc))))
     return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
   for (opened_t *o = p->ipc->opened; o; o = o->next) {
-    if (o->peer == peer && !memcmp(&o->handle, h, sizeof(*h))) {
+    if (o->peer == peer && !memcmp(&o->handle, &b->handle, sizeof(b->handle))) {
       *out = o;
       return GMPI_SUCCESS;
     }
   }
-  /* While an unmap runs, its thread may be closing this very handle (it takes every mapping of
-   * a peer that no pull reads, live ones too): an open now could race that close. Wait. */
+  /* An unmap of mappings that may be live may be closing this very handle: an open now could
+   * race that close. Wait. */
   unmap_t *busy = p->ipc->pending;
-  if (busy && !atomic_load(&busy->done)) {
-    atomic_fetch_add(&busy->refs, 1);
-    *unmap = busy;
-    return GMPI_SUCCESS;
-  }
+  if (busy && busy->live && !atomic_load(&busy->done)) return unmap_wait(p, peer, busy, unmap);
+  GMPI_CHECK(retire_overlapped(p, peer, b));
   opened_t *o = calloc(1, sizeof(*o));
   if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for CUDA IPC state");
-  cudaError_t e = cudaIpcOpenMemHandle((void **)&o->base, *h, cudaIpcMemLazyEnablePeerAccess);
+  cudaError_t e =
+      cudaIpcOpenMemHandle((void **)&o->base, b->handle, cudaIpcMemLazyEnablePeerAccess);
   if (e == cudaErrorAlreadyMapped) {
-    /* The peer freed an allocation we still map and made a new one over its memory. */
+    /* Some drivers (the H200's) refuse the new allocation while a stale mapping is open. */
     cudaGetLastError();
     free(o);
-    GMPI_CHECK(unmap_stale(p, peer, unmap));
+    busy = p->ipc->pending;
+    if (busy && !atomic_load(&busy->done)) return unmap_wait(p, peer, busy, unmap);
+    GMPI_CHECK(unmap_unknown(p, peer, unmap));
     if (*unmap) return GMPI_SUCCESS;
-    return open_peer_buffer(p, peer, h, out, unmap); /* closed here: open again */
+    return open_peer_buffer(p, peer, b, out, unmap); /* closed here: open again */
   }
   if (e != cudaSuccess) {
     free(o);
     return gmpi_cuda_error(e, "cudaIpcOpenMemHandle (a device buffer of a rank on this host)");
   }
   o->peer = peer;
-  o->handle = *h;
+  o->handle = b->handle;
+  o->sender_base = b->base;
+  o->sender_bytes = b->bytes;
   o->next = p->ipc->opened;
   p->ipc->opened = o;
   GMPI_TRACE("opened a device allocation of rank %d by CUDA IPC", peer);
@@ -219,9 +285,13 @@ gmpi_status_t cuda_ipc_pull(cuda_p2p_t *p, int peer, const void *blob, size_t le
     return gmpi_error(GMPI_ERR_INTERNAL, "buffer description from rank %d has %zu bytes", peer,
                       len);
   memcpy(&b, blob, sizeof(b));
+  if (b.offset > b.bytes || bytes > b.bytes - b.offset)
+    return gmpi_error(GMPI_ERR_INTERNAL,
+                      "rank %d described %zu bytes at offset %llu of a %llu-byte allocation", peer,
+                      bytes, (unsigned long long)b.offset, (unsigned long long)b.bytes);
   opened_t *from = NULL;
   unmap_t *unmap = NULL;
-  GMPI_CHECK(open_peer_buffer(p, peer, &b.handle, &from, &unmap));
+  GMPI_CHECK(open_peer_buffer(p, peer, &b, &from, &unmap));
   pull_t *x = calloc(1, sizeof(*x));
   if (!x) {
     if (unmap) unmap_put(unmap);
@@ -253,7 +323,7 @@ static gmpi_status_t pull_after_unmap(pull_t *x, int *issued) {
   if (!atomic_load(&x->unmap->done)) return GMPI_SUCCESS;
   unmap_put(x->unmap);
   x->unmap = NULL;
-  GMPI_CHECK(open_peer_buffer(x->p, x->peer, &x->b.handle, &x->from, &x->unmap));
+  GMPI_CHECK(open_peer_buffer(x->p, x->peer, &x->b, &x->from, &x->unmap));
   if (x->unmap) return GMPI_SUCCESS; /* another stale one: wait again */
   GMPI_CHECK(pull_issue(x));
   *issued = 1;
