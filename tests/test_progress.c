@@ -5,7 +5,7 @@
  * complete before it can join that call. Calls: barrier, allreduce, bcast, a blocking recv on
  * another comm, comm_split, a plan run, a plan compile, a program's own loop of gmpi_test
  * on an iallreduce after the receiver tested its irecv once (the engine that test progressed
- * must still be driven by the loop's later calls), and a comm's first alltoall and gather
+ * must still be driven by the loop's later calls), and a comm's first gather and alltoall
  * (NCCL connects their pairs at first use: cuda_coll.c connect_pairs); messages of 1 MiB (the data
  * waits for the receiver's engine) and 8 bytes. Values checked on every rank. */
 #include <time.h>
@@ -25,15 +25,15 @@ typedef enum {
   IN_PLAN_RUN,
   IN_PLAN_END,  /* recording ends: the plan compiles collectively */
   IN_TEST_LOOP, /* gmpi_test in a loop on an iallreduce (no wait of gmpi's) */
-  IN_ALLTOALL,  /* NCCL's point-to-point pairs: connected at a comm's first such collective */
-  IN_GATHER,    /* ... or at a root's first (root 1: a receiver) */
+  IN_GATHER,    /* NCCL's point-to-point pairs: connected at a root's first (root 1: a receiver), */
+  IN_ALLTOALL,  /* or a comm's first alltoall (the world's splits may share connections: first) */
   N_CALLS
 } call_t;
 
 static const char *const call_name[N_CALLS] = {
     "barrier",    "allreduce", "bcast",    "recv on another comm",
     "comm_split", "plan_run",  "plan_end", "a gmpi_test loop",
-    "alltoall",   "gather"};
+    "gather",     "alltoall"};
 
 typedef enum { SENDER, RECEIVER, ALONE } role_t;
 

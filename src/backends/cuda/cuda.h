@@ -86,6 +86,10 @@ void cuda_mem_usage(size_t *library, size_t *user);
 /* The comm's scratch for fallback reductions, at most GMPI_CUDA_SCRATCH_BYTES, grown on
  * demand (library memory). */
 gmpi_status_t cuda_comm_scratch(cuda_comm_t *cc, size_t bytes, void **ptr);
+/* Connect NCCL's point-to-point channels between every pair of comm's ranks now (one byte each
+ * way), as a comm's first collective made of sends and receives otherwise does after a vote
+ * (cuda_coll.c connect_pairs). Collective; GMPI_CHECK's comms do it when built. */
+gmpi_status_t cuda_connect_every_pair(gmpi_comm_t comm, cuda_comm_t *cc);
 void cuda_comm_release_scratch(cuda_comm_t *cc);
 #define GMPI_CUDA_SCRATCH_BYTES ((size_t)32 << 20)
 

@@ -300,6 +300,16 @@ static gmpi_status_t cuda_comm_init(gmpi_comm_t comm, gmpi_comm_t parent, int co
   GMPI_CHECK_GOTO(parent ? nccl_split(comm, cc, parent, color, key) : nccl_init(comm, cc), st,
                   abort_nccl);
   comm->be = cc;
+  /* GMPI_CHECK: a rank that refused a comm's first collective made of sends and receives never
+   * joins the vote that would connect its pairs (cuda_coll.c connect_pairs), and the others'
+   * refusal must come back as GMPI_ERR_MISMATCH, not a wait: connect them all now, while every
+   * rank is here. Watched, as every blocking NCCL call. */
+  if (comm->cfg.check) {
+    gmpi_watchdog_add(comm);
+    st = cuda_connect_every_pair(comm, cc);
+    gmpi_watchdog_remove(comm);
+    if (st != GMPI_SUCCESS) goto abort_nccl;
+  }
   gmpi_log(GMPI_LOG_INFO, "cuda: rank %d on device %d, NCCL communicator of %d ranks", comm->rank,
            dev, comm->size);
   return GMPI_SUCCESS;

@@ -282,6 +282,7 @@ enum { EVERY_PAIR = -1, NO_PAIRS = -2 };
 /* Which pairs a's collective sends between: EVERY_PAIR, a root's pairs (the root), NO_PAIRS
  * (NCCL's collective algorithms only). */
 static int pairs_used(const gmpi_coll_args_t *a) {
+  if (a->count == 0 && !gmpi_coll_varies(a->kind)) return NO_PAIRS; /* enqueue runs nothing */
   int gathers = 0; /* a reduction NCCL cannot do: gathered (gather_allreduce, ...) */
   if (a->kind == GMPI_COLL_REDUCE || a->kind == GMPI_COLL_REDUCE_SCATTER ||
       a->kind == GMPI_COLL_REDUCE_SCATTERV)
@@ -307,10 +308,12 @@ static int pairs_ready(const cuda_comm_t *cc, int root) {
 }
 
 /* One byte each way between this rank and every peer (EVERY_PAIR), or between the root and
- * every rank, from the comm's scratch (2 bytes per rank, stream-ordered after its users). */
+ * every rank, from the comm's scratch (2 bytes per rank, zeroed first; stream-ordered after its
+ * other users). */
 static gmpi_status_t connect_exchange(gmpi_comm_t comm, cuda_comm_t *cc, int root, char *bytes,
                                       cudaStream_t s) {
   int n = comm->size, me = comm->rank;
+  GMPI_CUDA_CHECK(cudaMemsetAsync(bytes, 0, 2 * (size_t)n, s));
   GMPI_CHECK(cuda_group_start(comm, cc->nccl));
   gmpi_status_t st = GMPI_SUCCESS;
   for (int p = 0; p < n && st == GMPI_SUCCESS; p++) {
@@ -320,13 +323,24 @@ static gmpi_status_t connect_exchange(gmpi_comm_t comm, cuda_comm_t *cc, int roo
   return cuda_group_end(comm, cc->nccl, st);
 }
 
-/* Connect the pairs x's collective uses, if not yet (see above). A plan's capture does not:
- * every rank has arrived at gmpi_plan_end before any lowers it (its check gathers every rank's
- * steps, core/plan_check.c), the capture connects what the plan uses, and replays connect
- * nothing. */
-static gmpi_status_t connect_pairs(dev_ctx_t *x) {
-  cuda_comm_t *cc = x->cc;
-  int root = pairs_used(x->a), n = x->comm->size;
+gmpi_status_t cuda_connect_every_pair(gmpi_comm_t comm, cuda_comm_t *cc) {
+  void *bytes;
+  if (comm->size == 1 || cc->pairs_connected) return GMPI_SUCCESS;
+  GMPI_CHECK(cuda_comm_scratch(cc, 2 * (size_t)comm->size, &bytes));
+  GMPI_CHECK(connect_exchange(comm, cc, EVERY_PAIR, bytes, cc->stream));
+  cc->pairs_connected = 1;
+  return GMPI_SUCCESS;
+}
+
+/* Connect the pairs a's collective uses, if not yet (see above), before anything else of the
+ * call can fail on this rank alone. A plan's capture does not: every rank has arrived at
+ * gmpi_plan_end before any lowers it (its check gathers every rank's steps, core/plan_check.c),
+ * the capture connects what the plan uses, and replays connect nothing. Under GMPI_CHECK every
+ * pair was connected when the comm was built (cuda_backend.c), so no rank that refused its
+ * call is waited for here. */
+static gmpi_status_t connect_pairs(gmpi_comm_t comm, cuda_comm_t *cc, const gmpi_coll_args_t *a,
+                                   cudaStream_t s) {
+  int root = pairs_used(a), n = comm->size;
   if (root == NO_PAIRS || n == 1 || pairs_ready(cc, root) || atomic_load(&cc->capturing))
     return GMPI_SUCCESS;
   void *bytes = NULL;
@@ -335,9 +349,9 @@ static gmpi_status_t connect_pairs(dev_ctx_t *x) {
       !(cc->root_pairs_connected = calloc((size_t)n, 1)))
     mine = gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for %d flags of connected roots", n);
   /* every rank, or none, goes on into NCCL's connect */
-  GMPI_CHECK(gmpi_vote(x->comm, mine, 0, NULL,
-                       "could not prepare to connect NCCL's point-to-point pairs"));
-  GMPI_CHECK(connect_exchange(x->comm, cc, root, bytes, x->s));
+  GMPI_CHECK(
+      gmpi_vote(comm, mine, 0, NULL, "could not prepare to connect NCCL's point-to-point pairs"));
+  GMPI_CHECK(connect_exchange(comm, cc, root, bytes, s));
   if (root >= 0)
     cc->root_pairs_connected[root] = 1;
   else
@@ -549,12 +563,12 @@ static gmpi_status_t enqueue(gmpi_comm_t comm, const gmpi_coll_args_t *a, cudaSt
   /* count is only this rank's part of the v-variants: they run whatever it is */
   if (a->count == 0 && !gmpi_coll_varies(a->kind) && a->kind != GMPI_COLL_BARRIER)
     return GMPI_SUCCESS;
-  GMPI_CHECK(connect_pairs(&x));
   return dev_release_temps(&x, dev_table[a->kind](&x));
 }
 
 gmpi_status_t cuda_coll(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a) {
   cuda_comm_t *cc = state;
+  GMPI_CHECK(connect_pairs(comm, cc, a, cuda_stream(cc)));
   GMPI_CHECK(cuda_after_default_stream(cc, cuda_stream(cc)));
   GMPI_CHECK(enqueue(comm, a, cuda_stream(cc), 0));
   if (cc->user_stream) return GMPI_SUCCESS; /* stream-ordered: enqueued is done */
@@ -572,6 +586,7 @@ gmpi_status_t cuda_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_arg
   cuda_comm_t *cc = state;
   cudaStream_t s = cuda_stream(cc);
   cudaEvent_t done;
+  GMPI_CHECK(connect_pairs(comm, cc, a, s));
   GMPI_CHECK(cuda_after_default_stream(cc, s));
   GMPI_CHECK(cuda_event_take(cc, &done));
   gmpi_status_t st = enqueue(comm, a, s, 1);

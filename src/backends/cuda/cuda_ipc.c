@@ -8,16 +8,15 @@
  * with each handle, and a new allocation over a mapped one's range retires it. Stale mappings
  * are not closed inside the engine's progress: cudaIpcCloseMemHandle waits for every kernel on
  * the device, and one of them may wait for the very peer whose data this rank is to pull
- * (docs/design.md, "Stale CUDA IPC mappings"). A thread of their own closes them (inline only
- * when no thread can be started); a pull waits for it only where the driver refuses the new
- * handle until then. */
-#include <time.h>
-
+ * (docs/design.md, "Stale CUDA IPC mappings"). A thread closes them, one per comm at a time
+ * (inline only when no thread can be started); a pull waits for it only where the driver
+ * refuses the new handle until then, or while it closes mappings that may be live. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../core/comm.h"
 #include "../../core/error.h"
@@ -43,6 +42,7 @@ typedef struct opened {
 
 struct cuda_ipc {
   opened_t *opened;
+  opened_t *retired;     /* stale, waiting for the running unmap to end: the next one's */
   struct unmap *pending; /* the latest unmap (a reference); done: so are all before it */
   int warned;            /* a pull has waited for an unmap (said once per comm) */
 };
@@ -150,21 +150,32 @@ static gmpi_status_t unmap_wait(cuda_p2p_t *p, int peer, unmap_t *u, unmap_t **u
   atomic_fetch_add(&u->refs, 1);
   *unmap = u;
   gmpi_log(p->ipc->warned ? GMPI_LOG_TRACE : GMPI_LOG_WARN,
-           "rank %d freed a device buffer this rank had read by CUDA IPC and allocated over it: "
-           "the driver opens the new buffer only once the stale mapping here is closed, and CUDA "
-           "closes it only once every kernel on this device has finished -- if one of them "
-           "waits for rank %d, this message cannot move before GMPI_TIMEOUT",
+           "a device buffer of rank %d can be mapped here by CUDA IPC only once stale mappings "
+           "(of device buffers a peer freed) are closed, and CUDA closes them only once every "
+           "kernel on this device has finished -- if one of them waits for rank %d, this "
+           "message cannot move before GMPI_TIMEOUT",
            peer, peer);
   p->ipc->warned = 1;
   return GMPI_SUCCESS;
 }
 
+/* Hand the retired mappings to a thread once no unmap runs: one closing thread per comm at a
+ * time, however fast the peers reallocate. */
+static gmpi_status_t close_retired(cuda_p2p_t *p) {
+  unmap_t *busy = p->ipc->pending, *u;
+  if (!p->ipc->retired || (busy && !atomic_load(&busy->done))) return GMPI_SUCCESS;
+  opened_t *list = p->ipc->retired;
+  p->ipc->retired = NULL;
+  return unmap_start(p, list, 0, &u);
+}
+
 /* Retire peer's mappings of allocations that overlap [base, base + bytes) of the peer's
  * memory: the peer freed them (a live allocation never overlaps a new one), so they are stale.
- * Closed by a thread; nothing waits for it. One a pull still reads is kept: its sender keeps
- * that buffer until the pull's FIN, so it cannot be what was freed. */
+ * A thread closes them (close_retired); a pull waits for it only where the driver refuses the
+ * new handle meanwhile. One a pull still reads is kept: its sender keeps that buffer until the
+ * pull's FIN, so it cannot be what was freed. */
 static gmpi_status_t retire_overlapped(cuda_p2p_t *p, int peer, const ipc_blob_t *b) {
-  opened_t *stale = NULL;
+  opened_t *stale = p->ipc->retired;
   for (opened_t **link = &p->ipc->opened; *link;) {
     opened_t *o = *link;
     int overlaps =
@@ -177,10 +188,11 @@ static gmpi_status_t retire_overlapped(cuda_p2p_t *p, int peer, const ipc_blob_t
     o->next = stale;
     stale = o;
   }
-  if (!stale) return GMPI_SUCCESS;
-  GMPI_TRACE("rank %d allocated over device memory mapped here: closing the stale mapping", peer);
-  unmap_t *u;
-  return unmap_start(p, stale, 0, &u);
+  if (stale != p->ipc->retired)
+    GMPI_TRACE("rank %d allocated over device memory mapped here: its stale mapping is retired",
+               peer);
+  p->ipc->retired = stale;
+  return close_retired(p);
 }
 
 /* The driver refused a handle of peer's as already mapped, and no unmap runs: hand every
@@ -238,6 +250,12 @@ static gmpi_status_t open_peer_buffer(cuda_p2p_t *p, int peer, const ipc_blob_t 
     free(o);
     busy = p->ipc->pending;
     if (busy && !atomic_load(&busy->done)) return unmap_wait(p, peer, busy, unmap);
+    if (p->ipc->retired) { /* retired while the last unmap ran: their close may free the way */
+      GMPI_CHECK(close_retired(p));
+      busy = p->ipc->pending;
+      if (busy && !atomic_load(&busy->done)) return unmap_wait(p, peer, busy, unmap);
+      return open_peer_buffer(p, peer, b, out, unmap); /* closed here: open again */
+    }
     GMPI_CHECK(unmap_unknown(p, peer, unmap));
     if (*unmap) return GMPI_SUCCESS;
     return open_peer_buffer(p, peer, b, out, unmap); /* closed here: open again */
@@ -361,6 +379,7 @@ void cuda_ipc_cancel(void *handle) {
 void cuda_ipc_close(cuda_p2p_t *p) {
   if (!p->ipc) return;
   close_all(p->ipc->opened, 1);
+  close_all(p->ipc->retired, 1);
   unmap_t *u = p->ipc->pending;
   if (u) {
     gmpi_deadline_t d;
