@@ -16,7 +16,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../../core/comm.h"
 #include "../../core/error.h"
@@ -48,10 +47,10 @@ struct cuda_ipc {
 };
 
 /* Mappings being closed by a thread of their own; shared by that thread, the pulls waiting for
- * it, the next unmap (prev) and p->ipc->pending, freed by the last of them. */
+ * it and p->ipc->pending, freed by the last of them. At most one runs per comm: a new one is
+ * started only once the one before is done (close_retired, open_peer_buffer). */
 typedef struct unmap {
   opened_t *stale;
-  struct unmap *prev; /* the unmap before: this one is done only after it (a reference) */
   int device;
   int live;        /* it may close mappings still in use (the driver refused a handle, and which
                       mapping was stale is not known): no handle opens while it runs */
@@ -105,21 +104,14 @@ static void close_all(opened_t *list, int close) {
 
 static void *unmap_main(void *arg) {
   unmap_t *u = arg;
-  if (u->prev) { /* one after another: the latest done means every one is */
-    struct timespec ms = {0, 1000000};
-    while (!atomic_load(&u->prev->done))
-      nanosleep(&ms, NULL);
-    unmap_put(u->prev);
-    u->prev = NULL;
-  }
   close_all(u->stale, cudaSetDevice(u->device) == cudaSuccess); /* waits for the device */
   atomic_store(&u->done, 1);
   unmap_put(u);
   return NULL;
 }
 
-/* Close the mappings of list (taken out of p's) on a thread of their own, after any unmap
- * before it; it becomes p->ipc->pending. Without a thread they are closed here, as a last
+/* Close the mappings of list (taken out of p's) on a thread of their own; it becomes
+ * p->ipc->pending, whose last unmap is done. Without a thread they are closed here, as a last
  * resort, and *out is NULL. */
 static gmpi_status_t unmap_start(cuda_p2p_t *p, opened_t *list, int live, unmap_t **out) {
   *out = NULL;
@@ -129,7 +121,6 @@ static gmpi_status_t unmap_start(cuda_p2p_t *p, opened_t *list, int live, unmap_
     return GMPI_SUCCESS;
   }
   u->stale = list;
-  u->prev = p->ipc->pending;
   u->device = p->cc->device;
   u->live = live;
   atomic_store(&u->refs, 2); /* the thread, p->ipc->pending */
@@ -140,7 +131,8 @@ static gmpi_status_t unmap_start(cuda_p2p_t *p, opened_t *list, int live, unmap_
     return GMPI_SUCCESS;
   }
   pthread_detach(t);
-  p->ipc->pending = u; /* its reference to the one before is now u->prev's */
+  if (p->ipc->pending) unmap_put(p->ipc->pending);
+  p->ipc->pending = u;
   *out = u;
   return GMPI_SUCCESS;
 }
@@ -174,20 +166,31 @@ static gmpi_status_t close_retired(cuda_p2p_t *p) {
  * A thread closes them (close_retired); a pull waits for it only where the driver refuses the
  * new handle meanwhile. One a pull still reads is kept: its sender keeps that buffer until the
  * pull's FIN, so it cannot be what was freed. */
-static gmpi_status_t retire_overlapped(cuda_p2p_t *p, int peer, const ipc_blob_t *b) {
-  opened_t *stale = p->ipc->retired;
+/* Take peer's mappings that no pull reads out of p's opened list, only those whose sender
+ * range overlaps b's allocation unless b is NULL; they are put before list, returned. A
+ * mapping a pull still reads is not stale: its sender keeps that buffer until the pull's FIN,
+ * and closing it would let the pull read an unmapped range. */
+static opened_t *take_mappings(cuda_p2p_t *p, int peer, const ipc_blob_t *b, opened_t *list) {
   for (opened_t **link = &p->ipc->opened; *link;) {
     opened_t *o = *link;
     int overlaps =
-        o->sender_base < b->base + b->bytes && b->base < o->sender_base + o->sender_bytes;
+        !b || (o->sender_base < b->base + b->bytes && b->base < o->sender_base + o->sender_bytes);
     if (o->peer != peer || o->reading || !overlaps) {
       link = &o->next;
       continue;
     }
     *link = o->next;
-    o->next = stale;
-    stale = o;
+    o->next = list;
+    list = o;
   }
+  return list;
+}
+
+/* Retire peer's mappings of allocations that overlap b's in the peer's memory: the peer freed
+ * them (a live allocation never overlaps a new one), so they are stale. A thread closes them
+ * (close_retired); a pull waits for it only where the driver refuses the new handle meanwhile. */
+static gmpi_status_t retire_overlapped(cuda_p2p_t *p, int peer, const ipc_blob_t *b) {
+  opened_t *stale = take_mappings(p, peer, b, p->ipc->retired);
   if (stale != p->ipc->retired)
     GMPI_TRACE("rank %d allocated over device memory mapped here: its stale mapping is retired",
                peer);
@@ -197,20 +200,9 @@ static gmpi_status_t retire_overlapped(cuda_p2p_t *p, int peer, const ipc_blob_t
 
 /* The driver refused a handle of peer's as already mapped, and no unmap runs: hand every
  * mapping of peer's that no pull reads (which one is stale is not known) to a thread; *out:
- * what the pull waits for, NULL when they were closed here. A mapping a pull still reads is
- * not stale (above), and closing it would let the pull read an unmapped range. */
+ * what the pull waits for, NULL when they were closed here. */
 static gmpi_status_t unmap_unknown(cuda_p2p_t *p, int peer, unmap_t **out) {
-  opened_t *stale = NULL;
-  for (opened_t **link = &p->ipc->opened; *link;) {
-    opened_t *o = *link;
-    if (o->peer != peer || o->reading) {
-      link = &o->next;
-      continue;
-    }
-    *link = o->next;
-    o->next = stale;
-    stale = o;
-  }
+  opened_t *stale = take_mappings(p, peer, NULL, NULL);
   if (!stale)
     return gmpi_error(GMPI_ERR_BACKEND,
                       "cudaIpcOpenMemHandle: a device buffer of rank %d is already mapped, and "
