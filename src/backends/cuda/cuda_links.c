@@ -54,7 +54,8 @@ typedef struct link {
   pthread_t setup;
   atomic_int setup_state;
   link_state_t state;
-  size_t device_bytes; /* free device memory lost while setting it up */
+  _Atomic size_t device_bytes; /* its share of its set-up phase's memory (set_up_phase) */
+  struct link *phase_next;     /* the next link of its set-up phase */
   char setup_error[160];
   xfer_t *head, *tail; /* issued before the link was ready */
 } link_t;
@@ -63,6 +64,66 @@ struct cuda_links {
   link_t *by_peer;
   int size;
 };
+
+/* What a link costs is the device's free memory lost while NCCL sets it up, but links set up
+ * concurrently -- every one a comm wants, at once, under GMPI_LINKS=eager -- each lost the
+ * others' too: summed per link, a rank with three links counted its memory about three times
+ * (3424 MiB against a drop of about 290 per rank: docs/gpu-results.md, twenty-third session).
+ * So the drop is measured once for a phase, from the first set-up of this process to start while
+ * none ran to the last to end, and shared among the phase's links. Memory the program or other
+ * processes on the device allocate meanwhile is counted too (ranks sharing a GPU: each rank
+ * counts the device's whole drop). */
+static struct {
+  pthread_mutex_t lock;
+  int running;       /* set-ups under way */
+  size_t free_start; /* the device's free memory when the phase began */
+  link_t *links;     /* the phase's links so far */
+} set_up_phase = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL};
+
+static void phase_enter(void) {
+  pthread_mutex_lock(&set_up_phase.lock);
+  if (set_up_phase.running++ == 0) {
+    size_t total = 0;
+    if (cudaMemGetInfo(&set_up_phase.free_start, &total) != cudaSuccess)
+      set_up_phase.free_start = 0;
+  }
+  pthread_mutex_unlock(&set_up_phase.lock);
+}
+
+/* link's set-up is over; the last of a phase shares the phase's drop among its links. */
+static void phase_leave(link_t *link) {
+  pthread_mutex_lock(&set_up_phase.lock);
+  link->phase_next = set_up_phase.links;
+  set_up_phase.links = link;
+  if (--set_up_phase.running == 0) {
+    size_t free_end = 0, total = 0, n = 0;
+    if (cudaMemGetInfo(&free_end, &total) != cudaSuccess) free_end = set_up_phase.free_start;
+    size_t drop = set_up_phase.free_start > free_end ? set_up_phase.free_start - free_end : 0;
+    for (link_t *l = set_up_phase.links; l; l = l->phase_next)
+      n++;
+    for (link_t *l = set_up_phase.links, *next; l; l = next) {
+      next = l->phase_next;
+      l->phase_next = NULL;
+      atomic_store(&l->device_bytes, drop / n);
+    }
+    set_up_phase.links = NULL;
+    gmpi_log(GMPI_LOG_INFO, "NCCL links: %zu set up together took %.1f MiB of device memory", n,
+             (double)drop / (1 << 20));
+  }
+  pthread_mutex_unlock(&set_up_phase.lock);
+}
+
+/* A link being closed leaves a phase that has not ended: its memory is not written after. */
+static void phase_forget(link_t *link) {
+  pthread_mutex_lock(&set_up_phase.lock);
+  for (link_t **at = &set_up_phase.links; *at; at = &(*at)->phase_next) {
+    if (*at == link) {
+      *at = link->phase_next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&set_up_phase.lock);
+}
 
 gmpi_status_t cuda_links_create(cuda_p2p_t *p) {
   struct cuda_links *l = calloc(1, sizeof(*l));
@@ -96,15 +157,14 @@ static void *link_setup_main(void *arg) {
   config.minCTAs = 1;
   config.maxCTAs = 1;
   ncclResult_t r = ncclSuccess;
-  size_t free_before = 0, free_after = 0, total = 0;
   cudaError_t e = cudaSetDevice(link->device);
-  if (e == cudaSuccess) cudaMemGetInfo(&free_before, &total);
-  if (e == cudaSuccess)
+  if (e == cudaSuccess) {
+    phase_enter();
     r = ncclCommInitRankConfig(&link->nccl, 2, link->id, link->my_rank, &config);
-  if (e == cudaSuccess && r == ncclSuccess) r = warm_up(link);
-  if (e == cudaSuccess && r == ncclSuccess) e = cudaStreamSynchronize(link->stream);
-  if (e == cudaSuccess && cudaMemGetInfo(&free_after, &total) == cudaSuccess)
-    link->device_bytes = free_before > free_after ? free_before - free_after : 0;
+    if (r == ncclSuccess) r = warm_up(link);
+    if (r == ncclSuccess) e = cudaStreamSynchronize(link->stream);
+    phase_leave(link);
+  }
   if (e != cudaSuccess)
     snprintf(link->setup_error, sizeof(link->setup_error), "%s", cudaGetErrorString(e));
   else if (r != ncclSuccess)
@@ -189,8 +249,7 @@ static gmpi_status_t link_pump(link_t *link) {
   if (state == LINK_FAILED)
     return gmpi_error(GMPI_ERR_BACKEND, "setting up the NCCL link with rank %d failed: %s",
                       link->peer, link->setup_error);
-  gmpi_log(GMPI_LOG_INFO, "NCCL link with rank %d ready (%.1f MiB of device memory)", link->peer,
-           (double)link->device_bytes / (1 << 20));
+  gmpi_log(GMPI_LOG_INFO, "NCCL link with rank %d ready", link->peer);
   /* The queue holds what was never issued (link_close frees it), never a transfer freed here. */
   while (link->head) {
     xfer_t *x = link->head;
@@ -323,7 +382,8 @@ void cuda_link_cancel(void *handle) {
 size_t cuda_links_device_bytes(const cuda_p2p_t *p) {
   size_t sum = 0;
   for (int r = 0; p->links && r < p->links->size; r++)
-    if (p->links->by_peer[r].state == LINK_READY) sum += p->links->by_peer[r].device_bytes;
+    if (p->links->by_peer[r].state == LINK_READY)
+      sum += atomic_load(&p->links->by_peer[r].device_bytes);
   return sum;
 }
 
@@ -343,6 +403,7 @@ static int link_close(link_t *link, double timeout_s) {
     }
     pthread_join(link->setup, NULL);
   }
+  phase_forget(link);
   /* A transfer a lost peer never joins would hold the stream forever: wait at most
    * GMPI_TIMEOUT, then the abort ends it. */
   if (link->stream && !cuda_stream_drained(link->stream, timeout_s))
