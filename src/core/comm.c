@@ -16,7 +16,6 @@ static gmpi_ptrset_t registry;
 /* Changes with every (un)registration: a thread that found a handle live under generation g
  * knows it is still live while the generation is g, without the lock (the per-call path). */
 atomic_ulong gmpi_registry_gen = 1;
-_Thread_local gmpi_live_memo_t gmpi_last_live;
 
 void gmpi_comm_register(gmpi_comm_t comm) {
   pthread_mutex_lock(&registry_lock);
@@ -41,8 +40,8 @@ int gmpi_comm_is_live(gmpi_comm_t comm) {
   gen = atomic_load(&gmpi_registry_gen);
   pthread_mutex_unlock(&registry_lock);
   if (live) {
-    gmpi_last_live.comm = comm;
-    gmpi_last_live.gen = gen;
+    gmpi_thread.live_comm = comm;
+    gmpi_thread.live_gen = gen;
   }
   return live;
 }

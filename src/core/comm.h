@@ -57,15 +57,11 @@ int gmpi_comm_is_live(gmpi_comm_t comm);
 /* Changes with every (un)registration: a thread that found a handle live under generation g
  * knows it is still live while the generation is g, without the lock (the per-call path). */
 extern atomic_ulong gmpi_registry_gen;
-typedef struct {
-  gmpi_comm_t comm;
-  unsigned long gen;
-} gmpi_live_memo_t;
-extern _Thread_local gmpi_live_memo_t gmpi_last_live;
-/* The lock-free answer for the comm this thread found live last (every call asks). */
+/* The lock-free answer for the comm this thread found live last (gmpi_thread's memo; every
+ * call asks). */
 static inline int gmpi_comm_live_as_last(gmpi_comm_t comm) {
-  return comm && gmpi_last_live.comm == comm &&
-         gmpi_last_live.gen == atomic_load(&gmpi_registry_gen);
+  return comm && gmpi_thread.live_comm == comm &&
+         gmpi_thread.live_gen == atomic_load(&gmpi_registry_gen);
 }
 
 /* Start a public call on comm: NULL, dead or failed comms are refused with a clear message

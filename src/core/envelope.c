@@ -1133,7 +1133,7 @@ static int finished(gmpi_request_t req) {
 }
 
 static gmpi_status_t test(struct gmpi_envelope_engine *env, gmpi_request_t req, int *done) {
-  unsigned long call = gmpi_call_now.serial;
+  unsigned long call = gmpi_thread.call.serial;
   int passed = last_pass.env == env && last_pass.call == call && last_pass.polls == gmpi_polls;
   if (!passed && !finished(req)) {
     GMPI_CHECK(progress(env));

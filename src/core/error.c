@@ -9,9 +9,8 @@
 
 #define GMPI_ERROR_LEN 1024
 
-_Thread_local gmpi_call_ctx_t gmpi_call_now = {.func = "gmpi", .rank = -1};
+_Thread_local gmpi_thread_t gmpi_thread = {.call = {.func = "gmpi", .rank = -1}};
 static _Thread_local char last_error[GMPI_ERROR_LEN];
-_Thread_local unsigned long gmpi_call_serial;
 
 /* One entry per status: its name and its text. The hint at GMPI_DEBUG=info only where the log
  * says more than gmpi_last_error() (the flight record, NCCL's or MPI's own words). */
@@ -53,7 +52,7 @@ const char *gmpi_status_name(gmpi_status_t status) {
 
 const char *gmpi_last_error(void) { return last_error; }
 
-gmpi_call_ctx_t *gmpi_call_ctx(void) { return &gmpi_call_now; }
+gmpi_call_ctx_t *gmpi_call_ctx(void) { return &gmpi_thread.call; }
 
 /* Failures that come from outside the caller's arguments are worth a warning in the log. */
 static int is_loud(gmpi_status_t status) {
@@ -62,18 +61,19 @@ static int is_loud(gmpi_status_t status) {
 }
 
 gmpi_status_t gmpi_error(gmpi_status_t status, const char *fmt, ...) {
-  if (gmpi_call_now.described) return status;
-  gmpi_call_now.described = 1;
+  if (gmpi_thread.call.described) return status;
+  gmpi_thread.call.described = 1;
   char detail[GMPI_ERROR_LEN - 64];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(detail, sizeof(detail), fmt, ap);
   va_end(ap);
   char rank[24] = "rank not known yet"; /* before MPI, or no comm named */
-  if (gmpi_call_now.rank >= 0) snprintf(rank, sizeof(rank), "rank %d", gmpi_call_now.rank);
-  snprintf(last_error, sizeof(last_error), "%s (%s): %s [%s]", gmpi_call_now.func, rank, detail,
+  if (gmpi_thread.call.rank >= 0) snprintf(rank, sizeof(rank), "rank %d", gmpi_thread.call.rank);
+  snprintf(last_error, sizeof(last_error), "%s (%s): %s [%s]", gmpi_thread.call.func, rank, detail,
            gmpi_strerror(status));
   /* The text up to the '(' of the hint is enough in the log line. */
-  gmpi_log(is_loud(status) ? GMPI_LOG_WARN : GMPI_LOG_INFO, "%s: %s", gmpi_call_now.func, detail);
+  gmpi_log(is_loud(status) ? GMPI_LOG_WARN : GMPI_LOG_INFO, "%s: %s", gmpi_thread.call.func,
+           detail);
   return status;
 }

@@ -18,18 +18,25 @@ typedef struct {
                          * call only compares it (the cuda backend's memops answer) */
 } gmpi_call_ctx_t;
 
-/* This thread's public call in progress (gmpi_call_ctx), and the last serial handed out: apart,
- * because a call that saves and restores the context (progress.c) must not reuse a serial. */
-extern _Thread_local gmpi_call_ctx_t gmpi_call_now;
-extern _Thread_local unsigned long gmpi_call_serial;
+/* What a thread keeps across its public calls, in one thread-local: in a shared library each
+ * thread-local a call touches costs a call of its own to find it (a TLS descriptor), and
+ * every public call touches all three of these. */
+typedef struct {
+  gmpi_call_ctx_t call;   /* the public call in progress (gmpi_call_ctx) */
+  unsigned long serial;   /* the last serial handed out: apart from call, because a call that
+                           * saves and restores call (progress.c) must not reuse a serial */
+  gmpi_comm_t live_comm;  /* the comm this thread found live last (comm.h) */
+  unsigned long live_gen; /* and the registry's generation then */
+} gmpi_thread_t;
+extern _Thread_local gmpi_thread_t gmpi_thread;
 
 /* Start a public call: resets the "described" flag so the first failure below wins. Inline:
  * every public call starts so. */
 static inline void gmpi_call_begin(const char *func, int rank) {
-  gmpi_call_now.func = func;
-  gmpi_call_now.rank = rank;
-  gmpi_call_now.described = 0;
-  gmpi_call_now.serial = ++gmpi_call_serial;
+  gmpi_thread.call.func = func;
+  gmpi_thread.call.rank = rank;
+  gmpi_thread.call.described = 0;
+  gmpi_thread.call.serial = ++gmpi_thread.serial;
 }
 /* The context of the call in progress on this thread. */
 gmpi_call_ctx_t *gmpi_call_ctx(void);

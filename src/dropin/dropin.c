@@ -380,9 +380,11 @@ static void start(void) {
     gmpi_finalize(&dropin.world);
     return;
   }
+  dropin_types_start();
   world_twin = (twin_t){.comm = MPI_COMM_WORLD, .g = dropin.world};
   PMPI_Comm_set_attr(MPI_COMM_WORLD, dropin.keyval, &world_twin);
   dropin.active = 1;
+  dropin.coll_fast = dropin.mode == INTERPOSE_ALL && !dropin.kinds_mixed && !dropin.check;
   gmpi_log_info("drop-in: GMPI_INTERPOSE=%s on the %s backend",
                 dropin.mode == INTERPOSE_ALL ? "all" : "device", gmpi_backend_name(backend));
 }
@@ -415,7 +417,7 @@ int MPI_Finalize(void) {
     }
     if (dropin.self) gmpi_finalize(&dropin.self);
     gmpi_finalize(&dropin.world);
-    dropin.active = 0;
+    dropin.active = dropin.coll_fast = 0;
   }
   if (dropin.keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&dropin.keyval);
   if (dropin.self_comm != MPI_COMM_NULL) PMPI_Comm_free(&dropin.self_comm);

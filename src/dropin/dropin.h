@@ -49,6 +49,8 @@ typedef struct {
   int per_kind;       /* GMPI_INTERPOSE_MATCHING=per-kind: host messages stay on MPI */
   int kinds_mixed;    /* GMPI_INTERPOSE_KINDS=mixed: a collective's ranks agree on its route */
   int check;          /* GMPI_CHECK=1: ranks whose collective routes differ fail the call */
+  int coll_fast;      /* active, GMPI_INTERPOSE=all, neither kinds_mixed nor check: every
+                         blocking collective with a twin goes to gmpi (dropin_coll_fast) */
   MPI_Comm self_comm; /* the layer's own dup of MPI_COMM_SELF (unpacking partial elements) */
   /* The last comm whose twin was looked up, and that twin: most programs send on one comm call
    * after call, and MPI's attribute lookup is a sizable part of a small message's cost.
@@ -123,7 +125,20 @@ void dropin_note_staged(const char *func, const char *why);
 /* ---- types and ops (dropin_types.c) ---- */
 /* gmpi's dtype for a predefined MPI type (0 when there is none). */
 int dropin_dtype(MPI_Datatype type, gmpi_dtype_t *dtype);
-int dropin_op(MPI_Op op, gmpi_op_t *gop);
+/* gmpi's op for a predefined MPI op (0 when there is none): the op asked last inline (a
+ * reduction's every call asks), else dropin_op_asked searches and remembers it. */
+typedef struct {
+  MPI_Op mpi;
+  gmpi_op_t g;
+} dropin_op_row_t;
+extern _Atomic(const dropin_op_row_t *) dropin_last_op_row;
+int dropin_op_asked(MPI_Op op, gmpi_op_t *gop);
+static inline int dropin_op(MPI_Op op, gmpi_op_t *gop) {
+  const dropin_op_row_t *row = atomic_load_explicit(&dropin_last_op_row, memory_order_relaxed);
+  if (row->mpi != op) return dropin_op_asked(op, gop);
+  *gop = row->g;
+  return 1;
+}
 /* A type whose count elements are count*size contiguous bytes from buf (lb 0, no holes):
  * gmpi moves it as bytes. *size gets the type's size. */
 int dropin_contiguous(MPI_Datatype type, size_t *size);
@@ -131,8 +146,11 @@ int dropin_contiguous(MPI_Datatype type, size_t *size);
 typedef struct {
   MPI_Datatype mpi;
   gmpi_dtype_t g;
-  size_t size; /* MPI's size of one element: the C type's */
+  size_t size;  /* MPI's size of one element: the C type's */
+  unsigned ops; /* bit op set: gmpi_op_valid(g, op), filled once gmpi runs (dropin_types_start) */
 } dropin_type_row_t;
+/* Fill each row's ops (gmpi asked once per pair, not per call). */
+void dropin_types_start(void);
 /* The row found last: most programs move one type call after call, and a message's sender
  * waits on this lookup. An atomic pointer to a row that never changes, so a call on another
  * thread reads a whole row, old or new. */

@@ -128,6 +128,27 @@ static inline int dropin_coll_run(const coll_kind_t *kind, coll_call_t *c) {
   return dropin_coll_run_routed(kind, c, via, twin);
 }
 
+/* The blocking collectives' first test, before any call is built: can gmpi take this call on
+ * the program's own buffers with nothing left to decide? So when every buffer goes to gmpi
+ * (GMPI_INTERPOSE=all: dropin_via answers VIA_GMPI for any native call with a twin), the ranks
+ * need not agree on the route (no GMPI_INTERPOSE_KINDS=mixed, no GMPI_CHECK), comm is the one
+ * asked last and has a twin, and type is the predefined type asked last; the call's own
+ * checks (a reduction's op) are the caller's. Returns type's row with *twin set, or NULL: the
+ * generic path (dropin_coll_run), which decides the same for these calls. It skips building
+ * the call (a coll_call_t of twenty fields), its describe, route and view: about a third of
+ * what the layer spent on a small bcast (docs/performance.md, "a tenth pass"). */
+static inline const dropin_type_row_t *dropin_coll_fast(MPI_Comm comm, MPI_Datatype type, int count,
+                                                        gmpi_comm_t *twin) {
+  if (!dropin.coll_fast || comm != dropin.last_comm || !dropin.last_twin || count < 0) return NULL;
+  *twin = dropin.last_twin;
+  return dropin_last_type(type);
+}
+
+/* A fast call's result, as dropin_coll_run_direct reports one. */
+static inline int dropin_coll_fast_done(MPI_Comm comm, const char *func, gmpi_status_t st) {
+  return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
+}
+
 /* comm's rank and size: the twin memo's (dropin_t) for the comm asked last, else MPI's. */
 static inline int dropin_rank_of(MPI_Comm comm) {
   int r = 0;

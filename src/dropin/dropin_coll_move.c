@@ -381,6 +381,11 @@ static coll_call_t moving(const char *func, MPI_Comm comm, MPI_Request *request,
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  gmpi_comm_t twin;
+  const dropin_type_row_t *row = dropin_coll_fast(comm, type, count, &twin);
+  if (row) /* bcast_view and bcast_start's call */
+    return dropin_coll_fast_done(comm, "MPI_Bcast",
+                                 gmpi_bcast(buf, (size_t)count * row->size, GMPI_BYTE, root, twin));
   coll_side_t none = block(NULL, 0, type);
   coll_call_t c = moving("MPI_Bcast", comm, NULL, none, block(buf, count, type), root);
   return dropin_coll_run(&bcast, &c);

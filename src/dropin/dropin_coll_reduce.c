@@ -179,6 +179,13 @@ static coll_call_t reduction(const char *func, MPI_Comm comm, MPI_Request *reque
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm) {
+  gmpi_comm_t twin;
+  gmpi_op_t gop;
+  const dropin_type_row_t *row = dropin_coll_fast(comm, type, count, &twin);
+  if (row && dropin_op(op, &gop) && (row->ops >> gop & 1)) /* allreduce_start's call */
+    return dropin_coll_fast_done(
+        comm, "MPI_Allreduce",
+        gmpi_allreduce(in_place(sendbuf, recvbuf), recvbuf, (size_t)count, row->g, gop, twin));
   coll_call_t c =
       reduction("MPI_Allreduce", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, 0);
   return dropin_coll_run(&allreduce, &c);
@@ -193,6 +200,15 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                int root, MPI_Comm comm) {
+  gmpi_comm_t twin;
+  gmpi_op_t gop;
+  const dropin_type_row_t *row = dropin_coll_fast(comm, type, count, &twin);
+  if (row && dropin_op(op, &gop) && (row->ops >> gop & 1)) { /* reduce_describe, _start */
+    void *rb = dropin.last_rank == root ? recvbuf : NULL;
+    return dropin_coll_fast_done(
+        comm, "MPI_Reduce",
+        gmpi_reduce(in_place(sendbuf, rb), rb, (size_t)count, row->g, gop, root, twin));
+  }
   coll_call_t c =
       reduction("MPI_Reduce", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, root);
   return dropin_coll_run(&reduce, &c);

@@ -21,49 +21,55 @@
    : sizeof(t) == 4 ? GMPI_UINT32                                                                  \
                     : GMPI_UINT64)
 
-static const dropin_type_row_t type_table[] = {
-    {MPI_FLOAT, GMPI_FLOAT32, sizeof(float)},
-    {MPI_DOUBLE, GMPI_FLOAT64, sizeof(double)},
-    {MPI_INT, SIGNED_OF(int), sizeof(int)},
-    {MPI_BYTE, GMPI_BYTE, sizeof(char)},
-    {MPI_CHAR, GMPI_INT8, sizeof(char)},
-    {MPI_SIGNED_CHAR, GMPI_INT8, sizeof(signed char)},
-    {MPI_UNSIGNED_CHAR, GMPI_UINT8, sizeof(unsigned char)},
-    {MPI_SHORT, SIGNED_OF(short), sizeof(short)},
-    {MPI_UNSIGNED_SHORT, UNSIGNED_OF(unsigned short), sizeof(unsigned short)},
-    {MPI_UNSIGNED, UNSIGNED_OF(unsigned), sizeof(unsigned)},
-    {MPI_LONG, SIGNED_OF(long), sizeof(long)},
-    {MPI_UNSIGNED_LONG, UNSIGNED_OF(unsigned long), sizeof(unsigned long)},
-    {MPI_LONG_LONG, SIGNED_OF(long long), sizeof(long long)},
-    {MPI_LONG_LONG_INT, SIGNED_OF(long long), sizeof(long long)},
-    {MPI_UNSIGNED_LONG_LONG, UNSIGNED_OF(unsigned long long), sizeof(unsigned long long)},
-    {MPI_INT8_T, GMPI_INT8, sizeof(int8_t)},
-    {MPI_INT16_T, GMPI_INT16, sizeof(int16_t)},
-    {MPI_INT32_T, GMPI_INT32, sizeof(int32_t)},
-    {MPI_INT64_T, GMPI_INT64, sizeof(int64_t)},
-    {MPI_UINT8_T, GMPI_UINT8, sizeof(uint8_t)},
-    {MPI_UINT16_T, GMPI_UINT16, sizeof(uint16_t)},
-    {MPI_UINT32_T, GMPI_UINT32, sizeof(uint32_t)},
-    {MPI_UINT64_T, GMPI_UINT64, sizeof(uint64_t)},
-    {MPI_AINT, SIGNED_OF(MPI_Aint), sizeof(MPI_Aint)},
-    {MPI_OFFSET, SIGNED_OF(MPI_Offset), sizeof(MPI_Offset)},
-    {MPI_COUNT, SIGNED_OF(MPI_Count), sizeof(MPI_Count)},
-    {MPI_C_BOOL, GMPI_BOOL, sizeof(_Bool)},
-    {MPI_C_FLOAT_COMPLEX, GMPI_COMPLEX64, sizeof(float _Complex)},
-    {MPI_C_COMPLEX, GMPI_COMPLEX64, sizeof(float _Complex)},
-    {MPI_C_DOUBLE_COMPLEX, GMPI_COMPLEX128, sizeof(double _Complex)},
+static dropin_type_row_t type_table[] = {
+    {MPI_FLOAT, GMPI_FLOAT32, sizeof(float), 0},
+    {MPI_DOUBLE, GMPI_FLOAT64, sizeof(double), 0},
+    {MPI_INT, SIGNED_OF(int), sizeof(int), 0},
+    {MPI_BYTE, GMPI_BYTE, sizeof(char), 0},
+    {MPI_CHAR, GMPI_INT8, sizeof(char), 0},
+    {MPI_SIGNED_CHAR, GMPI_INT8, sizeof(signed char), 0},
+    {MPI_UNSIGNED_CHAR, GMPI_UINT8, sizeof(unsigned char), 0},
+    {MPI_SHORT, SIGNED_OF(short), sizeof(short), 0},
+    {MPI_UNSIGNED_SHORT, UNSIGNED_OF(unsigned short), sizeof(unsigned short), 0},
+    {MPI_UNSIGNED, UNSIGNED_OF(unsigned), sizeof(unsigned), 0},
+    {MPI_LONG, SIGNED_OF(long), sizeof(long), 0},
+    {MPI_UNSIGNED_LONG, UNSIGNED_OF(unsigned long), sizeof(unsigned long), 0},
+    {MPI_LONG_LONG, SIGNED_OF(long long), sizeof(long long), 0},
+    {MPI_LONG_LONG_INT, SIGNED_OF(long long), sizeof(long long), 0},
+    {MPI_UNSIGNED_LONG_LONG, UNSIGNED_OF(unsigned long long), sizeof(unsigned long long), 0},
+    {MPI_INT8_T, GMPI_INT8, sizeof(int8_t), 0},
+    {MPI_INT16_T, GMPI_INT16, sizeof(int16_t), 0},
+    {MPI_INT32_T, GMPI_INT32, sizeof(int32_t), 0},
+    {MPI_INT64_T, GMPI_INT64, sizeof(int64_t), 0},
+    {MPI_UINT8_T, GMPI_UINT8, sizeof(uint8_t), 0},
+    {MPI_UINT16_T, GMPI_UINT16, sizeof(uint16_t), 0},
+    {MPI_UINT32_T, GMPI_UINT32, sizeof(uint32_t), 0},
+    {MPI_UINT64_T, GMPI_UINT64, sizeof(uint64_t), 0},
+    {MPI_AINT, SIGNED_OF(MPI_Aint), sizeof(MPI_Aint), 0},
+    {MPI_OFFSET, SIGNED_OF(MPI_Offset), sizeof(MPI_Offset), 0},
+    {MPI_COUNT, SIGNED_OF(MPI_Count), sizeof(MPI_Count), 0},
+    {MPI_C_BOOL, GMPI_BOOL, sizeof(_Bool), 0},
+    {MPI_C_FLOAT_COMPLEX, GMPI_COMPLEX64, sizeof(float _Complex), 0},
+    {MPI_C_COMPLEX, GMPI_COMPLEX64, sizeof(float _Complex), 0},
+    {MPI_C_DOUBLE_COMPLEX, GMPI_COMPLEX128, sizeof(double _Complex), 0},
 };
 
-static const struct {
-  MPI_Op mpi;
-  gmpi_op_t g;
-} op_table[] = {
+static const dropin_op_row_t op_table[] = {
     {MPI_SUM, GMPI_SUM},   {MPI_MAX, GMPI_MAX},   {MPI_MIN, GMPI_MIN},   {MPI_PROD, GMPI_PROD},
     {MPI_BAND, GMPI_BAND}, {MPI_BOR, GMPI_BOR},   {MPI_BXOR, GMPI_BXOR}, {MPI_LAND, GMPI_LAND},
     {MPI_LOR, GMPI_LOR},   {MPI_LXOR, GMPI_LXOR},
 };
 
 #define N_TYPES (sizeof(type_table) / sizeof(type_table[0]))
+
+void dropin_types_start(void) {
+  _Static_assert(GMPI_OP_COUNT <= 32, "a row's ops are 32 bits");
+  for (size_t i = 0; i < N_TYPES; i++) {
+    type_table[i].ops = 0;
+    for (int op = 0; op < GMPI_OP_COUNT; op++)
+      if (gmpi_op_valid(type_table[i].g, (gmpi_op_t)op)) type_table[i].ops |= 1u << op;
+  }
+}
 
 _Atomic(const dropin_type_row_t *) dropin_last_type_row = &type_table[0];
 
@@ -87,9 +93,12 @@ int dropin_dtype(MPI_Datatype type, gmpi_dtype_t *dtype) {
   return 1;
 }
 
-int dropin_op(MPI_Op op, gmpi_op_t *gop) {
+_Atomic(const dropin_op_row_t *) dropin_last_op_row = &op_table[0];
+
+int dropin_op_asked(MPI_Op op, gmpi_op_t *gop) {
   for (size_t i = 0; i < sizeof(op_table) / sizeof(op_table[0]); i++) {
     if (op_table[i].mpi == op) {
+      atomic_store_explicit(&dropin_last_op_row, &op_table[i], memory_order_relaxed);
       *gop = op_table[i].g;
       return 1;
     }

@@ -618,11 +618,20 @@ static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi
   return st;
 }
 
-gmpi_status_t gmpi_host_coll(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
-  if (polled(comm)) return run_polled(comm, host, a);
+/* A gated comm's blocking collective: the arrival first (arrival_gate). */
+__attribute__((noinline)) static gmpi_status_t run_gated(gmpi_comm_t comm, gmpi_host_t *host,
+                                                         const gmpi_coll_args_t *a) {
   int passed = 0;
   GMPI_CHECK(arrival_gate(comm, host, a, &passed));
   if (passed) return GMPI_SUCCESS;
+  return run_watched(comm, host, a);
+}
+
+/* Each case a tail call: this function keeps no frame of its own (one cost a small collective
+ * about 17 instructions). */
+gmpi_status_t gmpi_host_coll(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
+  if (polled(comm)) return run_polled(comm, host, a);
+  if (gated(comm)) return run_gated(comm, host, a);
   return run_watched(comm, host, a);
 }
 

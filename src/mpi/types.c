@@ -7,7 +7,7 @@
 #include "../core/reduce.h"
 #include "mpi_check.h"
 
-static const MPI_Datatype dtype_map[GMPI_DTYPE_COUNT] = {
+const MPI_Datatype gmpi_mpi_dtype_map[GMPI_DTYPE_COUNT] = {
     [GMPI_INT8] = MPI_INT8_T,
     [GMPI_UINT8] = MPI_UINT8_T,
     [GMPI_INT16] = MPI_INT16_T,
@@ -32,8 +32,6 @@ static const MPI_Op op_map[GMPI_OP_COUNT] = {
     [GMPI_AVG] = MPI_SUM,   [GMPI_BAND] = MPI_BAND, [GMPI_BOR] = MPI_BOR,   [GMPI_BXOR] = MPI_BXOR,
     [GMPI_LAND] = MPI_LAND, [GMPI_LOR] = MPI_LOR,   [GMPI_LXOR] = MPI_LXOR,
 };
-
-MPI_Datatype gmpi_mpi_dtype(gmpi_dtype_t dtype) { return dtype_map[dtype]; }
 
 /* ---- gmpi's own ops: one MPI user function per (dtype, op) where MPI's will not do ------
  * The 16-bit floats: MPI has no such types. The 8- and 16-bit integers' sum and product: Open
@@ -69,6 +67,7 @@ static MPI_User_function *const own_fns[GMPI_DTYPE_COUNT][GMPI_OP_COUNT] = {
 static pthread_mutex_t ops_lock = PTHREAD_MUTEX_INITIALIZER;
 static MPI_Op own_ops[GMPI_DTYPE_COUNT][GMPI_OP_COUNT];
 static int ops_users;
+MPI_Op gmpi_mpi_op_map[GMPI_DTYPE_COUNT][GMPI_OP_COUNT];
 
 gmpi_status_t gmpi_mpi_ops_acquire(void) {
   gmpi_status_t st = GMPI_SUCCESS;
@@ -79,6 +78,7 @@ gmpi_status_t gmpi_mpi_ops_acquire(void) {
         own_ops[d][o] = MPI_OP_NULL;
         if (own_fns[d][o] && st == GMPI_SUCCESS)
           GMPI_MPI_CHECK_GOTO(PMPI_Op_create(own_fns[d][o], 1, &own_ops[d][o]), st, unlock);
+        gmpi_mpi_op_map[d][o] = own_fns[d][o] ? own_ops[d][o] : op_map[o];
       }
   }
 unlock:
@@ -94,10 +94,6 @@ void gmpi_mpi_ops_release(void) {
         if (own_ops[d][o] != MPI_OP_NULL) PMPI_Op_free(&own_ops[d][o]);
   }
   pthread_mutex_unlock(&ops_lock);
-}
-
-MPI_Op gmpi_mpi_op(gmpi_dtype_t dtype, gmpi_op_t op) {
-  return own_fns[dtype][op] ? own_ops[dtype][op] : op_map[op];
 }
 
 /* ---- byte counts beyond one MPI count ---------------------------------------------- */
