@@ -140,51 +140,52 @@ static void divide_after(coll_ctx_t *c, void *buf, size_t count) {
 
 /* ---- reductions -------------------------------------------------------------------------- */
 
-/* An allreduce's (root < 0) or reduce's MPI calls, as every chunk makes them: MPI's type and
- * op, whether this rank gets the result, and whether it is in place there. */
+/* An allreduce's (all) or reduce's MPI calls, as every chunk makes them: MPI's type and op,
+ * whether this rank gets the result, and whether it is in place there. `all` is a constant at
+ * every call: each kind's case gets its own code (the root's test, the call, the name). */
 typedef struct {
   MPI_Datatype type;
   MPI_Op op;
   int gets_result, in_place;
 } reduction_t;
 
-static inline reduction_t reduction_of(gmpi_comm_t comm, const gmpi_coll_args_t *a, int root) {
-  int gets_result = root < 0 || comm->rank == root;
+GMPI_COLL_INLINE reduction_t reduction_of(gmpi_comm_t comm, const gmpi_coll_args_t *a, int all) {
+  int gets_result = all || comm->rank == a->root;
   return (reduction_t){gmpi_mpi_dtype(a->dtype), gmpi_mpi_op(a->dtype, a->op), gets_result,
                        gets_result && a->sendbuf == a->recvbuf};
 }
 
-/* The MPI call for len elements from element off of an allreduce (root < 0) or reduce. */
-static inline int reduce_call(coll_ctx_t *c, const reduction_t *r, int root, size_t off, int len) {
+/* The MPI call for len elements from element off of an allreduce (all) or reduce. */
+GMPI_COLL_INLINE int reduce_call(coll_ctx_t *c, const reduction_t *r, int all, size_t off,
+                                 int len) {
   const gmpi_coll_args_t *a = c->a;
   const void *s = r->in_place ? MPI_IN_PLACE : BYTES(a->sendbuf, off, c->es);
   void *d = r->gets_result ? BYTES(a->recvbuf, off, c->es) : NULL;
-  if (root < 0)
-    return MPI_COLL(c, PMPI_Allreduce, PMPI_Iallreduce, s, d, len, r->type, r->op, c->mc);
-  return MPI_COLL(c, PMPI_Reduce, PMPI_Ireduce, s, d, len, r->type, r->op, root, c->mc);
+  if (all) return MPI_COLL(c, PMPI_Allreduce, PMPI_Iallreduce, s, d, len, r->type, r->op, c->mc);
+  return MPI_COLL(c, PMPI_Reduce, PMPI_Ireduce, s, d, len, r->type, r->op, a->root, c->mc);
 }
 
-/* Allreduce (root < 0) or reduce to root, in chunks of at most c->chunk elements. One chunk,
+/* Allreduce (all) or reduce to the root, in chunks of at most c->chunk elements. One chunk,
  * the common case, is one call with no loop around it: a small reduction's latency is a few
  * hundred instructions, and the loop's bookkeeping was a tenth of them. */
-GMPI_COLL_INLINE gmpi_status_t reduce_chunks(coll_ctx_t *c, int root) {
+GMPI_COLL_INLINE gmpi_status_t reduce_chunks(coll_ctx_t *c, int all) {
   const gmpi_coll_args_t *a = c->a;
-  const char *name = root < 0 ? "MPI_Allreduce" : "MPI_Reduce";
-  reduction_t r = reduction_of(c->comm, a, root);
+  const char *name = all ? "MPI_Allreduce" : "MPI_Reduce";
+  reduction_t r = reduction_of(c->comm, a, all);
   if (a->count && a->count <= c->chunk) {
-    GMPI_CHECK(gmpi_mpi_check(reduce_call(c, &r, root, 0, (int)a->count), name));
+    GMPI_CHECK(gmpi_mpi_check(reduce_call(c, &r, all, 0, (int)a->count), name));
   } else {
     for (size_t off = 0; off < a->count; off += c->chunk) {
       int len = (int)(a->count - off < c->chunk ? a->count - off : c->chunk);
-      GMPI_CHECK(gmpi_mpi_check(reduce_call(c, &r, root, off, len), name));
+      GMPI_CHECK(gmpi_mpi_check(reduce_call(c, &r, all, off, len), name));
     }
   }
   if (r.gets_result) divide_after(c, a->recvbuf, a->count);
   return GMPI_SUCCESS;
 }
 
-GMPI_COLL_INLINE gmpi_status_t run_allreduce(coll_ctx_t *c) { return reduce_chunks(c, -1); }
-GMPI_COLL_INLINE gmpi_status_t run_reduce(coll_ctx_t *c) { return reduce_chunks(c, c->a->root); }
+GMPI_COLL_INLINE gmpi_status_t run_allreduce(coll_ctx_t *c) { return reduce_chunks(c, 1); }
+GMPI_COLL_INLINE gmpi_status_t run_reduce(coll_ctx_t *c) { return reduce_chunks(c, 0); }
 
 /* Reduce-scatter as one reduce per destination rank, chunk by chunk: for blocks beyond one MPI
  * count. counts[r] elements of block r start at the sum of the counts before it. */
