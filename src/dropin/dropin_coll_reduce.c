@@ -177,6 +177,21 @@ static coll_call_t reduction(const char *func, MPI_Comm comm, MPI_Request *reque
                        .root = root};
 }
 
+/* MPI_Allreduce and MPI_Iallreduce, MPI_Reduce and MPI_Ireduce, routed (dropin_coll_run). */
+DROPIN_COLL_GENERIC int allreduce_run(const char *func, const void *sendbuf, void *recvbuf,
+                                      int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                      MPI_Request *request) {
+  coll_call_t c = reduction(func, comm, request, sendbuf, recvbuf, count, NULL, type, op, 0);
+  return dropin_coll_run(&allreduce, &c);
+}
+
+DROPIN_COLL_GENERIC int reduce_run(const char *func, const void *sendbuf, void *recvbuf, int count,
+                                   MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+                                   MPI_Request *request) {
+  coll_call_t c = reduction(func, comm, request, sendbuf, recvbuf, count, NULL, type, op, root);
+  return dropin_coll_run(&reduce, &c);
+}
+
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm) {
   gmpi_comm_t twin;
@@ -186,16 +201,12 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype ty
     return dropin_coll_fast_done(
         comm, "MPI_Allreduce",
         gmpi_allreduce(in_place(sendbuf, recvbuf), recvbuf, (size_t)count, row->g, gop, twin));
-  coll_call_t c =
-      reduction("MPI_Allreduce", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, 0);
-  return dropin_coll_run(&allreduce, &c);
+  return allreduce_run("MPI_Allreduce", sendbuf, recvbuf, count, type, op, comm, NULL);
 }
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request) {
-  coll_call_t c =
-      reduction("MPI_Iallreduce", comm, request, sendbuf, recvbuf, count, NULL, type, op, 0);
-  return dropin_coll_run(&allreduce, &c);
+  return allreduce_run("MPI_Iallreduce", sendbuf, recvbuf, count, type, op, comm, request);
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
@@ -209,16 +220,12 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
         comm, "MPI_Reduce",
         gmpi_reduce(in_place(sendbuf, rb), rb, (size_t)count, row->g, gop, root, twin));
   }
-  coll_call_t c =
-      reduction("MPI_Reduce", comm, NULL, sendbuf, recvbuf, count, NULL, type, op, root);
-  return dropin_coll_run(&reduce, &c);
+  return reduce_run("MPI_Reduce", sendbuf, recvbuf, count, type, op, root, comm, NULL);
 }
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 int root, MPI_Comm comm, MPI_Request *request) {
-  coll_call_t c =
-      reduction("MPI_Ireduce", comm, request, sendbuf, recvbuf, count, NULL, type, op, root);
-  return dropin_coll_run(&reduce, &c);
+  return reduce_run("MPI_Ireduce", sendbuf, recvbuf, count, type, op, root, comm, request);
 }
 
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
