@@ -72,7 +72,8 @@ struct cuda_links {
  * So the drop is measured once for a phase, from the first set-up of this process to start while
  * none ran to the last to end, and shared among the phase's links. Memory the program or other
  * processes on the device allocate meanwhile is counted too (ranks sharing a GPU: each rank
- * counts the device's whole drop). */
+ * counts the device's whole drop), and a set-up that never returns (its peer gone: link_close
+ * leaves it running) keeps its phase open, so links set up after it count no memory. */
 static struct {
   pthread_mutex_t lock;
   int running;       /* set-ups under way */
