@@ -129,7 +129,7 @@ static inline int dropin_coll_run(const coll_kind_t *kind, coll_call_t *c) {
 }
 
 /* The blocking collectives' first test, before any call is built: can gmpi take this call on
- * the program's own buffers with nothing left to decide? So when every buffer goes to gmpi
+ * the program's own buffers with nothing left to decide? Yes when every buffer goes to gmpi
  * (GMPI_INTERPOSE=all: dropin_via answers VIA_GMPI for any native call with a twin), the ranks
  * need not agree on the route (no GMPI_INTERPOSE_KINDS=mixed, no GMPI_CHECK), comm is the one
  * asked last and has a twin, and type is the predefined type asked last; the call's own
@@ -142,6 +142,12 @@ static inline const dropin_type_row_t *dropin_coll_fast(MPI_Comm comm, MPI_Datat
   if (!dropin.coll_fast || comm != dropin.last_comm || !dropin.last_twin || count < 0) return NULL;
   *twin = dropin.last_twin;
   return dropin_last_type(type);
+}
+
+/* A reduction's fast test after dropin_coll_fast: op is predefined and gmpi applies it to the
+ * row's type (*gop set). */
+static inline int dropin_coll_fast_op(const dropin_type_row_t *row, MPI_Op op, gmpi_op_t *gop) {
+  return row && dropin_op(op, gop) && (row->ops >> *gop & 1);
 }
 
 /* The generic path of an MPI function that has a fast one: out of line, so that the fast

@@ -197,7 +197,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype ty
   gmpi_comm_t twin;
   gmpi_op_t gop;
   const dropin_type_row_t *row = dropin_coll_fast(comm, type, count, &twin);
-  if (row && dropin_op(op, &gop) && (row->ops >> gop & 1)) /* allreduce_start's call */
+  if (dropin_coll_fast_op(row, op, &gop)) /* allreduce_start's call */
     return dropin_coll_fast_done(
         comm, "MPI_Allreduce",
         gmpi_allreduce(in_place(sendbuf, recvbuf), recvbuf, (size_t)count, row->g, gop, twin));
@@ -214,7 +214,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
   gmpi_comm_t twin;
   gmpi_op_t gop;
   const dropin_type_row_t *row = dropin_coll_fast(comm, type, count, &twin);
-  if (row && dropin_op(op, &gop) && (row->ops >> gop & 1)) { /* reduce_describe, _start */
+  if (dropin_coll_fast_op(row, op, &gop)) { /* reduce_describe, _start */
     void *rb = dropin.last_rank == root ? recvbuf : NULL;
     return dropin_coll_fast_done(
         comm, "MPI_Reduce",

@@ -560,16 +560,6 @@ gmpi_status_t gmpi_host_gate(gmpi_comm_t comm, gmpi_host_t *host) {
   return barrier_wait(comm, host, "the arrival gate");
 }
 
-/* The blocking call, watched: *passed says the gate already was the collective (a barrier). */
-static gmpi_status_t arrival_gate(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
-                                  int *passed) {
-  *passed = 0;
-  if (!gated(comm)) return GMPI_SUCCESS;
-  if (comm->cfg.check && a->kind != GMPI_COLL_BARRIER) return GMPI_SUCCESS;
-  *passed = a->kind == GMPI_COLL_BARRIER;
-  return barrier_wait(comm, host, gmpi_coll_name(a->kind));
-}
-
 /* GMPI_TIMEOUT_ACTION=status: the nonblocking form, waited (bounded, driving every engine). */
 static gmpi_status_t run_polled(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a);
 
@@ -619,12 +609,15 @@ static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi
   return st;
 }
 
-/* A gated comm's blocking collective: the arrival first (arrival_gate). */
+/* A gated comm's blocking collective: every rank's arrival first (the polled barrier above),
+ * then the watched call -- none when the collective is the barrier itself. Under GMPI_CHECK the
+ * signature exchange already was the arrival. */
 __attribute__((noinline)) static gmpi_status_t run_gated(gmpi_comm_t comm, gmpi_host_t *host,
                                                          const gmpi_coll_args_t *a) {
-  int passed = 0;
-  GMPI_CHECK(arrival_gate(comm, host, a, &passed));
-  if (passed) return GMPI_SUCCESS;
+  if (!comm->cfg.check || a->kind == GMPI_COLL_BARRIER) {
+    GMPI_CHECK(barrier_wait(comm, host, gmpi_coll_name(a->kind)));
+    if (a->kind == GMPI_COLL_BARRIER) return GMPI_SUCCESS;
+  }
   return run_watched(comm, host, a);
 }
 
