@@ -144,15 +144,22 @@ static inline const dropin_type_row_t *dropin_coll_fast(MPI_Comm comm, MPI_Datat
   return dropin_last_type(type);
 }
 
-/* A reduction's fast test after dropin_coll_fast: op is predefined and gmpi applies it to the
- * row's type (*gop set). */
+/* A reduction's fast test after dropin_coll_fast: op is the predefined op asked last and gmpi
+ * applies it to the row's type (*gop set). An op not asked last takes the generic path, which
+ * asks for it (dropin_op) and so makes it the one asked last: asking here, a call out of line,
+ * made every fast call keep its arguments across it (about 15 instructions a call). */
 static inline int dropin_coll_fast_op(const dropin_type_row_t *row, MPI_Op op, gmpi_op_t *gop) {
-  return row && dropin_op(op, gop) && (row->ops >> *gop & 1);
+  const dropin_op_row_t *o = atomic_load_explicit(&dropin_last_op_row, memory_order_relaxed);
+  if (!row || o->mpi != op || !(row->ops >> o->g & 1)) return 0;
+  *gop = o->g;
+  return 1;
 }
 
-/* The generic path of an MPI function that has a fast one: out of line, so that the fast
- * path's frame holds only what it needs (sharing the function, it saved every register the
- * generic path uses: about 10 instructions a call). */
+/* The generic path of an MPI function that has a fast one: out of line, and with the MPI
+ * function's own parameters, so that the MPI function ends in a jump to it and its fast path's
+ * frame holds only what that path needs (sharing the function, it saved every register the
+ * generic path uses; calling it with other parameters, the six the argument shuffle needs:
+ * about 15 instructions a call). */
 #define DROPIN_COLL_GENERIC static __attribute__((noinline))
 
 /* A fast call's result, as dropin_coll_run_direct reports one. */

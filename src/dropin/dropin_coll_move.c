@@ -380,13 +380,17 @@ static coll_call_t moving(const char *func, MPI_Comm comm, MPI_Request *request,
                        .root = root};
 }
 
-/* MPI_Bcast and MPI_Ibcast, routed (dropin_coll_run). Out of line: MPI_Bcast's fast path then
- * keeps a small frame of its own (DROPIN_COLL_GENERIC). */
-DROPIN_COLL_GENERIC int bcast_run(const char *func, void *buf, int count, MPI_Datatype type,
-                                  int root, MPI_Comm comm, MPI_Request *request) {
+/* MPI_Bcast and MPI_Ibcast, routed (dropin_coll_run). */
+static int bcast_run(const char *func, void *buf, int count, MPI_Datatype type, int root,
+                     MPI_Comm comm, MPI_Request *request) {
   coll_side_t none = block(NULL, 0, type);
   coll_call_t c = moving(func, comm, request, none, block(buf, count, type), root);
   return dropin_coll_run(&bcast, &c);
+}
+
+DROPIN_COLL_GENERIC int bcast_blocking(void *buf, int count, MPI_Datatype type, int root,
+                                       MPI_Comm comm) {
+  return bcast_run("MPI_Bcast", buf, count, type, root, comm, NULL);
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
@@ -395,7 +399,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) 
   if (row) /* bcast_view and bcast_start's call */
     return dropin_coll_fast_done(comm, "MPI_Bcast",
                                  gmpi_bcast(buf, (size_t)count * row->size, GMPI_BYTE, root, twin));
-  return bcast_run("MPI_Bcast", buf, count, type, root, comm, NULL);
+  return bcast_blocking(buf, count, type, root, comm);
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,

@@ -178,18 +178,26 @@ static coll_call_t reduction(const char *func, MPI_Comm comm, MPI_Request *reque
 }
 
 /* MPI_Allreduce and MPI_Iallreduce, MPI_Reduce and MPI_Ireduce, routed (dropin_coll_run). */
-DROPIN_COLL_GENERIC int allreduce_run(const char *func, const void *sendbuf, void *recvbuf,
-                                      int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                                      MPI_Request *request) {
+static int allreduce_run(const char *func, const void *sendbuf, void *recvbuf, int count,
+                         MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   coll_call_t c = reduction(func, comm, request, sendbuf, recvbuf, count, NULL, type, op, 0);
   return dropin_coll_run(&allreduce, &c);
 }
 
-DROPIN_COLL_GENERIC int reduce_run(const char *func, const void *sendbuf, void *recvbuf, int count,
-                                   MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
-                                   MPI_Request *request) {
+DROPIN_COLL_GENERIC int allreduce_blocking(const void *sendbuf, void *recvbuf, int count,
+                                           MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  return allreduce_run("MPI_Allreduce", sendbuf, recvbuf, count, type, op, comm, NULL);
+}
+
+static int reduce_run(const char *func, const void *sendbuf, void *recvbuf, int count,
+                      MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) {
   coll_call_t c = reduction(func, comm, request, sendbuf, recvbuf, count, NULL, type, op, root);
   return dropin_coll_run(&reduce, &c);
+}
+
+DROPIN_COLL_GENERIC int reduce_blocking(const void *sendbuf, void *recvbuf, int count,
+                                        MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+  return reduce_run("MPI_Reduce", sendbuf, recvbuf, count, type, op, root, comm, NULL);
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
@@ -201,7 +209,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype ty
     return dropin_coll_fast_done(
         comm, "MPI_Allreduce",
         gmpi_allreduce(in_place(sendbuf, recvbuf), recvbuf, (size_t)count, row->g, gop, twin));
-  return allreduce_run("MPI_Allreduce", sendbuf, recvbuf, count, type, op, comm, NULL);
+  return allreduce_blocking(sendbuf, recvbuf, count, type, op, comm);
 }
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
@@ -220,7 +228,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
         comm, "MPI_Reduce",
         gmpi_reduce(in_place(sendbuf, rb), rb, (size_t)count, row->g, gop, root, twin));
   }
-  return reduce_run("MPI_Reduce", sendbuf, recvbuf, count, type, op, root, comm, NULL);
+  return reduce_blocking(sendbuf, recvbuf, count, type, op, root, comm);
 }
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
