@@ -115,13 +115,16 @@ gmpi_status_t gmpi_coll_refused(gmpi_comm_t comm, const gmpi_coll_args_t *a, gmp
 
 /* Validate, then record (plan), check (GMPI_CHECK) and run a blocking collective. */
 GMPI_COLL_INLINE gmpi_status_t gmpi_coll_run(gmpi_comm_t comm, const gmpi_coll_args_t *a) {
+  /* The kind read once: past a call that receives a, the compiler reads a->kind again, and
+   * the name and root tests below would look up a table instead of being constants. */
+  const gmpi_coll_kind_t kind = a->kind;
   gmpi_coll_extent_t ext;
   gmpi_status_t st = gmpi_coll_validate(comm, a, &ext);
   if (st != GMPI_SUCCESS) return gmpi_coll_refused(comm, a, st, 0, 0);
   if (comm->rec) return gmpi_plan_record_coll(comm, a);
   comm->coll_seq++;
-  uint64_t seq = gmpi_flight_start(&comm->flight, gmpi_coll_name(a->kind), a->count,
-                                   gmpi_coll_has_root(a->kind) ? a->root : -1, -1);
+  uint64_t seq = gmpi_flight_start(&comm->flight, gmpi_coll_name(kind), a->count,
+                                   gmpi_coll_has_root(kind) ? a->root : -1, -1);
   const gmpi_engine_t *engine = NULL;
   st = gmpi_route_coll(comm, a, &ext, &engine);
   if (st != GMPI_SUCCESS) gmpi_coll_refused(comm, a, st, 1, 0);

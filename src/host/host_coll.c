@@ -132,8 +132,10 @@ static void drop(coll_after_t *after) {
   finish(after, GMPI_BYTE, 1);
 }
 
+/* An average's division, once its sums are in buf. Without after-work (run_without_after,
+ * which takes no average) nothing is tested. */
 static void divide_after(coll_ctx_t *c, void *buf, size_t count) {
-  if (c->a->op != GMPI_AVG) return;
+  if (!c->after || c->a->op != GMPI_AVG) return;
   c->after->divide_buf = buf;
   c->after->divide_count = count;
 }
@@ -571,12 +573,13 @@ static inline gmpi_status_t run_blocking(gmpi_comm_t comm, gmpi_host_t *host,
  * alltoall not in place (that one sends from a copy). Their run_* functions register no
  * after-work in these cases, so they run here with no coll_after_t (c.after NULL) and skip
  * run_blocking's setup and finish, which a small collective's latency (every rank's) would
- * pay for nothing. The MPI calls are run_calls' own. Returns 0 having done nothing for any
- * other; 1 having run it, its status in *st. */
-static int run_without_after(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a,
-                             gmpi_status_t *st) {
+ * pay for nothing. The MPI calls are run_calls' own. kind is a's, a constant at every call.
+ * Returns 0 having done nothing for any other; 1 having run it, its status in *st. */
+GMPI_COLL_INLINE int run_without_after(gmpi_comm_t comm, gmpi_host_t *host,
+                                       const gmpi_coll_args_t *a, gmpi_coll_kind_t kind,
+                                       gmpi_status_t *st) {
   coll_ctx_t c = ctx_of(comm, host, a, NULL, NULL);
-  switch (a->kind) {
+  switch (kind) {
   case GMPI_COLL_ALLREDUCE:
     if (a->op == GMPI_AVG) return 0;
     *st = run_allreduce(&c);
@@ -586,8 +589,8 @@ static int run_without_after(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_col
     *st = run_reduce(&c);
     return 1;
   case GMPI_COLL_BCAST: *st = run_bcast(&c); return 1;
-  case GMPI_COLL_ALLGATHER: *st = run_blocks(&c); return 1; /* one case a kind: each inlined */
-  case GMPI_COLL_GATHER: *st = run_blocks(&c); return 1;    /* for its constant kind */
+  case GMPI_COLL_ALLGATHER:
+  case GMPI_COLL_GATHER:
   case GMPI_COLL_SCATTER: *st = run_blocks(&c); return 1;
   case GMPI_COLL_ALLTOALL:
     if (a->sendbuf == a->recvbuf) return 0;
@@ -597,16 +600,53 @@ static int run_without_after(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_col
   }
 }
 
-/* MPI's blocking calls inside the watchdog's mark. */
-static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
-  gmpi_watch_enter(&comm->watch, gmpi_coll_name(a->kind), a->count);
+/* MPI's blocking calls inside the watchdog's mark. kind is a's: a constant in each kind's
+ * function below, which then holds only its own case, name and frame. */
+GMPI_COLL_INLINE gmpi_status_t run_watched_kind(gmpi_comm_t comm, gmpi_host_t *host,
+                                                const gmpi_coll_args_t *a, gmpi_coll_kind_t kind) {
+  gmpi_watch_enter(&comm->watch, gmpi_coll_name(kind), a->count);
   gmpi_status_t st = GMPI_SUCCESS;
-  if (a->kind == GMPI_COLL_BARRIER)
+  if (kind == GMPI_COLL_BARRIER)
     st = gmpi_mpi_check(PMPI_Barrier(host->data), "MPI_Barrier");
-  else if (!run_without_after(comm, host, a, &st))
+  else if (!run_without_after(comm, host, a, kind, &st))
     st = run_blocking(comm, host, a);
   gmpi_watch_exit(&comm->watch);
   return st;
+}
+
+/* One function for each kind run_without_after takes, one for the others (whose kind is read
+ * from a): one function for every kind, switching on it, cost a small reduce about 25
+ * instructions (its frame, the switch, the name's lookup). */
+#define WATCHED(name, kind)                                                                        \
+  static gmpi_status_t name(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {      \
+    return run_watched_kind(comm, host, a, kind);                                                  \
+  }
+WATCHED(watched_allreduce, GMPI_COLL_ALLREDUCE)
+WATCHED(watched_bcast, GMPI_COLL_BCAST)
+WATCHED(watched_reduce, GMPI_COLL_REDUCE)
+WATCHED(watched_allgather, GMPI_COLL_ALLGATHER)
+WATCHED(watched_alltoall, GMPI_COLL_ALLTOALL)
+WATCHED(watched_barrier, GMPI_COLL_BARRIER)
+WATCHED(watched_gather, GMPI_COLL_GATHER)
+WATCHED(watched_scatter, GMPI_COLL_SCATTER)
+WATCHED(watched_other, a->kind)
+#undef WATCHED
+
+typedef gmpi_status_t (*watched_fn_t)(gmpi_comm_t comm, gmpi_host_t *host,
+                                      const gmpi_coll_args_t *a);
+static const watched_fn_t watched_table[GMPI_COLL_KIND_COUNT] = {
+    [GMPI_COLL_ALLREDUCE] = watched_allreduce,  [GMPI_COLL_BCAST] = watched_bcast,
+    [GMPI_COLL_REDUCE] = watched_reduce,        [GMPI_COLL_ALLGATHER] = watched_allgather,
+    [GMPI_COLL_REDUCE_SCATTER] = watched_other, [GMPI_COLL_ALLTOALL] = watched_alltoall,
+    [GMPI_COLL_BARRIER] = watched_barrier,      [GMPI_COLL_GATHER] = watched_gather,
+    [GMPI_COLL_SCATTER] = watched_scatter,      [GMPI_COLL_ALLGATHERV] = watched_other,
+    [GMPI_COLL_GATHERV] = watched_other,        [GMPI_COLL_SCATTERV] = watched_other,
+    [GMPI_COLL_ALLTOALLV] = watched_other,      [GMPI_COLL_REDUCE_SCATTERV] = watched_other,
+};
+
+/* a's kind was validated (gmpi_coll_run, or a plan's recording). */
+static gmpi_status_t run_watched(gmpi_comm_t comm, gmpi_host_t *host, const gmpi_coll_args_t *a) {
+  return watched_table[a->kind](comm, host, a);
 }
 
 /* A gated comm's blocking collective: every rank's arrival first (the polled barrier above),
