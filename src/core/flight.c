@@ -9,21 +9,31 @@ static const char *const state_name[] = {[GMPI_FLIGHT_STARTED] = "started",
                                          [GMPI_FLIGHT_DONE] = "done",
                                          [GMPI_FLIGHT_FAILED] = "failed"};
 
+/* Keep nothing: every operation writes the one slot f->none. */
+static void keep_none(gmpi_flight_t *f) {
+  f->ring = &f->none;
+  f->cap = 0;
+  f->mask = 0;
+}
+
 gmpi_status_t gmpi_flight_init(gmpi_flight_t *f, int cap) {
   uint64_t slots = 1;
+  f->next_seq = 1;
+  keep_none(f);
+  if (cap <= 0) return GMPI_SUCCESS;
   while (slots < (uint64_t)cap)
     slots *= 2; /* a mask, not a division, on every operation's path */
-  f->ring = calloc((size_t)slots, sizeof(*f->ring));
-  f->cap = f->ring ? cap : 0;
+  gmpi_flight_entry_t *ring = calloc((size_t)slots, sizeof(*ring));
+  if (!ring) return GMPI_ERR_NO_MEMORY;
+  f->ring = ring;
+  f->cap = cap;
   f->mask = slots - 1;
-  f->next_seq = 1;
-  return f->ring ? GMPI_SUCCESS : GMPI_ERR_NO_MEMORY;
+  return GMPI_SUCCESS;
 }
 
 void gmpi_flight_free(gmpi_flight_t *f) {
-  free(f->ring);
-  f->ring = NULL;
-  f->cap = 0;
+  if (f->ring != &f->none) free(f->ring);
+  keep_none(f);
 }
 
 void gmpi_flight_trace_start(uint64_t seq, const char *what, size_t count, int peer, int tag) {
