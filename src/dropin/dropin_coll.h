@@ -132,7 +132,7 @@ static inline int dropin_coll_run(const coll_kind_t *kind, coll_call_t *c) {
  * the program's own buffers with nothing left to decide? Yes when every buffer goes to gmpi
  * (GMPI_INTERPOSE=all: dropin_via answers VIA_GMPI for any native call with a twin), the ranks
  * need not agree on the route (no GMPI_INTERPOSE_KINDS=mixed, no GMPI_CHECK), comm is the one
- * asked last and has a twin, and type is the predefined type asked last; the call's own
+ * asked last and has a twin, and type is a predefined type the memo holds; the call's own
  * checks (a reduction's op) are the caller's. Returns type's row with *twin set, or NULL: the
  * generic path (dropin_coll_run), which decides the same for these calls. It skips building
  * the call (a coll_call_t of twenty fields), its describe, route and view: about a third of
@@ -141,7 +141,7 @@ static inline const dropin_type_row_t *dropin_coll_fast(MPI_Comm comm, MPI_Datat
                                                         gmpi_comm_t *twin) {
   if (!dropin.coll_fast || comm != dropin.last_comm || !dropin.last_twin || count < 0) return NULL;
   *twin = dropin.last_twin;
-  return dropin_last_type(type);
+  return dropin_memo_type(type);
 }
 
 /* A reduction's fast test after dropin_coll_fast: op is the predefined op asked last and gmpi

@@ -10,7 +10,7 @@ static const void *in_place(const void *sendbuf, const void *recvbuf) {
 }
 
 static int reducible(MPI_Datatype type, MPI_Op op, gmpi_dtype_t *d, gmpi_op_t *o) {
-  const dropin_type_row_t *row = dropin_last_type(type); /* the common case, inline */
+  const dropin_type_row_t *row = dropin_memo_type(type); /* the common case, inline */
   if (row)
     *d = row->g;
   else if (!dropin_dtype(type, d))

@@ -38,12 +38,12 @@ static int usable_type(MPI_Comm comm, const char *func, MPI_Datatype type) {
 }
 
 /* A usable count and type; *size: the type's size when count elements of it are count*size
- * contiguous bytes, else 0 (a derived type to pack). The predefined type asked last is answered
- * inline: it is the common case, and the sender's latency. */
+ * contiguous bytes, else 0 (a derived type to pack). A predefined type the memo holds is
+ * answered inline: it is the common case, and the sender's latency. */
 static int contiguous_size(MPI_Comm comm, const char *func, int count, MPI_Datatype type,
                            size_t *size) {
   if (count < 0) return MPI_ERR_COUNT;
-  const dropin_type_row_t *row = dropin_last_type(type);
+  const dropin_type_row_t *row = dropin_memo_type(type);
   if (row) {
     *size = row->size;
     return MPI_SUCCESS;
@@ -378,15 +378,15 @@ static int send_any(const void *buf, int count, MPI_Datatype type, int dest, int
 
 /* The blocking point-to-point calls' first test, before anything is looked up, as the
  * collectives' (dropin_coll_fast): comm is the one asked last and has a twin that takes every
- * message (matching across kinds, or GMPI_INTERPOSE=all), and type is the predefined type asked
- * last. Returns its row, or NULL: the generic path (send_any, gmpi_recv_blocking), which does
- * the same for these calls with a dozen more steps and two more frames (about 30 instructions
- * a send and 60 a receive, of the layer's ~120 and ~180). */
+ * message (matching across kinds, or GMPI_INTERPOSE=all), and type is a predefined type the
+ * memo holds (dropin_memo_type). Returns its row, or NULL: the generic path (send_any,
+ * gmpi_recv_blocking), which does the same for these calls with a dozen more steps and two more
+ * frames (about 30 instructions a send and 60 a receive, of the layer's ~120 and ~180). */
 static inline const dropin_type_row_t *p2p_fast(MPI_Comm comm, MPI_Datatype type, int count) {
   if (!dropin.active || comm != dropin.last_comm || !dropin.last_twin || dropin_per_kind() ||
       count < 0)
     return NULL;
-  return dropin_last_type(type);
+  return dropin_memo_type(type);
 }
 
 /* The generic paths of MPI_Send and MPI_Recv: out of line with the MPI function's parameters,

@@ -114,7 +114,7 @@ int dropin_side_init(dropin_side_t *s, MPI_Comm comm, void *buf, MPI_Datatype ty
   return dropin_is_device(buf) ? side_on_device(s) : MPI_SUCCESS;
 }
 
-/* dropin_side_view past its inline memo (dropin.h): a type not asked last, or a bad count. */
+/* dropin_side_view past its inline memo (dropin.h): a type the memo lacks, or a bad count. */
 int dropin_side_view_asked(dropin_side_t *s, void *buf, MPI_Datatype type, int count) {
   size_t size = 0;
   if (count < 0 || type == MPI_DATATYPE_NULL || !dropin_type_committed(type) ||

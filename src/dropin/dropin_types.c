@@ -71,18 +71,22 @@ void dropin_types_start(void) {
   }
 }
 
-_Atomic(const dropin_type_row_t *) dropin_last_type_row = &type_table[0];
+/* Every slot starts at a row (a NULL slot would need a test on every lookup). */
+_Atomic(const dropin_type_row_t *) dropin_type_memo[DROPIN_TYPE_MEMO] = {
+    &type_table[0], &type_table[0], &type_table[0], &type_table[0],
+    &type_table[0], &type_table[0], &type_table[0], &type_table[0]};
 
-/* type's row of type_table; N_TYPES when it has none. The row found last is tried first
- * (dropin_last_type_row). */
+/* type's row of type_table; N_TYPES when it has none. The memo is tried first, and learns the
+ * row found (dropin_type_memo). */
 static size_t type_row(MPI_Datatype type) {
-  const dropin_type_row_t *last = atomic_load_explicit(&dropin_last_type_row, memory_order_relaxed);
-  if (last->mpi == type) return (size_t)(last - type_table);
+  const dropin_type_row_t *known = dropin_memo_type(type);
+  if (known) return (size_t)(known - type_table);
   size_t i = 0;
   while (i < N_TYPES && type_table[i].mpi != type)
     i++;
   if (i < N_TYPES)
-    atomic_store_explicit(&dropin_last_type_row, &type_table[i], memory_order_relaxed);
+    atomic_store_explicit(&dropin_type_memo[dropin_type_slot(type)], &type_table[i],
+                          memory_order_relaxed);
   return i;
 }
 
