@@ -278,6 +278,39 @@ static void sendrecv_ring(size_t n) {
   t_free(r);
 }
 
+/* A chain of sendrecvs with GMPI_PROC_NULL past its ends (a halo's edge ranks): rank r sends to
+ * r + 1 and receives from r - 1, then the other way. An end's half to GMPI_PROC_NULL moves
+ * nothing: its receive gets the empty status and leaves its buffer as it was; its send is the
+ * call. Then both halves to GMPI_PROC_NULL: nothing moves, the empty status. */
+static void sendrecv_chain_ends(size_t n) {
+  int up = rank > 0 ? rank - 1 : GMPI_PROC_NULL, down = rank + 1 < size ? rank + 1 : GMPI_PROC_NULL;
+  void *s = pattern_buf(GMPI_INT32, n, rank);
+  void *r = pattern_buf(GMPI_INT32, n, 1000); /* what a receive from GMPI_PROC_NULL leaves */
+  for (int pass = 0; pass < 2; pass++) {
+    int to = pass ? up : down, from = pass ? down : up;
+    gmpi_msg_status_t st = {-5, -5, 99};
+    T_OK(gmpi_sendrecv(s, n, GMPI_INT32, to, 40 + pass, r, n, GMPI_INT32, from, 40 + pass, comm,
+                       &st));
+    if (from == GMPI_PROC_NULL) {
+      T_STATUS_IS(st, GMPI_PROC_NULL, GMPI_ANY_TAG, 0);
+      expect_pattern("receive from GMPI_PROC_NULL (untouched)", GMPI_INT32, r, n, 1000);
+    } else {
+      T_STATUS_IS(st, from, 40 + pass, n);
+      expect_pattern("sendrecv along a chain", GMPI_INT32, r, n, from);
+      t_free(r);
+      r = pattern_buf(GMPI_INT32, n, 1000);
+    }
+  }
+  gmpi_msg_status_t st = {-5, -5, 99};
+  T_OK(gmpi_sendrecv(s, n, GMPI_INT32, GMPI_PROC_NULL, 42, r, n, GMPI_INT32, GMPI_PROC_NULL, 42,
+                     comm, &st));
+  T_STATUS_IS(st, GMPI_PROC_NULL, GMPI_ANY_TAG, 0);
+  expect_pattern("sendrecv between GMPI_PROC_NULLs (untouched)", GMPI_INT32, r, n, 1000);
+  T_OK(gmpi_barrier(comm)); /* every chain's messages taken before the next case */
+  t_free(s);
+  t_free(r);
+}
+
 /* A sendrecv whose message is longer than its receive buffer: GMPI_ERR_TRUNCATE on every rank,
  * the status naming the message (source and tag, count 0: MPI's), and the comm still works. */
 static void sendrecv_truncation(void) {
@@ -428,6 +461,8 @@ int main(int argc, char **argv) {
   sendrecv_ring(1000);
   sendrecv_ring((size_t)1 << 18);
   sendrecv_truncation();
+  sendrecv_chain_ends(5);
+  sendrecv_chain_ends((size_t)1 << 16);
   sendrecv_keeps_order(7);
   sendrecv_keeps_order((size_t)1 << 16);
   sends_as_mpi();
