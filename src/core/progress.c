@@ -111,11 +111,14 @@ void gmpi_progress_remove(gmpi_progress_fn fn, void *ctx) {
  * that call's error context is restored afterwards, so its own first failure is still the one
  * described. */
 static void drive(engine_t *e) {
-  gmpi_call_ctx_t saved = *gmpi_call_ctx();
+  /* the thread-local found once: every wait's spin drives, and each look-up of it out of line
+   * was a call and a TLS descriptor's */
+  gmpi_call_ctx_t *ctx = &gmpi_thread.call;
+  gmpi_call_ctx_t saved = *ctx;
   gmpi_call_begin("gmpi progress", -1);
-  gmpi_call_ctx()->described = e->failed; /* described (and logged) only the first time */
+  ctx->described = e->failed; /* described (and logged) only the first time */
   gmpi_status_t st = e->fn(e->ctx);
-  *gmpi_call_ctx() = saved;
+  *ctx = saved;
   if (st == GMPI_SUCCESS || e->failed) return;
   e->failed = 1;
   gmpi_log(GMPI_LOG_WARN,
