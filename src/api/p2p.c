@@ -52,10 +52,8 @@ gmpi_status_t gmpi_issend(const void *buf, size_t count, gmpi_dtype_t dtype, int
   return post(__func__, comm, sync_args(buf, count, dtype, dest, tag), request);
 }
 
-/* A blocking call: with another rank, one-sided exchange on an engine that can (no request);
- * else a request, waited. */
-/* A blocking send or receive on a comm already entered: the engine's exchange where it has
- * one, else a request waited. */
+/* A blocking send or receive on a comm already entered: with another rank, the exchange with
+ * one half on an engine that has one (no request); else a request, waited. */
 static gmpi_status_t blocking_run(gmpi_comm_t comm, gmpi_p2p_args_t *a, gmpi_msg_status_t *status) {
   int ran = 0;
   gmpi_status_t st = gmpi_p2p_single(comm, a, status, &ran);
