@@ -126,25 +126,18 @@ void dropin_note_staged(const char *func, const char *why);
 /* ---- types and ops (dropin_types.c) ---- */
 /* gmpi's dtype for a predefined MPI type (0 when there is none). */
 int dropin_dtype(MPI_Datatype type, gmpi_dtype_t *dtype);
-/* gmpi's op for a predefined MPI op, or -1 when there is none: the op asked last inline (a
- * reduction's every call asks), else dropin_op_asked searches and remembers it. The op comes
- * back as the value, not through a pointer: a local whose address reached a call out of line
- * would keep the caller (a fast MPI_Reduce) from ending in a jump to its generic path. */
+/* gmpi's op for a predefined MPI op (0 when there is none): the op asked last inline (a
+ * reduction's every call asks), else dropin_op_asked searches and remembers it. */
 typedef struct {
   MPI_Op mpi;
   gmpi_op_t g;
 } dropin_op_row_t;
 extern _Atomic(const dropin_op_row_t *) dropin_last_op_row;
-int dropin_op_asked(MPI_Op op);
-static inline int dropin_op_of(MPI_Op op) {
-  const dropin_op_row_t *row = atomic_load_explicit(&dropin_last_op_row, memory_order_relaxed);
-  return row->mpi == op ? (int)row->g : dropin_op_asked(op);
-}
-/* The same as a test, *gop set (0 when there is none). */
+int dropin_op_asked(MPI_Op op, gmpi_op_t *gop);
 static inline int dropin_op(MPI_Op op, gmpi_op_t *gop) {
-  int g = dropin_op_of(op);
-  if (g < 0) return 0;
-  *gop = (gmpi_op_t)g;
+  const dropin_op_row_t *row = atomic_load_explicit(&dropin_last_op_row, memory_order_relaxed);
+  if (row->mpi != op) return dropin_op_asked(op, gop);
+  *gop = row->g;
   return 1;
 }
 /* A type whose count elements are count*size contiguous bytes from buf (lb 0, no holes):

@@ -599,6 +599,14 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
   return dropin_req_done_status(comm, gs.source, gs.tag, error ? 0 : gs.count, error, request);
 }
 
+/* A fast receive's end (recv_fast, sendrecv_fast): the program's status filled -- on a
+ * truncation too, before the error handler, as recv_finished does -- and st as an MPI code. */
+static int fast_recv_done(MPI_Comm comm, const char *func, gmpi_status_t st,
+                          const gmpi_msg_status_t *gs, MPI_Status *status) {
+  if (st == GMPI_SUCCESS || st == GMPI_ERR_TRUNCATE) fill_status(status, gs);
+  return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, func, st);
+}
+
 /* MPI_Recv's fast path (p2p_fast): a frame of its own, since its status is a local whose address
  * gmpi_recv receives, which would keep MPI_Recv from ending in a jump to either path. */
 static __attribute__((noinline)) int recv_fast(void *buf, int count, const dropin_type_row_t *row,
@@ -608,8 +616,7 @@ static __attribute__((noinline)) int recv_fast(void *buf, int count, const dropi
   gmpi_status_t st =
       gmpi_recv(buf, (size_t)count * row->size, GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(tag),
                 dropin.last_twin, status == MPI_STATUS_IGNORE ? NULL : &gs);
-  if (st == GMPI_SUCCESS || st == GMPI_ERR_TRUNCATE) fill_status(status, &gs); /* as MPI's */
-  return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Recv", st);
+  return fast_recv_done(comm, "MPI_Recv", st, &gs, status);
 }
 
 static __attribute__((noinline)) int recv_generic(void *buf, int count, MPI_Datatype type,
@@ -779,8 +786,7 @@ static __attribute__((noinline)) int sendrecv_fast(const void *sendbuf, int send
       gmpi_sendrecv(sendbuf, send_len, GMPI_BYTE, to_gmpi_rank(dest), sendtag, recvbuf, recv_len,
                     GMPI_BYTE, to_gmpi_rank(source), to_gmpi_tag(recvtag), dropin.last_twin,
                     status == MPI_STATUS_IGNORE ? NULL : &gs);
-  if (st == GMPI_SUCCESS || st == GMPI_ERR_TRUNCATE) fill_status(status, &gs); /* as MPI's */
-  return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Sendrecv", st);
+  return fast_recv_done(comm, "MPI_Sendrecv", st, &gs, status);
 }
 
 static __attribute__((noinline)) int

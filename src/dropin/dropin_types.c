@@ -99,14 +99,15 @@ int dropin_dtype(MPI_Datatype type, gmpi_dtype_t *dtype) {
 
 _Atomic(const dropin_op_row_t *) dropin_last_op_row = &op_table[0];
 
-int dropin_op_asked(MPI_Op op) {
+int dropin_op_asked(MPI_Op op, gmpi_op_t *gop) {
   for (size_t i = 0; i < sizeof(op_table) / sizeof(op_table[0]); i++) {
     if (op_table[i].mpi == op) {
       atomic_store_explicit(&dropin_last_op_row, &op_table[i], memory_order_relaxed);
-      return (int)op_table[i].g;
+      *gop = op_table[i].g;
+      return 1;
     }
   }
-  return -1;
+  return 0;
 }
 
 int dropin_contiguous(MPI_Datatype type, size_t *size) {
