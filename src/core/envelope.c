@@ -864,7 +864,7 @@ typedef struct {
   const struct gmpi_envelope_engine *env;
   unsigned long call, polls;
 } last_pass_t;
-static _Thread_local last_pass_t last_pass;
+static _Thread_local last_pass_t last_pass GMPI_TLS_HOT;
 
 /* Called by every wait in gmpi (core/progress.h), whatever it waits for, on any thread. */
 static gmpi_status_t progress_from_elsewhere(void *ctx) {

@@ -8,6 +8,7 @@
 #define GMPI_CORE_ERROR_H
 
 #include "gmpi.h"
+#include "tls.h"
 
 /* Thread-local context of the public call in progress, used to prefix error details. */
 typedef struct {
@@ -28,7 +29,7 @@ typedef struct {
   gmpi_comm_t live_comm;  /* the comm this thread found live last (comm.h) */
   unsigned long live_gen; /* and the registry's generation then */
 } gmpi_thread_t;
-extern _Thread_local gmpi_thread_t gmpi_thread;
+extern _Thread_local gmpi_thread_t gmpi_thread GMPI_TLS_HOT;
 
 /* Start a public call: resets the "described" flag so the first failure below wins. Inline:
  * every public call starts so. */

@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-_Thread_local gmpi_stack_span_t gmpi_stack_span;
+_Thread_local gmpi_stack_span_t gmpi_stack_span GMPI_TLS_HOT;
 
 /* From the kernel's map, the mapping named name (NULL: the one that holds p): 1 and [*lo, *hi),
  * or 0. */

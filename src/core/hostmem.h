@@ -14,13 +14,15 @@
 
 #include <stdint.h>
 
+#include "tls.h"
+
 /* This thread's stack, learnt on its first question: [lo, hi); lo == hi when unknown. */
 typedef struct {
   uintptr_t lo, hi;
   int learnt;
 } gmpi_stack_span_t;
 
-extern _Thread_local gmpi_stack_span_t gmpi_stack_span;
+extern _Thread_local gmpi_stack_span_t gmpi_stack_span GMPI_TLS_HOT;
 void gmpi_stack_learn(gmpi_stack_span_t *s);
 /* ptr lies in the break's heap (the first question reads where it starts). */
 int gmpi_heap_holds(uintptr_t p);

@@ -34,7 +34,7 @@ static _Atomic uint64_t *map[MAP_CHUNKS]; /* chunks allocated under lock */
 atomic_int gmpi_progress_registered;      /* n_engines, readable without the lock */
 /* This thread is inside gmpi_progress_all: an engine whose progress reaches a wait of its own
  * (which polls us again) must not be re-entered, nor may it wait for the lock it holds. */
-static _Thread_local int inside;
+static _Thread_local int inside GMPI_TLS_HOT;
 
 static _Atomic uint64_t *map_word(int slot) {
   return &map[slot / (64 * MAP_WORDS_PER_CHUNK)][(slot / 64) % MAP_WORDS_PER_CHUNK];
@@ -127,7 +127,7 @@ static void drive(engine_t *e) {
            gmpi_strerror(st), saved.func);
 }
 
-_Thread_local unsigned long gmpi_polls;
+_Thread_local unsigned long gmpi_polls GMPI_TLS_HOT;
 
 static void drive_all(void) {
   if (!atomic_load_explicit(&gmpi_progress_registered, memory_order_acquire) || inside) return;

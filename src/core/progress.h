@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "gmpi.h"
+#include "tls.h"
 
 typedef gmpi_status_t (*gmpi_progress_fn)(void *ctx);
 
@@ -52,7 +53,7 @@ static inline int gmpi_progress_needed(void) {
  * ends: between two of them -- one spin of a wait, its tests then its poll -- it stays the
  * same, so an engine can tell a second pass in that spin from the next one's first. A
  * program's own test loop drives every engine at each call, so it counts there too. */
-extern _Thread_local unsigned long gmpi_polls;
+extern _Thread_local unsigned long gmpi_polls GMPI_TLS_HOT;
 
 /* Drive every registered engine once. Re-entrant calls (an engine's own wait) return at once.
  * An engine's failure is logged and reported to that engine's comm, not to the caller, whose

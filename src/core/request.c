@@ -13,6 +13,7 @@
 #include "ops.h"
 #include "plan.h"
 #include "route.h"
+#include "tls.h"
 #include "wait.h"
 
 /* A collective is done when its engine part and its GMPI_CHECK exchange both are. A mismatch
@@ -53,9 +54,11 @@ static gmpi_status_t engine_test(gmpi_request_t req, int *done) {
 #define QUARANTINE     16
 #define REQUEST_LIVE   0x67726571u /* "greq" */
 #define REQUEST_DEAD   0x64656164u /* "dead" */
-static _Thread_local gmpi_request_t spare[SPARE_REQUESTS];
-static _Thread_local int n_spare, first_spare; /* a ring: first_spare is the oldest */
-/* A thread's spares are freed when it exits (a key whose value is set while it holds any). */
+/* A ring, first_spare the oldest: a heap block of SPARE_REQUESTS made at the thread's first
+ * free, so that libgmpi's thread-local block stays small (tls.h). */
+static _Thread_local gmpi_request_t *spare GMPI_TLS_HOT;
+static _Thread_local int n_spare GMPI_TLS_HOT, first_spare GMPI_TLS_HOT;
+/* A thread's spares and ring are freed when it exits (a key whose value is the ring). */
 static pthread_key_t spare_key;
 static pthread_once_t spare_key_once = PTHREAD_ONCE_INIT;
 static int spare_key_made; /* else spares are not kept: freed at once */
@@ -67,10 +70,11 @@ static gmpi_request_t oldest_spare(void) {
   return req;
 }
 
-static void free_spares(void *unused) {
-  (void)unused;
+static void free_spares(void *ring) {
   while (n_spare)
     free(oldest_spare());
+  free(ring);
+  spare = NULL;
 }
 
 static void make_spare_key(void) {
@@ -87,14 +91,25 @@ gmpi_request_t gmpi_request_new(void) {
 
 int gmpi_request_is_live(gmpi_request_t req) { return req->magic == REQUEST_LIVE; }
 
+/* This thread's ring, made now if it has none (freed with its spares at its exit); NULL
+ * when there is no memory for it. */
+static gmpi_request_t *spare_ring(void) {
+  if (spare) return spare;
+  pthread_once(&spare_key_once, make_spare_key);
+  gmpi_request_t *ring = spare_key_made ? malloc(SPARE_REQUESTS * sizeof(*ring)) : NULL;
+  if (!ring || pthread_setspecific(spare_key, ring) != 0) {
+    free(ring);
+    return NULL;
+  }
+  first_spare = 0;
+  return spare = ring;
+}
+
 void gmpi_request_free(gmpi_request_t req) {
   req->magic = REQUEST_DEAD;
-  if (n_spare == 0) { /* the first spare of this thread (again): free them all at its exit */
-    pthread_once(&spare_key_once, make_spare_key);
-    if (!spare_key_made || pthread_setspecific(spare_key, spare) != 0) {
-      free(req);
-      return;
-    }
+  if (!spare_ring()) { /* not kept: freed at once */
+    free(req);
+    return;
   }
   if (n_spare == SPARE_REQUESTS) free(oldest_spare());
   spare[(first_spare + n_spare++) % SPARE_REQUESTS] = req;

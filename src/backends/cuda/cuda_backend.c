@@ -102,8 +102,8 @@ static gmpi_status_t default_stream_pending(int *pending) {
  * the drop-in asks whether a buffer is device memory (gmpi_mem_is_device, a call of its own)
  * before the operation that uses it. So each such buffer also owes one event to the thread's
  * next ordering. An event too many costs a microsecond once; one too few reads stale data. */
-static _Thread_local unsigned long memops_unsure_call;
-static _Thread_local unsigned memops_owed;
+static _Thread_local unsigned long memops_unsure_call GMPI_TLS_HOT;
+static _Thread_local unsigned memops_owed GMPI_TLS_HOT;
 
 void cuda_memops_unsure(void) { memops_unsure_call = gmpi_call_ctx()->serial; }
 
