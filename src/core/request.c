@@ -50,7 +50,9 @@ static gmpi_status_t engine_test(gmpi_request_t req, int *done) {
  * newer ones wait behind it: so a stale copy of a handle (one gmpi_wait/gmpi_test ended) finds
  * a dead request for at least the next QUARANTINE requests the thread frees, and is refused
  * (gmpi_request_is_live) rather than read as a newer request that took its place. */
-#define SPARE_REQUESTS 64
+/* 256: a window of 64 nonblocking messages (osu_bw's) freed and made again took a quarter of its
+ * requests from malloc with 64 (the quarantine keeps 16 back). */
+#define SPARE_REQUESTS 256
 #define QUARANTINE     16
 #define REQUEST_LIVE   0x67726571u /* "greq" */
 #define REQUEST_DEAD   0x64656164u /* "dead" */

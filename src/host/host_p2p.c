@@ -8,6 +8,7 @@
  * GMPI_P2P=envelope none of this runs: the host engine's point to point is then core's
  * envelope engine over the model mover (host_engine.c), as on cuda over the device's. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/comm.h"
 #include "../core/dtype.h"
@@ -15,6 +16,7 @@
 #include "../core/error.h"
 #include "../core/park.h"
 #include "../core/request.h"
+#include "../core/reuse.h"
 #include "../core/wait.h"
 #include "../mpi/mpi_check.h"
 #include "../mpi/types.h"
@@ -118,11 +120,36 @@ static gmpi_status_t post_recv(gmpi_host_t *host, gmpi_request_t req) {
   return GMPI_SUCCESS;
 }
 
+/* Released request parts kept for the next post: a window of nonblocking messages (osu_bw's)
+ * makes and frees one per message, and calloc of it never takes glibc's per-thread cache
+ * (docs/performance.md, "A twelfth pass"). Calls on one comm and its requests never overlap
+ * (gmpi.h, threads), so the engine's list needs no lock. */
+#define SPARE_PARTS (GMPI_KEEP_SPARES ? 128 : 0)
+
+static host_req_t *part_take(host_native_t *nat) {
+  host_req_t *cr = nat->spare_parts;
+  if (!cr) return calloc(1, sizeof(*cr));
+  nat->spare_parts = cr->spare_next;
+  nat->n_spare_parts--;
+  memset(cr, 0, sizeof(*cr));
+  return cr;
+}
+
+static void part_give(host_native_t *nat, host_req_t *cr) {
+  if (nat->n_spare_parts >= SPARE_PARTS) {
+    free(cr);
+    return;
+  }
+  cr->spare_next = nat->spare_parts;
+  nat->spare_parts = cr;
+  nat->n_spare_parts++;
+}
+
 gmpi_status_t gmpi_host_p2p_post(gmpi_host_t *host, gmpi_request_t req) {
   host_native_t *nat = NULL;
   GMPI_CHECK(gmpi_host_native(host, &nat));
   gmpi_host_detached_reap(nat);
-  host_req_t *cr = calloc(1, sizeof(*cr));
+  host_req_t *cr = part_take(nat);
   if (!cr) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
   cr->mpi = MPI_REQUEST_NULL;
   cr->type = MPI_DATATYPE_NULL;
@@ -130,17 +157,17 @@ gmpi_status_t gmpi_host_p2p_post(gmpi_host_t *host, gmpi_request_t req) {
   gmpi_status_t st = req->args.dir == GMPI_P2P_SEND ? post_send(host, req) : post_recv(host, req);
   if (st != GMPI_SUCCESS) { /* nothing refers to cr after a failed post */
     gmpi_host_frame_free(&cr->frame);
-    free(cr);
+    part_give(nat, cr);
     req->be = NULL;
   }
   return st;
 }
 
-static void release(gmpi_request_t req) {
+static void release(gmpi_host_t *host, gmpi_request_t req) {
   host_req_t *cr = req->be;
   gmpi_mpi_type_release(&cr->type);
   gmpi_host_frame_free(&cr->frame);
-  free(cr);
+  part_give(host->native, cr);
   req->be = NULL;
 }
 
@@ -345,7 +372,7 @@ gmpi_status_t gmpi_host_p2p_test(gmpi_host_t *host, gmpi_request_t req, int *don
     req->result = gmpi_host_recv_result(&req->args, &cr->end, &req->status);
   else
     req->status = (gmpi_msg_status_t){req->args.peer, req->args.tag, req->args.count};
-  release(req);
+  release(host, req);
   *done = 1;
   return GMPI_SUCCESS;
 }
@@ -367,7 +394,7 @@ gmpi_status_t gmpi_host_p2p_cancel(gmpi_host_t *host, gmpi_request_t req, int *c
     }
   }
   gmpi_host_self_pending_remove(host->native, req);
-  release(req);
+  release(host, req);
   *cancelled = 1;
   return GMPI_SUCCESS;
 }
@@ -388,7 +415,7 @@ void gmpi_host_p2p_abandon(gmpi_host_t *host, gmpi_request_t req) {
       return;
     }
   }
-  release(req);
+  release(host, req);
 }
 
 void gmpi_host_p2p_close(gmpi_comm_t comm, gmpi_host_t *host) {
@@ -400,6 +427,11 @@ void gmpi_host_p2p_close(gmpi_comm_t comm, gmpi_host_t *host) {
     gmpi_host_frame_free(&nat->exchange_frames[0]);
     gmpi_host_frame_free(&nat->exchange_frames[1]);
     free(nat->exchange_frames);
+  }
+  while (nat->spare_parts) {
+    host_req_t *cr = nat->spare_parts;
+    nat->spare_parts = cr->spare_next;
+    free(cr);
   }
   free(nat);
   host->native = NULL;
