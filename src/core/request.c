@@ -12,6 +12,7 @@
 #include "error.h"
 #include "ops.h"
 #include "plan.h"
+#include "reuse.h"
 #include "route.h"
 #include "tls.h"
 #include "wait.h"
@@ -51,8 +52,9 @@ static gmpi_status_t engine_test(gmpi_request_t req, int *done) {
  * a dead request for at least the next QUARANTINE requests the thread frees, and is refused
  * (gmpi_request_is_live) rather than read as a newer request that took its place. */
 /* 256: a window of 64 nonblocking messages (osu_bw's) freed and made again took a quarter of its
- * requests from malloc with 64 (the quarantine keeps 16 back). */
-#define SPARE_REQUESTS 256
+ * requests from malloc with 64 (the quarantine keeps 16 back). Under AddressSanitizer 64, as
+ * before: a deeper ring would hide a use after free of a request from it for longer. */
+#define SPARE_REQUESTS (GMPI_KEEP_SPARES ? 256 : 64)
 #define QUARANTINE     16
 #define REQUEST_LIVE   0x67726571u /* "greq" */
 #define REQUEST_DEAD   0x64656164u /* "dead" */

@@ -7,7 +7,7 @@
  * must then live in the static TLS area, which glibc sizes at start-up with a small surplus
  * for libraries loaded later (dlopen: Python and JAX load libgmpi so). So the block is kept
  * small -- nothing large is thread-local in libgmpi (the error text and the spare requests
- * are per-thread heap blocks) -- and test_tls checks its size. */
+ * are per-thread heap blocks) -- and unit_tls checks its size. */
 #ifndef GMPI_CORE_TLS_H
 #define GMPI_CORE_TLS_H
 
