@@ -26,18 +26,8 @@
 struct env_send;
 
 /* Objects the engine makes and drops once per message -- sends, receives, messages, envelopes
- * with little payload -- kept for reuse, under the engine's lock: glibc's calloc never takes
- * its per-thread cache, and its malloc and free came to about a fifth of a small message's
- * instructions through the engine. At most SPARES_KEPT of each. */
-#define SPARES_KEPT (GMPI_KEEP_SPARES ? 32 : 0)
-typedef struct spare {
-  struct spare *next;
-} spare_t;
-typedef struct {
-  spare_t *head;
-  int n;
-  size_t size; /* of each object */
-} spares_t;
+ * with little payload -- kept for reuse under the engine's lock (reuse.h), SPARES_KEPT of each. */
+#define SPARES_KEPT 32
 
 /* An envelope on its way out. A message's waits in its peer's held queue until its data is
  * ready (answers skip it); then the channel reads it until op completes. */
@@ -130,7 +120,7 @@ struct gmpi_envelope_engine {
   /* Whether a pass could move anything (note_wanted): other threads' waits skip the engine
    * while it is off (core/progress.h). */
   gmpi_progress_flag_t wanted;
-  spares_t spare_sends, spare_recvs, spare_msgs, spare_outs;
+  gmpi_spares_t spare_sends, spare_recvs, spare_msgs, spare_outs;
   /* The eager message being taken in whose data still lies in its channel slot (arrived):
    * a receive may take it from there; whatever still reads it afterwards gets it for itself. */
   env_msg_t *borrower;
@@ -158,50 +148,19 @@ static int data_tag(uint64_t seq) { return (int)(seq % GMPI_CHAN_DATA_TAGS); }
 #define OUT_SPARE_PAYLOAD 256
 
 static void spares_init(struct gmpi_envelope_engine *env) {
-  env->spare_sends.size = sizeof(env_send_t);
-  env->spare_recvs.size = sizeof(env_recv_t);
-  env->spare_msgs.size = sizeof(env_msg_t);
-  env->spare_outs.size = sizeof(out_msg_t) + OUT_SPARE_PAYLOAD;
-}
-
-/* A zeroed object of s's size, NULL when out of memory. */
-static void *spare_take(spares_t *s) {
-  spare_t *o = s->head;
-  if (!o) return calloc(1, s->size);
-  s->head = o->next;
-  s->n--;
-  memset(o, 0, s->size);
-  return o;
-}
-
-static void spare_give(spares_t *s, void *obj) {
-  if (!obj) return;
-  if (s->n == SPARES_KEPT) {
-    free(obj);
-    return;
-  }
-  spare_t *o = obj;
-  o->next = s->head;
-  s->head = o;
-  s->n++;
-}
-
-static void spares_drop(spares_t *s) {
-  while (s->head) {
-    spare_t *next = s->head->next;
-    free(s->head);
-    s->head = next;
-  }
-  s->n = 0;
+  gmpi_spares_init(&env->spare_sends, sizeof(env_send_t), SPARES_KEPT);
+  gmpi_spares_init(&env->spare_recvs, sizeof(env_recv_t), SPARES_KEPT);
+  gmpi_spares_init(&env->spare_msgs, sizeof(env_msg_t), SPARES_KEPT);
+  gmpi_spares_init(&env->spare_outs, sizeof(out_msg_t) + OUT_SPARE_PAYLOAD, SPARES_KEPT);
 }
 
 /* A send's or receive's state is no longer needed (done, cancelled or given up). */
 static void send_released(struct gmpi_envelope_engine *env, void *es) {
-  spare_give(&env->spare_sends, es);
+  gmpi_spare_give(&env->spare_sends, es);
   env->n_live--;
 }
 static void recv_released(struct gmpi_envelope_engine *env, void *er) {
-  spare_give(&env->spare_recvs, er);
+  gmpi_spare_give(&env->spare_recvs, er);
   env->n_live--;
 }
 
@@ -209,7 +168,7 @@ static void recv_released(struct gmpi_envelope_engine *env, void *er) {
 
 static gmpi_status_t new_out(struct gmpi_envelope_engine *env, size_t payload, out_msg_t **out) {
   int spare = payload <= OUT_SPARE_PAYLOAD;
-  out_msg_t *o = spare ? spare_take(&env->spare_outs) : calloc(1, sizeof(*o) + payload);
+  out_msg_t *o = spare ? gmpi_spare_take(&env->spare_outs) : calloc(1, sizeof(*o) + payload);
   if (!o) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an envelope");
   o->spare = spare;
   *out = o;
@@ -218,7 +177,7 @@ static gmpi_status_t new_out(struct gmpi_envelope_engine *env, size_t payload, o
 
 static void free_out(struct gmpi_envelope_engine *env, out_msg_t *o) {
   if (o->spare)
-    spare_give(&env->spare_outs, o);
+    gmpi_spare_give(&env->spare_outs, o);
   else
     free(o);
 }
@@ -299,7 +258,7 @@ static void complete_recv(struct gmpi_envelope_engine *env, gmpi_request_t req,
 
 static void free_msg(struct gmpi_envelope_engine *env, env_msg_t *msg) {
   free(msg->own);
-  spare_give(&env->spare_msgs, msg);
+  gmpi_spare_give(&env->spare_msgs, msg);
 }
 
 /* Give msg bytes of data of its own (its eager data is kept until a receive takes it). */
@@ -530,7 +489,7 @@ static gmpi_status_t message_arrived(struct gmpi_envelope_engine *env, int src, 
     return gmpi_error(GMPI_ERR_INTERNAL, "envelope from rank %d has sequence %llu, expected %llu",
                       src, (unsigned long long)w->seq, (unsigned long long)p->next_in_seq);
   p->next_in_seq++;
-  env_msg_t *msg = spare_take(&env->spare_msgs);
+  env_msg_t *msg = gmpi_spare_take(&env->spare_msgs);
   if (!msg) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for an envelope");
   msg->m = (gmpi_match_msg_t){
       .source = src, .tag = w->tag, .bytes = w->bytes, .dtype = w->dtype, .seq = w->seq};
@@ -890,7 +849,7 @@ gmpi_status_t gmpi_env_progress(struct gmpi_envelope_engine *env) {
 /* ---- posting ---------------------------------------------------------------------------- */
 
 static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t req) {
-  env_recv_t *er = spare_take(&env->spare_recvs);
+  env_recv_t *er = gmpi_spare_take(&env->spare_recvs);
   if (!er) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a receive");
   er->m.source = req->args.peer;
   er->m.tag = req->args.tag;
@@ -898,7 +857,7 @@ static gmpi_status_t post_recv(struct gmpi_envelope_engine *env, gmpi_request_t 
   if (env->mover->mark) {
     gmpi_status_t st = env->mover->mark(env->mctx, req->args.buf, &er->mark);
     if (st != GMPI_SUCCESS) {
-      spare_give(&env->spare_recvs, er);
+      gmpi_spare_give(&env->spare_recvs, er);
       return st;
     }
   }
@@ -925,7 +884,7 @@ static int self_send_waits(struct gmpi_envelope_engine *env, const gmpi_p2p_args
  * copies them. */
 static gmpi_status_t post_self_send(struct gmpi_envelope_engine *env, gmpi_request_t req,
                                     env_send_t *es, size_t bytes) {
-  env_msg_t *msg = spare_take(&env->spare_msgs);
+  env_msg_t *msg = gmpi_spare_take(&env->spare_msgs);
   if (!msg) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a self message");
   const gmpi_p2p_args_t *a = &req->args;
   msg->m = (gmpi_match_msg_t){.source = env->comm->rank,
@@ -1028,7 +987,7 @@ static gmpi_status_t post_rendezvous(struct gmpi_envelope_engine *env, const gmp
 }
 
 static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t req) {
-  env_send_t *es = spare_take(&env->spare_sends);
+  env_send_t *es = gmpi_spare_take(&env->spare_sends);
   if (!es) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a send");
   const gmpi_p2p_args_t *a = &req->args;
   size_t bytes = gmpi_p2p_bytes(a);
@@ -1045,7 +1004,7 @@ static gmpi_status_t post_send(struct gmpi_envelope_engine *env, gmpi_request_t 
   if (st != GMPI_SUCCESS) { /* no envelope carries its number: the next message takes it */
     env->peers[a->peer].next_out_seq--;
     req->be = NULL;
-    spare_give(&env->spare_sends, es);
+    gmpi_spare_give(&env->spare_sends, es);
     return st;
   }
   env->n_live++;
@@ -1464,10 +1423,10 @@ void gmpi_env_destroy(struct gmpi_envelope_engine *env) {
   env->mover->destroy(env->mctx);
   env->oob->chan_close(env->ctrl, env->comm->failure != GMPI_SUCCESS);
   free(env->peers);
-  spares_drop(&env->spare_sends);
-  spares_drop(&env->spare_recvs);
-  spares_drop(&env->spare_msgs);
-  spares_drop(&env->spare_outs);
+  gmpi_spares_drop(&env->spare_sends);
+  gmpi_spares_drop(&env->spare_recvs);
+  gmpi_spares_drop(&env->spare_msgs);
+  gmpi_spares_drop(&env->spare_outs);
   pthread_mutex_destroy(&env->lock);
   free(env);
 }

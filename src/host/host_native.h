@@ -18,6 +18,7 @@
 
 #include "../core/comm.h"
 #include "../core/envelope.h"
+#include "../core/reuse.h"
 #include "host.h"
 
 /* Native messages carry the sender's element size in the low bits of their MPI tag (user tag
@@ -92,7 +93,7 @@ void gmpi_host_frame_park(host_frame_t *f);
 struct host_self_msg;
 
 /* A native request's part (req->be). */
-typedef struct host_req {
+typedef struct {
   MPI_Request mpi;   /* MPI_REQUEST_NULL while (or once) MPI has no part in it */
   MPI_Datatype type; /* of the MPI request; released when the request ends */
   int complete;      /* ended without MPI_Test: an eager or matched send, or a receive in end */
@@ -103,7 +104,6 @@ typedef struct host_req {
   unsigned polls;               /* tests of a framed receive, for gmpi_host_other_size */
   host_frame_t frame;
   gmpi_request_t next_pending;
-  struct host_req *spare_next; /* in the engine's spare parts, once released */
 } host_req_t;
 
 /* An unmatched message to one's own rank. */
@@ -135,9 +135,7 @@ struct gmpi_host_native {
   /* The exchange's two frames (checked only), reused call after call; parked and replaced
    * when a timed-out exchange leaves MPI requests on them. */
   host_frame_t *exchange_frames;
-  /* Released request parts kept for the next post (host_p2p.c). */
-  host_req_t *spare_parts;
-  int n_spare_parts;
+  gmpi_spares_t spare_parts; /* released request parts kept for the next post (host_p2p.c) */
 };
 typedef struct gmpi_host_native host_native_t;
 

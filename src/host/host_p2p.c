@@ -8,7 +8,6 @@
  * GMPI_P2P=envelope none of this runs: the host engine's point to point is then core's
  * envelope engine over the model mover (host_engine.c), as on cuda over the device's. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "../core/comm.h"
 #include "../core/dtype.h"
@@ -23,6 +22,11 @@
 #include "host.h"
 #include "host_native.h"
 
+/* Released request parts kept for the next post (reuse.h): a window of nonblocking messages
+ * (osu_bw's) makes and frees one per message. Calls on one comm and its requests never overlap
+ * (gmpi.h, threads), so the engine's list needs no lock. */
+#define SPARE_PARTS 128
+
 gmpi_status_t gmpi_host_native(gmpi_host_t *host, host_native_t **out) {
   if (!host->native) {
     host_native_t *nat = calloc(1, sizeof(*nat));
@@ -30,6 +34,7 @@ gmpi_status_t gmpi_host_native(gmpi_host_t *host, host_native_t **out) {
     nat->checked = host->checked;
     nat->self_tail = &nat->self_head;
     nat->pending_tail = &nat->pending_head;
+    gmpi_spares_init(&nat->spare_parts, sizeof(host_req_t), SPARE_PARTS);
     host->native = nat;
   }
   *out = host->native;
@@ -120,36 +125,11 @@ static gmpi_status_t post_recv(gmpi_host_t *host, gmpi_request_t req) {
   return GMPI_SUCCESS;
 }
 
-/* Released request parts kept for the next post: a window of nonblocking messages (osu_bw's)
- * makes and frees one per message, and calloc of it never takes glibc's per-thread cache
- * (docs/performance.md, "A twelfth pass"). Calls on one comm and its requests never overlap
- * (gmpi.h, threads), so the engine's list needs no lock. */
-#define SPARE_PARTS (GMPI_KEEP_SPARES ? 128 : 0)
-
-static host_req_t *part_take(host_native_t *nat) {
-  host_req_t *cr = nat->spare_parts;
-  if (!cr) return calloc(1, sizeof(*cr));
-  nat->spare_parts = cr->spare_next;
-  nat->n_spare_parts--;
-  memset(cr, 0, sizeof(*cr));
-  return cr;
-}
-
-static void part_give(host_native_t *nat, host_req_t *cr) {
-  if (nat->n_spare_parts >= SPARE_PARTS) {
-    free(cr);
-    return;
-  }
-  cr->spare_next = nat->spare_parts;
-  nat->spare_parts = cr;
-  nat->n_spare_parts++;
-}
-
 gmpi_status_t gmpi_host_p2p_post(gmpi_host_t *host, gmpi_request_t req) {
   host_native_t *nat = NULL;
   GMPI_CHECK(gmpi_host_native(host, &nat));
   gmpi_host_detached_reap(nat);
-  host_req_t *cr = part_take(nat);
+  host_req_t *cr = gmpi_spare_take(&nat->spare_parts);
   if (!cr) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a request");
   cr->mpi = MPI_REQUEST_NULL;
   cr->type = MPI_DATATYPE_NULL;
@@ -157,7 +137,7 @@ gmpi_status_t gmpi_host_p2p_post(gmpi_host_t *host, gmpi_request_t req) {
   gmpi_status_t st = req->args.dir == GMPI_P2P_SEND ? post_send(host, req) : post_recv(host, req);
   if (st != GMPI_SUCCESS) { /* nothing refers to cr after a failed post */
     gmpi_host_frame_free(&cr->frame);
-    part_give(nat, cr);
+    gmpi_spare_give(&nat->spare_parts, cr);
     req->be = NULL;
   }
   return st;
@@ -167,7 +147,7 @@ static void release(gmpi_host_t *host, gmpi_request_t req) {
   host_req_t *cr = req->be;
   gmpi_mpi_type_release(&cr->type);
   gmpi_host_frame_free(&cr->frame);
-  part_give(host->native, cr);
+  gmpi_spare_give(&host->native->spare_parts, cr);
   req->be = NULL;
 }
 
@@ -428,11 +408,7 @@ void gmpi_host_p2p_close(gmpi_comm_t comm, gmpi_host_t *host) {
     gmpi_host_frame_free(&nat->exchange_frames[1]);
     free(nat->exchange_frames);
   }
-  while (nat->spare_parts) {
-    host_req_t *cr = nat->spare_parts;
-    nat->spare_parts = cr->spare_next;
-    free(cr);
-  }
+  gmpi_spares_drop(&nat->spare_parts);
   free(nat);
   host->native = NULL;
 }

@@ -14,28 +14,27 @@
 #define CHAN_TAG       7 /* the envelopes' tag */
 #define CHAN_DATA_TAG0 8 /* data tags follow it: 8 .. 8 + GMPI_CHAN_DATA_TAGS - 1 < 32767 */
 
-/* Handles released by chan_test are kept for the next send or receive, at most SPARE_OPS:
- * a small message posts one on each side, and a malloc and free each cost about as much as
- * the rest of a post (one thread at a time per channel: core/oob.h). */
-#define SPARE_OPS (GMPI_KEEP_SPARES ? 16 : 0)
+/* Handles released by chan_test are kept for the next send or receive, at most SPARE_OPS
+ * (core/reuse.h): a small message posts one on each side, and a malloc and free each cost about
+ * as much as the rest of a post (one thread at a time per channel: core/oob.h). */
+#define SPARE_OPS 16
 
 struct gmpi_chan {
   MPI_Comm comm;
-  struct gmpi_chan_op *spare; /* released handles, linked by next */
-  int n_spare;
+  gmpi_spares_t spare; /* released handles */
 };
 
 struct gmpi_chan_op {
   MPI_Request req;
   int is_recv;
-  MPI_Datatype type;         /* a data message's beyond INT_MAX bytes, else MPI_BYTE */
-  gmpi_chan_t *chan;         /* the channel it is from */
-  struct gmpi_chan_op *next; /* in chan's spares */
+  MPI_Datatype type; /* a data message's beyond INT_MAX bytes, else MPI_BYTE */
+  gmpi_chan_t *chan; /* the channel it is from */
 };
 
 gmpi_status_t gmpi_mpi_chan_open(gmpi_comm_t comm, gmpi_chan_t **out) {
   gmpi_chan_t *chan = calloc(1, sizeof(*chan));
   if (!chan) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control channel");
+  gmpi_spares_init(&chan->spare, sizeof(gmpi_chan_op_t), SPARE_OPS);
   gmpi_status_t st = GMPI_SUCCESS;
   GMPI_CHECK_GOTO(gmpi_mpi_dup(gmpi_oob_mpi_comm(comm), comm->cfg.timeout_s,
                                "the control channel's communicator (MPI_Comm_idup)", &chan->comm),
@@ -53,22 +52,13 @@ free_chan:
 void gmpi_mpi_chan_close(gmpi_chan_t *chan, int failed) {
   if (!chan) return;
   if (!failed) PMPI_Comm_free(&chan->comm);
-  while (chan->spare) {
-    gmpi_chan_op_t *next = chan->spare->next;
-    free(chan->spare);
-    chan->spare = next;
-  }
+  gmpi_spares_drop(&chan->spare);
   free(chan);
 }
 
 static gmpi_status_t take_op(gmpi_chan_t *chan, int is_recv, gmpi_chan_op_t **out) {
-  gmpi_chan_op_t *op = chan->spare;
-  if (op) {
-    chan->spare = op->next;
-    chan->n_spare--;
-  } else if (!(op = malloc(sizeof(*op)))) {
-    return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control message");
-  }
+  gmpi_chan_op_t *op = gmpi_spare_take(&chan->spare);
+  if (!op) return gmpi_error(GMPI_ERR_NO_MEMORY, "no memory for a control message");
   *op =
       (gmpi_chan_op_t){.req = MPI_REQUEST_NULL, .is_recv = is_recv, .type = MPI_BYTE, .chan = chan};
   *out = op;
@@ -82,15 +72,8 @@ static gmpi_status_t new_op(gmpi_chan_t *chan, size_t bytes, int is_recv, gmpi_c
 
 /* A handle that completed: kept for the next post. */
 static void release_op(gmpi_chan_op_t *op) {
-  gmpi_chan_t *chan = op->chan;
   gmpi_mpi_type_release(&op->type);
-  if (chan->n_spare == SPARE_OPS) {
-    free(op);
-    return;
-  }
-  op->next = chan->spare;
-  chan->spare = op;
-  chan->n_spare++;
+  gmpi_spare_give(&op->chan->spare, op);
 }
 
 gmpi_status_t gmpi_mpi_chan_send(gmpi_chan_t *chan, int dest, const void *buf, size_t bytes,
