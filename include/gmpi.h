@@ -230,6 +230,16 @@ typedef enum { GMPI_SENDS_EAGER = 0, GMPI_SENDS_AS_MPI = 1 } gmpi_sends_t;
 GMPI_API gmpi_status_t gmpi_comm_set_sends(gmpi_comm_t comm, gmpi_sends_t sends);
 /* How the comm's standard sends of host memory complete (gmpi_comm_set_sends). */
 GMPI_API gmpi_status_t gmpi_comm_sends(gmpi_comm_t comm, gmpi_sends_t *sends);
+/* Where comm's host messages between two different ranks are MPI's own messages: *wire is the
+ * MPI communicator that carries them, each posted to MPI when its call is made, its bytes as
+ * they lie, its tag as given -- so that a program may send or receive such a message with MPI
+ * itself on *wire and have it match gmpi's in MPI's order. That holds for the native host engine
+ * on a comm set GMPI_TAGS_FULL and GMPI_SENDS_AS_MPI, without GMPI_CHECK, whose host messages
+ * are not matched across kinds on a device; elsewhere *wire is MPI_COMM_NULL. Messages to or
+ * from one's own rank never travel there (gmpi matches them itself), so a receive from this
+ * rank or from GMPI_ANY_SOURCE must stay gmpi's. What MPI runs alone is MPI's: GMPI_TIMEOUT does
+ * not bound its wait, and its errors are raised on *wire (MPI_ERRORS_RETURN). */
+GMPI_API gmpi_status_t gmpi_comm_host_wire(gmpi_comm_t comm, MPI_Comm *wire);
 /* 1 when the comm's backend moves ptr as device memory (0 on cpu, for host memory and NULL). */
 GMPI_API gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_device);
 /* One line through gmpi's log at level info (GMPI_DEBUG=info or trace), prefixed by the rank

@@ -443,6 +443,55 @@ static void sends_as_mpi(void) {
   T_OK(gmpi_comm_free(&c));
 }
 
+/* Is comm's host wire expected here? Not under GMPI_P2P=envelope or GMPI_CHECK=1. */
+static int wire_expected(void) {
+  const char *p2p = getenv("GMPI_P2P"), *check = getenv("GMPI_CHECK");
+  return !(p2p && !strcmp(p2p, "envelope")) && !(check && !strcmp(check, "1"));
+}
+
+/* gmpi_comm_host_wire: none on a comm with typed tags or eager sends; on a GMPI_TAGS_FULL,
+ * GMPI_SENDS_AS_MPI comm (native engine, unchecked) MPI's own messages on the wire match gmpi's
+ * host messages in order, both ways: a pair's sender sends gmpi, MPI, gmpi (one tag; MPI_INT
+ * on the wire, bytes from gmpi), its receiver takes them with MPI, gmpi, MPI receives. */
+static void host_wire(void) {
+  MPI_Comm wire = MPI_COMM_WORLD;
+  T_STATUS(gmpi_comm_host_wire(comm, NULL), GMPI_ERR_INVALID_ARG);
+  T_OK(gmpi_comm_host_wire(comm, &wire));
+  T_TRUE(wire == MPI_COMM_NULL); /* typed tags, eager sends */
+  gmpi_comm_t c = NULL;
+  T_OK(gmpi_comm_dup(comm, &c));
+  T_OK(gmpi_comm_set_tags(c, GMPI_TAGS_FULL));
+  T_OK(gmpi_comm_set_sends(c, GMPI_SENDS_AS_MPI));
+  T_OK(gmpi_comm_host_wire(c, &wire));
+  T_EQ_INT(wire != MPI_COMM_NULL, wire_expected());
+  int peer = partner();
+  if (wire != MPI_COMM_NULL && peer != rank) {
+    int msg[3][4], got[3][4];
+    memset(got, 0xff, sizeof(got));
+    for (int k = 0; k < 3; k++)
+      for (int i = 0; i < 4; i++)
+        msg[k][i] = 100 * rank + 10 * k + i;
+    MPI_Status ms;
+    gmpi_msg_status_t gs;
+    if (sends_first()) {
+      T_OK(gmpi_send(msg[0], 4, GMPI_INT32, peer, 9, c));
+      T_TRUE(MPI_Send(msg[1], 4, MPI_INT, peer, 9, wire) == MPI_SUCCESS);
+      T_OK(gmpi_send(msg[2], 4, GMPI_INT32, peer, 9, c));
+    } else {
+      T_TRUE(MPI_Recv(got[0], 4, MPI_INT, peer, 9, wire, &ms) == MPI_SUCCESS);
+      T_EQ_INT(ms.MPI_SOURCE, peer);
+      T_EQ_INT(ms.MPI_TAG, 9);
+      T_OK(gmpi_recv(got[1], 4, GMPI_INT32, peer, 9, c, &gs));
+      T_STATUS_IS(gs, peer, 9, 4);
+      T_TRUE(MPI_Recv(got[2], 4, MPI_INT, peer, MPI_ANY_TAG, wire, &ms) == MPI_SUCCESS);
+      for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 4; i++)
+          T_EQ_INT(got[k][i], 100 * peer + 10 * k + i);
+    }
+  }
+  T_OK(gmpi_comm_free(&c));
+}
+
 int main(int argc, char **argv) {
   comm = t_init(&argc, &argv);
   T_OK(gmpi_comm_rank(comm, &rank));
@@ -466,5 +515,6 @@ int main(int argc, char **argv) {
   sendrecv_keeps_order(7);
   sendrecv_keeps_order((size_t)1 << 16);
   sends_as_mpi();
+  host_wire();
   return t_finish("p2p");
 }

@@ -143,6 +143,16 @@ gmpi_status_t gmpi_comm_sends(gmpi_comm_t comm, gmpi_sends_t *sends) {
   return GMPI_SUCCESS;
 }
 
+gmpi_status_t gmpi_comm_host_wire(gmpi_comm_t comm, MPI_Comm *wire) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(wire);
+  *wire = MPI_COMM_NULL;
+  const gmpi_engine_t *engine = NULL;
+  GMPI_CHECK(gmpi_route_p2p_classified(comm, NULL, &engine)); /* a host message's engine */
+  if (engine->p2p && engine->p2p->wire) engine->p2p->wire(engine->p2p_state, comm, wire);
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_comm_tag_ub(gmpi_comm_t comm, int *tag_ub) {
   GMPI_API_ENTER(comm);
   NEED_OUT(tag_ub);

@@ -81,6 +81,11 @@ typedef struct gmpi_p2p_engine_ops {
    * requests). */
   gmpi_status_t (*exchange)(void *state, gmpi_comm_t comm, const gmpi_p2p_args_t *send,
                             const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status);
+  /* 1, and the handle of the communicator written at *wire (an MPI_Comm: core never looks into
+   * it), when this engine's messages between two different ranks are MPI's own there -- posted
+   * when called, bytes as they lie, the tag as given (gmpi_comm_host_wire) -- on comm as it is
+   * set now; else 0. NULL: never. */
+  int (*wire)(void *state, gmpi_comm_t comm, void *wire);
 } gmpi_p2p_engine_ops_t;
 
 /* The engine for one memory kind on one comm: its two halves, each on its own state. coll and

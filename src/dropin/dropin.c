@@ -9,8 +9,10 @@
 
 #include "dropin.h"
 
-dropin_t dropin = {
-    .keyval = MPI_KEYVAL_INVALID, .self_comm = MPI_COMM_NULL, .last_comm = MPI_COMM_NULL};
+dropin_t dropin = {.keyval = MPI_KEYVAL_INVALID,
+                   .self_comm = MPI_COMM_NULL,
+                   .last_comm = MPI_COMM_NULL,
+                   .last_wire = MPI_COMM_NULL};
 
 /* Twins, newest first: MPI_Finalize frees them in that order (every rank made its comms in
  * the same collective order, so the collective frees line up). A comm's attribute
@@ -72,7 +74,11 @@ static double read_timeout(void) {
 
 /* ---- twins ------------------------------------------------------------------------------ */
 
-static void forget_last_twin(void) { dropin.last_comm = MPI_COMM_NULL, dropin.last_twin = NULL; }
+static void forget_last_twin(void) {
+  dropin.last_comm = MPI_COMM_NULL;
+  dropin.last_twin = NULL;
+  dropin.last_wire = MPI_COMM_NULL;
+}
 
 /* comm's node, from its attribute; NULL when it has none. */
 static twin_t *twin_node(MPI_Comm comm) {
@@ -109,6 +115,8 @@ gmpi_comm_t dropin_twin(MPI_Comm comm) {
   dropin.last_twin = t->g;
   PMPI_Comm_rank(comm, &dropin.last_rank);
   PMPI_Comm_size(comm, &dropin.last_size);
+  if (gmpi_comm_host_wire(t->g, &dropin.last_wire) != GMPI_SUCCESS)
+    dropin.last_wire = MPI_COMM_NULL; /* a failed twin: its calls report why */
   return t->g;
 }
 

@@ -60,6 +60,9 @@ typedef struct {
   MPI_Comm last_comm;
   gmpi_comm_t last_twin;
   int last_rank, last_size; /* last_comm's, asked of MPI once: a collective's route needs them */
+  MPI_Comm last_wire;       /* last_twin's gmpi_comm_host_wire (MPI_COMM_NULL: none) */
+  int wire_posted; /* the program holds or held MPI's own request for a message through gmpi
+                      (dropin_wire): waits on MPI's requests are polled within GMPI_TIMEOUT */
 } dropin_t;
 
 extern dropin_t dropin;
@@ -96,6 +99,19 @@ static inline int dropin_is_device(const void *ptr) {
 static inline gmpi_comm_t dropin_twin_inline(MPI_Comm comm) {
   if (comm != MPI_COMM_NULL && comm == dropin.last_comm) return dropin.last_twin;
   return dropin_twin(comm);
+}
+/* Where a nonblocking host message on comm to or from peer may be MPI's own request, posted on
+ * the wire of comm's twin (gmpi_comm_host_wire) and handed to the program as it is: nothing of
+ * the layer's or gmpi's is made, completed or freed per message, and the program's waits are
+ * MPI's (a window of them: osu_bw). The comm must be the one asked last (its twin looked up
+ * already), the twin's host messages MPI's own, the buffer host memory, and the peer another
+ * rank (gmpi matches self messages itself, so a receive from this rank or MPI_ANY_SOURCE stays
+ * gmpi's). MPI_COMM_NULL: through gmpi. */
+static inline MPI_Comm dropin_wire(MPI_Comm comm, const void *buf, int peer) {
+  if (comm != dropin.last_comm || dropin.last_wire == MPI_COMM_NULL || peer == dropin.last_rank ||
+      peer == MPI_ANY_SOURCE || !dropin.active || dropin_per_kind() || dropin_is_device(buf))
+    return MPI_COMM_NULL;
+  return dropin.last_wire;
 }
 /* How a collective on comm with buffers a and b runs, from this rank's buffers alone: gmpi
  * (*twin set; native says gmpi can take the types and ops), MPI, or MPI on host copies of device

@@ -641,11 +641,22 @@ static int recv_generic(void *buf, int count, MPI_Datatype type, int source, int
   return dropin_polled_status(PMPI_Irecv(buf, count, type, source, tag, comm, &q), &q, status);
 }
 
+/* A message posted on its twin's wire (dropin_wire): MPI checked its arguments there, where
+ * errors return; a refusal goes to the program's comm's error handler, as MPI's own would. */
+static int on_wire(MPI_Comm comm, int rc) {
+  dropin.wire_posted = 1;
+  if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
+  return rc;
+}
+
 static int isend_any(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                      MPI_Comm comm, MPI_Request *request, dropin_send_kind_t kind, const char *func,
                      int (*pmpi)(const void *, int, MPI_Datatype, int, int, MPI_Comm,
                                  MPI_Request *)) {
   gmpi_comm_t g = dropin_take_p2p(comm, buf);
+  MPI_Comm wire = g && kind != DROPIN_SEND_BUFFERED ? dropin_wire(comm, buf, dest) : MPI_COMM_NULL;
+  if (wire != MPI_COMM_NULL && dropin_memo_type(type))
+    return on_wire(comm, pmpi(buf, count, type, dest, tag, wire, request));
   if (g) return post_send(g, comm, buf, count, type, dest, tag, kind, func, request);
   if (untwinned_device(buf)) return refuse_untwinned(comm, func);
   return pmpi(buf, count, type, dest, tag, comm, request);
@@ -680,6 +691,9 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
 int dropin_irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
                  MPI_Request *request, const char *func) {
   gmpi_comm_t g = dropin_take_p2p(comm, buf);
+  MPI_Comm wire = g ? dropin_wire(comm, buf, source) : MPI_COMM_NULL;
+  if (wire != MPI_COMM_NULL && dropin_memo_type(type))
+    return on_wire(comm, PMPI_Irecv(buf, count, type, source, tag, wire, request));
   if (g) return post_recv(g, comm, buf, count, type, source, tag, func, request);
   if (untwinned_device(buf)) return refuse_untwinned(comm, func);
   return PMPI_Irecv(buf, count, type, source, tag, comm, request);

@@ -67,6 +67,14 @@ static gmpi_status_t engine_p2p_exchange(void *state, gmpi_comm_t comm, const gm
                                          const gmpi_p2p_args_t *recv, gmpi_msg_status_t *status) {
   return gmpi_host_p2p_exchange(state, comm, send, recv, status);
 }
+/* Native messages between two ranks are MPI's own on host->data unless something of gmpi's is
+ * added to them: a check header, an element size in the tag, an eager copy (host_native.h). */
+static int engine_p2p_wire(void *state, gmpi_comm_t comm, void *wire) {
+  const gmpi_host_t *host = state;
+  if (host->checked || !comm->tags_full || !comm->sends_as_mpi) return 0;
+  *(MPI_Comm *)wire = host->data;
+  return 1;
+}
 static gmpi_status_t engine_coll_start(gmpi_comm_t comm, void *state, const gmpi_coll_args_t *a,
                                        gmpi_request_t req) {
   return gmpi_host_coll_start(comm, state, a, req);
@@ -106,6 +114,7 @@ static const gmpi_p2p_engine_ops_t host_p2p = {
     .cancel = engine_p2p_cancel,
     .probe = engine_p2p_probe,
     .exchange = engine_p2p_exchange,
+    .wire = engine_p2p_wire,
 };
 
 /* GMPI_P2P=envelope asks for the NCCL model (the deadlock finder): core's envelope engine on
