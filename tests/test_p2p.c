@@ -443,16 +443,48 @@ static void sends_as_mpi(void) {
   T_OK(gmpi_comm_free(&c));
 }
 
+static int envelope_engine(void) {
+  const char *p2p = getenv("GMPI_P2P");
+  return p2p && !strcmp(p2p, "envelope");
+}
+
+/* May gmpi watch a blocking MPI call of the program's on c? Not with an envelope engine in the
+ * process (GMPI_P2P=envelope) or a device engine on c: they need this rank's progress. */
+static int watch_expected(gmpi_comm_t c) {
+  gmpi_backend_t backend = GMPI_BACKEND_CPU;
+  T_OK(gmpi_comm_backend(c, &backend));
+  return !envelope_engine() && backend == GMPI_BACKEND_CPU;
+}
+
 /* Is comm's host wire expected here? Not under GMPI_P2P=envelope or GMPI_CHECK=1. */
 static int wire_expected(void) {
-  const char *p2p = getenv("GMPI_P2P"), *check = getenv("GMPI_CHECK");
-  return !(p2p && !strcmp(p2p, "envelope")) && !(check && !strcmp(check, "1"));
+  const char *check = getenv("GMPI_CHECK");
+  return !envelope_engine() && !(check && !strcmp(check, "1"));
+}
+
+/* gmpi_comm_watch_enter/exit on c: an exit with no enter and a second enter are refused; where
+ * gmpi can watch (no envelope engine in the process) it says so. Returns *watched. */
+static int watch_rules(gmpi_comm_t c) {
+  int watched = -1, again = -1;
+  T_STATUS(gmpi_comm_watch_exit(c), GMPI_ERR_STATE);
+  T_ERROR_MENTIONS("inside no watched call");
+  T_STATUS(gmpi_comm_watch_enter(c, "MPI_Recv", 0, 1, -1, -1, NULL), GMPI_ERR_INVALID_ARG);
+  T_OK(gmpi_comm_watch_enter(c, "MPI_Recv", 0, 1, -1, -1, &watched));
+  T_EQ_INT(watched, watch_expected(c));
+  if (watched) {
+    T_STATUS(gmpi_comm_watch_enter(c, "MPI_Send", -1, -1, 0, 1, &again), GMPI_ERR_STATE);
+    T_ERROR_MENTIONS("MPI_Recv");
+    T_EQ_INT(again, 0);
+    T_OK(gmpi_comm_watch_exit(c));
+  }
+  return watched;
 }
 
 /* gmpi_comm_host_wire: none on a comm with typed tags or eager sends; on a GMPI_TAGS_FULL,
  * GMPI_SENDS_AS_MPI comm (native engine, unchecked) MPI's own messages on the wire match gmpi's
  * host messages in order, both ways: a pair's sender sends gmpi, MPI, gmpi (one tag; MPI_INT
- * on the wire, bytes from gmpi), its receiver takes them with MPI, gmpi, MPI receives. */
+ * on the wire, bytes from gmpi), its receiver takes them with MPI, gmpi, MPI receives -- the
+ * MPI calls inside gmpi's watch (gmpi_comm_watch_enter), as the drop-in layer makes them. */
 static void host_wire(void) {
   MPI_Comm wire = MPI_COMM_WORLD;
   T_STATUS(gmpi_comm_host_wire(comm, NULL), GMPI_ERR_INVALID_ARG);
@@ -465,6 +497,7 @@ static void host_wire(void) {
   T_OK(gmpi_comm_host_wire(c, &wire));
   T_EQ_INT(wire != MPI_COMM_NULL, wire_expected());
   int peer = partner();
+  int watched = watch_rules(c);
   if (wire != MPI_COMM_NULL && peer != rank) {
     int msg[3][4], got[3][4];
     memset(got, 0xff, sizeof(got));
@@ -475,10 +508,14 @@ static void host_wire(void) {
     gmpi_msg_status_t gs;
     if (sends_first()) {
       T_OK(gmpi_send(msg[0], 4, GMPI_INT32, peer, 9, c));
+      if (watched) T_OK(gmpi_comm_watch_enter(c, "MPI_Send", -1, -1, peer, 9, &watched));
       T_TRUE(MPI_Send(msg[1], 4, MPI_INT, peer, 9, wire) == MPI_SUCCESS);
+      if (watched) T_OK(gmpi_comm_watch_exit(c));
       T_OK(gmpi_send(msg[2], 4, GMPI_INT32, peer, 9, c));
     } else {
+      if (watched) T_OK(gmpi_comm_watch_enter(c, "MPI_Recv", peer, 9, -1, -1, &watched));
       T_TRUE(MPI_Recv(got[0], 4, MPI_INT, peer, 9, wire, &ms) == MPI_SUCCESS);
+      if (watched) T_OK(gmpi_comm_watch_exit(c));
       T_EQ_INT(ms.MPI_SOURCE, peer);
       T_EQ_INT(ms.MPI_TAG, 9);
       T_OK(gmpi_recv(got[1], 4, GMPI_INT32, peer, 9, c, &gs));

@@ -153,6 +153,32 @@ gmpi_status_t gmpi_comm_host_wire(gmpi_comm_t comm, MPI_Comm *wire) {
   return GMPI_SUCCESS;
 }
 
+gmpi_status_t gmpi_comm_watch_enter(gmpi_comm_t comm, const char *what, int source, int recv_tag,
+                                    int dest, int send_tag, int *watched) {
+  GMPI_API_ENTER(comm);
+  NEED_OUT(watched);
+  *watched = 0;
+  if (atomic_load_explicit(&comm->watch.mark, memory_order_relaxed) & 1)
+    return gmpi_error(GMPI_ERR_STATE,
+                      "the communicator is inside a watched call already (%s): "
+                      "gmpi_comm_watch_exit first",
+                      atomic_load_explicit(&comm->watch.what, memory_order_relaxed));
+  *watched = gmpi_comm_may_block(comm);
+  if (*watched)
+    gmpi_watch_enter_p2p(&comm->watch, what ? what : "a blocking MPI call", 0, source, recv_tag,
+                         dest, send_tag);
+  return GMPI_SUCCESS;
+}
+
+gmpi_status_t gmpi_comm_watch_exit(gmpi_comm_t comm) {
+  GMPI_API_ENTER_LOCAL(comm);
+  if (!(atomic_load_explicit(&comm->watch.mark, memory_order_relaxed) & 1))
+    return gmpi_error(GMPI_ERR_STATE, "the communicator is inside no watched call "
+                                      "(gmpi_comm_watch_enter did not mark it)");
+  gmpi_watch_exit(&comm->watch);
+  return GMPI_SUCCESS;
+}
+
 gmpi_status_t gmpi_comm_tag_ub(gmpi_comm_t comm, int *tag_ub) {
   GMPI_API_ENTER(comm);
   NEED_OUT(tag_ub);

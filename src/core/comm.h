@@ -13,6 +13,7 @@
 #include "flight.h"
 #include "gmpi.h"
 #include "oob.h"
+#include "progress.h"
 #include "watchdog.h"
 
 struct gmpi_plan;
@@ -48,6 +49,18 @@ struct gmpi_comm {
    * (core/request.c; under its lock). */
   struct gmpi_request *released;
 };
+
+/* May a blocking host call on comm be MPI's own blocking call, inside the comm's watch mark
+ * (core/watchdog.h)? Only where nothing but MPI must progress while this rank is inside MPI --
+ * no engine of gmpi's in the process (an envelope or device engine, on which a peer's send may
+ * wait), no device engine on comm -- and where the mark bounds it: under GMPI_TIMEOUT_ACTION=end
+ * with the watchdog watching comm, or with no timeout (it waits forever either way). The host
+ * engine's blocking sends and receives (host_exchange.c) and gmpi_comm_watch_enter ask it. */
+static inline int gmpi_comm_may_block(gmpi_comm_t comm) {
+  if (comm->device_engine.p2p || gmpi_progress_needed()) return 0;
+  if (comm->cfg.timeout_s <= 0) return 1;
+  return comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB && gmpi_watchdog_watches(&comm->watch);
+}
 
 /* Live comms are registered so that a finalized or foreign handle is reported, not used. */
 void gmpi_comm_register(gmpi_comm_t comm);

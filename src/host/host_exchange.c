@@ -153,9 +153,7 @@ __attribute__((noinline)) static gmpi_status_t run_polled(gmpi_host_t *host, gmp
 
 /* May this exchange be MPI's blocking call, watched? (the file's head says when) */
 static int watched_blocking(const gmpi_host_t *host, gmpi_comm_t comm) {
-  if (host->checked || comm->device_engine.p2p || gmpi_progress_needed()) return 0;
-  if (comm->cfg.timeout_s <= 0) return 1; /* waits forever either way */
-  return comm->cfg.timeout_action == GMPI_TIMEOUT_END_JOB && gmpi_watchdog_watches(&comm->watch);
+  return !host->checked && gmpi_comm_may_block(comm);
 }
 
 /* A send alone as MPI's blocking call inside the watchdog's mark (never framed: unchecked). Kept

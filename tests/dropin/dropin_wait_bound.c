@@ -5,7 +5,10 @@
  * receive nobody sends, waited for by MPI_Wait, MPI_Waitall and MPI_Waitany, returns an error
  * within a few timeouts instead of hanging; cancelled, it completes cancelled, and the next
  * messages still arrive whole. Under MPI alone such a wait never ends: the test skips (77)
- * unless the layer takes host buffers (GMPI_INTERPOSE=all). */
+ * unless the layer takes host buffers (GMPI_INTERPOSE=all).
+ * With the argument `blocking`: a blocking MPI_Recv nobody sends, which the layer runs as MPI's
+ * own call on the wire inside gmpi's watch: under GMPI_TIMEOUT_ACTION=end the watchdog ends the
+ * job naming it (ctest expects the failure and the words). */
 #include <time.h>
 
 #include "dropin_util.h"
@@ -56,6 +59,12 @@ int main(int argc, char **argv) {
   if (!mode || strcmp(mode, "all") || d_size() < 2)
     return d_skip("only the layer under GMPI_INTERPOSE=all bounds a wait on a host receive, and "
                   "it needs another rank");
+  if (argc > 1 && !strcmp(argv[1], "blocking")) {
+    int x = -1;
+    MPI_Recv(&x, 1, MPI_INT, d_next(), 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    D_FAIL("a blocking receive nobody sends returned (x = %d)", x);
+    return d_finish();
+  }
   for (int how = 0; how < 3; how++)
     unmatched(how);
   D_MPI(MPI_Barrier(MPI_COMM_WORLD));
