@@ -243,14 +243,15 @@ GMPI_API gmpi_status_t gmpi_comm_sends(gmpi_comm_t comm, gmpi_sends_t *sends);
 GMPI_API gmpi_status_t gmpi_comm_host_wire(gmpi_comm_t comm, MPI_Comm *wire);
 /* A blocking MPI call of the caller's own on comm's host wire, bounded as gmpi bounds its own
  * blocking host calls. gmpi_comm_watch_enter sets *watched 1 and marks comm as inside `what` (a
- * string that outlives the call): a receive from source with recv_tag, a send to dest with
- * send_tag (-1 for a half the call does not have); the caller then makes its MPI call and ends
- * with gmpi_comm_watch_exit. Past GMPI_TIMEOUT gmpi's watchdog ends the job naming the call, as
- * it does for gmpi's own. *watched 0, nothing marked, where gmpi cannot bound such a call so
- * (GMPI_TIMEOUT_ACTION=status, no watchdog) or this rank must keep driving gmpi meanwhile (an
+ * string that outlives the call) of count elements: a receive from source with recv_tag, a send
+ * to dest with send_tag (-1 for a half the call does not have); the caller then makes its MPI call
+ * and ends with gmpi_comm_watch_exit. Past GMPI_TIMEOUT gmpi's watchdog ends the job naming the
+ * call, as it does for gmpi's own. *watched 0, nothing marked, where gmpi cannot bound such a call
+ * so (GMPI_TIMEOUT_ACTION=status, no watchdog) or this rank must keep driving gmpi meanwhile (an
  * envelope or device engine in the process): the caller then goes through gmpi, or polls. */
-GMPI_API gmpi_status_t gmpi_comm_watch_enter(gmpi_comm_t comm, const char *what, int source,
-                                             int recv_tag, int dest, int send_tag, int *watched);
+GMPI_API gmpi_status_t gmpi_comm_watch_enter(gmpi_comm_t comm, const char *what, size_t count,
+                                             int source, int recv_tag, int dest, int send_tag,
+                                             int *watched);
 GMPI_API gmpi_status_t gmpi_comm_watch_exit(gmpi_comm_t comm);
 /* 1 when the comm's backend moves ptr as device memory (0 on cpu, for host memory and NULL). */
 GMPI_API gmpi_status_t gmpi_mem_is_device(gmpi_comm_t comm, const void *ptr, int *is_device);

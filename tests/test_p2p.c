@@ -468,11 +468,11 @@ static int watch_rules(gmpi_comm_t c) {
   int watched = -1, again = -1;
   T_STATUS(gmpi_comm_watch_exit(c), GMPI_ERR_STATE);
   T_ERROR_MENTIONS("inside no watched call");
-  T_STATUS(gmpi_comm_watch_enter(c, "MPI_Recv", 0, 1, -1, -1, NULL), GMPI_ERR_INVALID_ARG);
-  T_OK(gmpi_comm_watch_enter(c, "MPI_Recv", 0, 1, -1, -1, &watched));
+  T_STATUS(gmpi_comm_watch_enter(c, "MPI_Recv", 4, 0, 1, -1, -1, NULL), GMPI_ERR_INVALID_ARG);
+  T_OK(gmpi_comm_watch_enter(c, "MPI_Recv", 4, 0, 1, -1, -1, &watched));
   T_EQ_INT(watched, watch_expected(c));
   if (watched) {
-    T_STATUS(gmpi_comm_watch_enter(c, "MPI_Send", -1, -1, 0, 1, &again), GMPI_ERR_STATE);
+    T_STATUS(gmpi_comm_watch_enter(c, "MPI_Send", 4, -1, -1, 0, 1, &again), GMPI_ERR_STATE);
     T_ERROR_MENTIONS("MPI_Recv");
     T_EQ_INT(again, 0);
     T_OK(gmpi_comm_watch_exit(c));
@@ -508,12 +508,12 @@ static void host_wire(void) {
     gmpi_msg_status_t gs;
     if (sends_first()) {
       T_OK(gmpi_send(msg[0], 4, GMPI_INT32, peer, 9, c));
-      if (watched) T_OK(gmpi_comm_watch_enter(c, "MPI_Send", -1, -1, peer, 9, &watched));
+      if (watched) T_OK(gmpi_comm_watch_enter(c, "MPI_Send", 4, -1, -1, peer, 9, &watched));
       T_TRUE(MPI_Send(msg[1], 4, MPI_INT, peer, 9, wire) == MPI_SUCCESS);
       if (watched) T_OK(gmpi_comm_watch_exit(c));
       T_OK(gmpi_send(msg[2], 4, GMPI_INT32, peer, 9, c));
     } else {
-      if (watched) T_OK(gmpi_comm_watch_enter(c, "MPI_Recv", peer, 9, -1, -1, &watched));
+      if (watched) T_OK(gmpi_comm_watch_enter(c, "MPI_Recv", 4, peer, 9, -1, -1, &watched));
       T_TRUE(MPI_Recv(got[0], 4, MPI_INT, peer, 9, wire, &ms) == MPI_SUCCESS);
       if (watched) T_OK(gmpi_comm_watch_exit(c));
       T_EQ_INT(ms.MPI_SOURCE, peer);

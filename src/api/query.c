@@ -153,8 +153,8 @@ gmpi_status_t gmpi_comm_host_wire(gmpi_comm_t comm, MPI_Comm *wire) {
   return GMPI_SUCCESS;
 }
 
-gmpi_status_t gmpi_comm_watch_enter(gmpi_comm_t comm, const char *what, int source, int recv_tag,
-                                    int dest, int send_tag, int *watched) {
+gmpi_status_t gmpi_comm_watch_enter(gmpi_comm_t comm, const char *what, size_t count, int source,
+                                    int recv_tag, int dest, int send_tag, int *watched) {
   GMPI_API_ENTER(comm);
   NEED_OUT(watched);
   *watched = 0;
@@ -165,7 +165,7 @@ gmpi_status_t gmpi_comm_watch_enter(gmpi_comm_t comm, const char *what, int sour
                       atomic_load_explicit(&comm->watch.what, memory_order_relaxed));
   *watched = gmpi_comm_may_block(comm);
   if (*watched)
-    gmpi_watch_enter_p2p(&comm->watch, what ? what : "a blocking MPI call", 0, source, recv_tag,
+    gmpi_watch_enter_p2p(&comm->watch, what ? what : "a blocking MPI call", count, source, recv_tag,
                          dest, send_tag);
   return GMPI_SUCCESS;
 }

@@ -74,7 +74,7 @@ static double read_timeout(void) {
 
 /* ---- twins ------------------------------------------------------------------------------ */
 
-static void forget_last_twin(void) {
+void dropin_forget_last_twin(void) {
   dropin.last_comm = MPI_COMM_NULL;
   dropin.last_twin = NULL;
   dropin.last_wire = MPI_COMM_NULL;
@@ -168,7 +168,7 @@ static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *
   if (st != GMPI_SUCCESS || !g) free(t);
   if (st != GMPI_SUCCESS) return dropin_fail(parent, func, st);
   if (!g) return MPI_SUCCESS;
-  forget_last_twin();
+  dropin_forget_last_twin();
   twin_remember(t, newcomm, g);
   return MPI_SUCCESS;
 }
@@ -181,7 +181,7 @@ static int twin_make(MPI_Comm parent, MPI_Comm newcomm, int is_dup, const char *
  * take back). */
 static int twin_free(MPI_Comm comm, const char *func) {
   twin_t *t = twin_node(comm);
-  forget_last_twin(); /* MPI frees comm next, and may hand its handle out again */
+  dropin_forget_last_twin(); /* MPI frees comm next, and may hand its handle out again */
   if (!t || t == &world_twin || t == &self_twin) return MPI_SUCCESS;
   gmpi_comm_t g = t->g;
   /* MPI's nonblocking allreduce, polled with gmpi's live requests driven: a peer may still wait
@@ -274,8 +274,27 @@ int dropin_error_code(gmpi_status_t st) {
   return (unsigned)st < sizeof(code) / sizeof(code[0]) ? code[st] : MPI_ERR_OTHER;
 }
 
+int dropin_raised(MPI_Comm comm, int rc) {
+  if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
+  return rc;
+}
+
+int dropin_wire_watch(const char *what, int count, int source, int recv_tag, int dest,
+                      int send_tag) {
+  int watched = 0;
+  return gmpi_comm_watch_enter(dropin.last_twin, what, (size_t)count, source, recv_tag, dest,
+                               send_tag, &watched) == GMPI_SUCCESS &&
+         watched;
+}
+
+int dropin_wire_done(MPI_Comm comm, int rc) {
+  gmpi_comm_watch_exit(dropin.last_twin);
+  return dropin_raised(comm, rc);
+}
+
 int dropin_fail(MPI_Comm comm, const char *func, gmpi_status_t st) {
   int code = dropin_error_code(st);
+  dropin_forget_last_twin();   /* the twin may have failed: its wire is asked again */
   if (st != GMPI_ERR_TRUNCATE) /* MPI reports truncation itself; the rest needs gmpi's detail */
     fprintf(stderr, "[gmpi_mpi] %s: %s\n", func, gmpi_last_error());
   PMPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
@@ -413,7 +432,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 }
 
 int MPI_Finalize(void) {
-  forget_last_twin();
+  dropin_forget_last_twin();
   if (dropin.active) {
     dropin_req_finalize();
     while (twins) {

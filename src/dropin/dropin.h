@@ -55,8 +55,7 @@ typedef struct {
   MPI_Comm self_comm; /* the layer's own dup of MPI_COMM_SELF (unpacking partial elements) */
   /* The last comm whose twin was looked up, and that twin: most programs send on one comm call
    * after call, and MPI's attribute lookup is a sizable part of a small message's cost.
-   * Forgotten (MPI_COMM_NULL) whenever a twin is made, retired or freed, and before MPI frees any
-   * comm (whose handle MPI may then reuse). */
+   * Forgotten (MPI_COMM_NULL) by dropin_forget_last_twin. */
   MPI_Comm last_comm;
   gmpi_comm_t last_twin;
   int last_rank, last_size; /* last_comm's, asked of MPI once: a collective's route needs them */
@@ -79,6 +78,21 @@ static inline gmpi_comm_t dropin_take_p2p(MPI_Comm comm, const void *buf) {
   if (dropin.active && comm == dropin.last_comm && !dropin_per_kind()) return dropin.last_twin;
   return dropin_take_p2p_lookup(comm, buf);
 }
+/* A call MPI ran on a twin's wire, where errors return: its error goes to the program's comm's
+ * error handler, as MPI's own would. */
+int dropin_raised(MPI_Comm comm, int rc);
+/* Before a blocking MPI call on the wire of the comm asked last: 1 when gmpi watches it
+ * (gmpi_comm_watch_enter: its watchdog bounds the call as it bounds gmpi's own); the call ends
+ * with dropin_wire_done, which leaves the watch and raises MPI's error on comm. 0: nothing was
+ * marked, the call goes through gmpi. */
+int dropin_wire_watch(const char *what, int count, int source, int recv_tag, int dest,
+                      int send_tag);
+int dropin_wire_done(MPI_Comm comm, int rc);
+/* Forget the comm asked last and its twin's wire: whenever a twin is made, retired or freed,
+ * before MPI frees any comm (whose handle MPI may then reuse), and after any gmpi call fails (a
+ * failed twin refuses every call, and gmpi_comm_host_wire then gives no wire: its messages
+ * must not go round the refusal, since what it gave up on may still be posted in MPI). */
+void dropin_forget_last_twin(void);
 /* The twin a probe on comm asks (NULL: MPI alone answers); *either when under per-kind
  * matching the message may wait in gmpi's engine or in MPI's, so both are asked. */
 gmpi_comm_t dropin_take_probe(MPI_Comm comm, int *either);

@@ -389,36 +389,20 @@ static inline const dropin_type_row_t *p2p_fast(MPI_Comm comm, MPI_Datatype type
   return dropin_memo_type(type);
 }
 
-/* A call MPI ran on a twin's wire (dropin_wire), where errors return: its error goes to the
- * program's comm's error handler, as MPI's own would. */
-static int raised(MPI_Comm comm, int rc) {
-  if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
-  return rc;
-}
-
 /* A nonblocking message posted on the wire: MPI's request is the program's now. */
 static int on_wire(MPI_Comm comm, int rc) {
   dropin.wire_posted = 1;
-  return raised(comm, rc);
+  return dropin_raised(comm, rc);
 }
 
-/* A blocking call on the wire of the comm asked last (dropin_wire), as MPI's own blocking call
- * inside gmpi's watch of the twin (gmpi_comm_watch_enter: its watchdog bounds the call), when no
- * request of gmpi's is live (blocked in MPI, this rank would not drive it) and gmpi can watch
- * it; else 0, and the call goes through gmpi. What a message through gmpi adds to MPI's own
- * call (its checks, flight record, route, the engine's exchange: a few hundred instructions)
- * was a fifth of a small message's latency (docs/performance.md). */
-static int wire_watched(const char *what, int source, int recv_tag, int dest, int send_tag) {
-  int watched = 0;
-  return dropin_quiet() &&
-         gmpi_comm_watch_enter(dropin.last_twin, what, source, recv_tag, dest, send_tag,
-                               &watched) == GMPI_SUCCESS &&
-         watched;
-}
-
-static int wire_blocking_done(MPI_Comm comm, int rc) {
-  gmpi_comm_watch_exit(dropin.last_twin);
-  return raised(comm, rc);
+/* A blocking message on the wire, as MPI's own blocking call inside gmpi's watch
+ * (dropin_wire_watch), when no request of gmpi's is live (blocked in MPI, this rank would not
+ * drive it); else 0, and the call goes through gmpi. What a message through gmpi adds to MPI's
+ * own call (its checks, flight record, route, the engine's exchange: a few hundred
+ * instructions) was a fifth of a small message's latency (docs/performance.md). */
+static int wire_watched(const char *what, int count, int source, int recv_tag, int dest,
+                        int send_tag) {
+  return dropin_quiet() && dropin_wire_watch(what, count, source, recv_tag, dest, send_tag);
 }
 
 /* The generic paths of MPI_Send and MPI_Recv: out of line with the MPI function's parameters,
@@ -432,8 +416,8 @@ int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, M
   const dropin_type_row_t *row = p2p_fast(comm, type, count);
   if (!row) return send_generic(buf, count, type, dest, tag, comm);
   MPI_Comm wire = dropin_wire(comm, buf, dest);
-  if (wire != MPI_COMM_NULL && wire_watched("MPI_Send", -1, -1, dest, tag))
-    return wire_blocking_done(comm, PMPI_Send(buf, count, type, dest, tag, wire));
+  if (wire != MPI_COMM_NULL && wire_watched("MPI_Send", count, -1, -1, dest, tag))
+    return dropin_wire_done(comm, PMPI_Send(buf, count, type, dest, tag, wire));
   gmpi_status_t st = gmpi_send(buf, (size_t)count * row->size, GMPI_BYTE, to_gmpi_rank(dest), tag,
                                dropin.last_twin);
   return st == GMPI_SUCCESS ? MPI_SUCCESS : dropin_fail(comm, "MPI_Send", st);
@@ -662,8 +646,8 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_C
              MPI_Status *status) {
   const dropin_type_row_t *row = p2p_fast(comm, type, count);
   MPI_Comm wire = row ? dropin_wire(comm, buf, source) : MPI_COMM_NULL;
-  if (wire != MPI_COMM_NULL && wire_watched("MPI_Recv", source, tag, -1, -1))
-    return wire_blocking_done(comm, PMPI_Recv(buf, count, type, source, tag, wire, status));
+  if (wire != MPI_COMM_NULL && wire_watched("MPI_Recv", count, source, tag, -1, -1))
+    return dropin_wire_done(comm, PMPI_Recv(buf, count, type, source, tag, wire, status));
   if (row) return recv_fast(buf, count, row, source, tag, comm, status);
   return recv_generic(buf, count, type, source, tag, comm, status);
 }
@@ -825,10 +809,10 @@ static __attribute__((noinline)) int sendrecv_fast(const void *sendbuf, int send
                                                    MPI_Comm comm, MPI_Status *status) {
   MPI_Comm wire = dropin_wire(comm, sendbuf, dest);
   if (wire != MPI_COMM_NULL && dropin_wire(comm, recvbuf, source) == wire &&
-      wire_watched("MPI_Sendrecv", source, recvtag, dest, sendtag))
-    return wire_blocking_done(comm,
-                              PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
-                                            recvcount, recvtype, source, recvtag, wire, status));
+      wire_watched("MPI_Sendrecv", recvcount, source, recvtag, dest, sendtag))
+    return dropin_wire_done(comm,
+                            PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                                          recvcount, recvtype, source, recvtag, wire, status));
   size_t send_len = (size_t)sendcount * dropin_memo_type(sendtype)->size;
   size_t recv_len = (size_t)recvcount * dropin_memo_type(recvtype)->size;
   gmpi_msg_status_t gs = {0};

@@ -228,6 +228,7 @@ static void drive(dropin_req_t *r, int wait) {
   gmpi_status_t st = wait ? gmpi_wait(&r->g, &gs) : gmpi_test(&r->g, &done, &gs);
   if (st != GMPI_SUCCESS) {
     r->error = dropin_error_code(st);
+    dropin_forget_last_twin(); /* the twin may have failed: its wire is asked again */
     if (st != GMPI_ERR_TRUNCATE) fprintf(stderr, "[gmpi_mpi] request: %s\n", gmpi_last_error());
     if (r->g) { /* a failed test leaves gmpi's request: give it up before its buffers go */
       gmpi_wait(&r->g, NULL);

@@ -3,9 +3,9 @@
  * receive from its neighbour times out: GMPI_TIMEOUT), calls on a duplicate made before still
  * work, those the layer copies or stages through host memory (device buffers of
  * Sendrecv_replace, a user-defined op, a buffered send, a derived type) included, and move the
- * right values on every rank. Only the layer fails a comm on a timeout (under
- * GMPI_TIMEOUT_ACTION=status for host memory, as ctest runs it): under MPI alone the test skips
- * (77). */
+ * right values on every rank, while a nonblocking send on MPI_COMM_WORLD is refused. Only the layer
+ * fails a comm on a timeout (under GMPI_TIMEOUT_ACTION=status for host memory, as ctest runs it):
+ * under MPI alone the test skips (77). */
 #include "dropin_util.h"
 
 static void add_ints(void *in, void *inout, int *len, MPI_Datatype *type) {
@@ -88,6 +88,13 @@ int main(int argc, char **argv) {
   if (!fail_world())
     return d_skip("only the layer (GMPI_INTERPOSE=all, or device memory) fails MPI_COMM_WORLD on "
                   "a timeout");
+  /* a nonblocking message on the failed comm is refused too (under GMPI_INTERPOSE=all it could
+   * have gone round gmpi, as MPI's own request on the twin's communicator) */
+  int *x = mem_alloc(sizeof(int));
+  MPI_Request q = MPI_REQUEST_NULL;
+  D_TRUE(MPI_Isend(x, 1, MPI_INT, d_next(), 98, MPI_COMM_WORLD, &q) != MPI_SUCCESS);
+  D_TRUE(q == MPI_REQUEST_NULL);
+  mem_free(x);
   ring_calls(dup);
   return d_finish_on(dup); /* MPI_COMM_WORLD is unusable now */
 }
