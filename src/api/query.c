@@ -170,8 +170,13 @@ gmpi_status_t gmpi_comm_watch_enter(gmpi_comm_t comm, const char *what, size_t c
   return GMPI_SUCCESS;
 }
 
+/* A failed comm is let out too (the call it watched may have failed it): the inline test for
+ * the comm this thread used last, else the local entry's checks. */
 gmpi_status_t gmpi_comm_watch_exit(gmpi_comm_t comm) {
-  GMPI_API_ENTER_LOCAL(comm);
+  if (gmpi_comm_live_as_last(comm))
+    gmpi_call_begin(__func__, comm->rank);
+  else
+    GMPI_API_ENTER_LOCAL(comm);
   if (!(atomic_load_explicit(&comm->watch.mark, memory_order_relaxed) & 1))
     return gmpi_error(GMPI_ERR_STATE, "the communicator is inside no watched call "
                                       "(gmpi_comm_watch_enter did not mark it)");
