@@ -153,16 +153,31 @@ gmpi_status_t gmpi_comm_host_wire(gmpi_comm_t comm, MPI_Comm *wire) {
   return GMPI_SUCCESS;
 }
 
+static int inside_watch(gmpi_comm_t comm) {
+  return atomic_load_explicit(&comm->watch.mark, memory_order_relaxed) & 1;
+}
+
+/* The watch calls stand around a program's every blocking MPI call on the wire (the drop-in
+ * layer's small messages): the comm this thread used last, healthy, untraced, with nothing to
+ * refuse, takes the inline test alone -- nothing can fail there, so no call is begun for an
+ * error to name; anything else takes the public entry's checks. */
+static int watch_fast(gmpi_comm_t comm, int *watched) {
+  return watched && gmpi_comm_live_as_last(comm) && comm->failure == GMPI_SUCCESS &&
+         !gmpi_log_tracing && !inside_watch(comm);
+}
+
 gmpi_status_t gmpi_comm_watch_enter(gmpi_comm_t comm, const char *what, size_t count, int source,
                                     int recv_tag, int dest, int send_tag, int *watched) {
-  GMPI_API_ENTER(comm);
-  NEED_OUT(watched);
-  *watched = 0;
-  if (atomic_load_explicit(&comm->watch.mark, memory_order_relaxed) & 1)
-    return gmpi_error(GMPI_ERR_STATE,
-                      "the communicator is inside a watched call already (%s): "
-                      "gmpi_comm_watch_exit first",
-                      atomic_load_explicit(&comm->watch.what, memory_order_relaxed));
+  if (!watch_fast(comm, watched)) {
+    GMPI_API_ENTER(comm);
+    NEED_OUT(watched);
+    *watched = 0;
+    if (inside_watch(comm))
+      return gmpi_error(GMPI_ERR_STATE,
+                        "the communicator is inside a watched call already (%s): "
+                        "gmpi_comm_watch_exit first",
+                        atomic_load_explicit(&comm->watch.what, memory_order_relaxed));
+  }
   *watched = gmpi_comm_may_block(comm);
   if (*watched)
     gmpi_watch_enter_p2p(&comm->watch, what ? what : "a blocking MPI call", count, source, recv_tag,
@@ -170,16 +185,14 @@ gmpi_status_t gmpi_comm_watch_enter(gmpi_comm_t comm, const char *what, size_t c
   return GMPI_SUCCESS;
 }
 
-/* A failed comm is let out too (the call it watched may have failed it): the inline test for
- * the comm this thread used last, else the local entry's checks. */
+/* A failed comm is let out too (the call it watched may have failed it). */
 gmpi_status_t gmpi_comm_watch_exit(gmpi_comm_t comm) {
-  if (gmpi_comm_live_as_last(comm))
-    gmpi_call_begin(__func__, comm->rank);
-  else
+  if (!gmpi_comm_live_as_last(comm) || gmpi_log_tracing || !inside_watch(comm)) {
     GMPI_API_ENTER_LOCAL(comm);
-  if (!(atomic_load_explicit(&comm->watch.mark, memory_order_relaxed) & 1))
-    return gmpi_error(GMPI_ERR_STATE, "the communicator is inside no watched call "
-                                      "(gmpi_comm_watch_enter did not mark it)");
+    if (!inside_watch(comm))
+      return gmpi_error(GMPI_ERR_STATE, "the communicator is inside no watched call "
+                                        "(gmpi_comm_watch_enter did not mark it)");
+  }
   gmpi_watch_exit(&comm->watch);
   return GMPI_SUCCESS;
 }

@@ -279,19 +279,6 @@ int dropin_raised(MPI_Comm comm, int rc) {
   return rc;
 }
 
-int dropin_wire_watch(const char *what, int count, int source, int recv_tag, int dest,
-                      int send_tag) {
-  int watched = 0;
-  return gmpi_comm_watch_enter(dropin.last_twin, what, (size_t)count, source, recv_tag, dest,
-                               send_tag, &watched) == GMPI_SUCCESS &&
-         watched;
-}
-
-int dropin_wire_done(MPI_Comm comm, int rc) {
-  gmpi_comm_watch_exit(dropin.last_twin);
-  return dropin_raised(comm, rc);
-}
-
 int dropin_fail(MPI_Comm comm, const char *func, gmpi_status_t st) {
   int code = dropin_error_code(st);
   dropin_forget_last_twin();   /* the twin may have failed: its wire is asked again */

@@ -84,10 +84,18 @@ int dropin_raised(MPI_Comm comm, int rc);
 /* Before a blocking MPI call on the wire of the comm asked last: 1 when gmpi watches it
  * (gmpi_comm_watch_enter: its watchdog bounds the call as it bounds gmpi's own); the call ends
  * with dropin_wire_done, which leaves the watch and raises MPI's error on comm. 0: nothing was
- * marked, the call goes through gmpi. */
-int dropin_wire_watch(const char *what, int count, int source, int recv_tag, int dest,
-                      int send_tag);
-int dropin_wire_done(MPI_Comm comm, int rc);
+ * marked, the call goes through gmpi. Inline: a small message's every instruction is latency. */
+static inline int dropin_wire_watch(const char *what, int count, int source, int recv_tag, int dest,
+                                    int send_tag) {
+  int watched = 0;
+  return gmpi_comm_watch_enter(dropin.last_twin, what, (size_t)count, source, recv_tag, dest,
+                               send_tag, &watched) == GMPI_SUCCESS &&
+         watched;
+}
+static inline int dropin_wire_done(MPI_Comm comm, int rc) {
+  gmpi_comm_watch_exit(dropin.last_twin);
+  return rc == MPI_SUCCESS ? rc : dropin_raised(comm, rc);
+}
 /* Forget the comm asked last and its twin's wire: whenever a twin is made, retired or freed,
  * before MPI frees any comm (whose handle MPI may then reuse), and after any gmpi call fails (a
  * failed twin refuses every call, and gmpi_comm_host_wire then gives no wire: its messages

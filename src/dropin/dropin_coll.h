@@ -144,6 +144,21 @@ static inline const dropin_type_row_t *dropin_coll_fast(MPI_Comm comm, MPI_Datat
   return dropin_memo_type(type);
 }
 
+/* A fast blocking collective (dropin_coll_fast's comm, the one asked last) on host buffers a
+ * and b as MPI's own call on its twin's wire (dropin_wire), inside gmpi's watch: the MPI call
+ * gmpi's host engine would make for it, on the same communicator, minus gmpi's checks, flight
+ * record and route. Every rank decides alike: the wire and the watch follow the comm's and the
+ * process's settings (no GMPI_CHECK, no engine needing this rank's progress, not
+ * GMPI_TIMEOUT_ACTION=status -- where gmpi's own call would be gated or polled), and
+ * GMPI_INTERPOSE_KINDS=uniform promises one memory kind on every rank. The call ends with
+ * dropin_wire_done. MPI_COMM_NULL: through gmpi. */
+static inline MPI_Comm dropin_coll_wire(const void *a, const void *b, const char *what, int count) {
+  if (dropin.last_wire == MPI_COMM_NULL || dropin_is_device(a) || dropin_is_device(b) ||
+      !dropin_wire_watch(what, count, -1, -1, -1, -1))
+    return MPI_COMM_NULL;
+  return dropin.last_wire;
+}
+
 /* A reduction's fast test after dropin_coll_fast: op is the predefined op asked last and gmpi
  * applies it to the row's type (*gop set). An op not asked last takes the generic path, which
  * asks for it (dropin_op) and so makes it the one asked last: asking here, a call out of line,

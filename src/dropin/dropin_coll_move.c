@@ -396,6 +396,9 @@ DROPIN_COLL_GENERIC int bcast_blocking(void *buf, int count, MPI_Datatype type, 
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   gmpi_comm_t twin;
   const dropin_type_row_t *row = dropin_coll_fast(comm, type, count, &twin);
+  MPI_Comm wire = row ? dropin_coll_wire(buf, NULL, "MPI_Bcast", count) : MPI_COMM_NULL;
+  if (wire != MPI_COMM_NULL)
+    return dropin_wire_done(comm, PMPI_Bcast(buf, count, type, root, wire));
   if (row) /* bcast_view and bcast_start's call */
     return dropin_coll_fast_done(comm, "MPI_Bcast",
                                  gmpi_bcast(buf, (size_t)count * row->size, GMPI_BYTE, root, twin));

@@ -205,6 +205,10 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype ty
   gmpi_comm_t twin;
   gmpi_op_t gop;
   const dropin_type_row_t *row = dropin_coll_fast(comm, type, count, &twin);
+  MPI_Comm wire;
+  if (dropin_coll_fast_op(row, op, &gop) &&
+      (wire = dropin_coll_wire(sendbuf, recvbuf, "MPI_Allreduce", count)) != MPI_COMM_NULL)
+    return dropin_wire_done(comm, PMPI_Allreduce(sendbuf, recvbuf, count, type, op, wire));
   if (dropin_coll_fast_op(row, op, &gop)) /* allreduce_start's call */
     return dropin_coll_fast_done(
         comm, "MPI_Allreduce",
@@ -222,6 +226,11 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
   gmpi_comm_t twin;
   gmpi_op_t gop;
   const dropin_type_row_t *row = dropin_coll_fast(comm, type, count, &twin);
+  MPI_Comm wire;
+  if (dropin_coll_fast_op(row, op, &gop) &&
+      (wire = dropin_coll_wire(sendbuf, dropin.last_rank == root ? recvbuf : NULL, "MPI_Reduce",
+                               count)) != MPI_COMM_NULL)
+    return dropin_wire_done(comm, PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, wire));
   if (dropin_coll_fast_op(row, op, &gop)) { /* reduce_describe, _start */
     void *rb = dropin.last_rank == root ? recvbuf : NULL;
     return dropin_coll_fast_done(

@@ -8,7 +8,8 @@
  * unless the layer takes host buffers (GMPI_INTERPOSE=all).
  * With the argument `blocking`: a blocking MPI_Recv nobody sends, which the layer runs as MPI's
  * own call on the wire inside gmpi's watch: under GMPI_TIMEOUT_ACTION=end the watchdog ends the
- * job naming it (ctest expects the failure and the words). */
+ * job naming it (ctest expects the failure and the words). With `collective`: rank 0 enters an
+ * MPI_Allreduce the others never join (they wait in such a receive): the same end. */
 #include <time.h>
 
 #include "dropin_util.h"
@@ -59,7 +60,18 @@ int main(int argc, char **argv) {
   if (!mode || strcmp(mode, "all") || d_size() < 2)
     return d_skip("only the layer under GMPI_INTERPOSE=all bounds a wait on a host receive, and "
                   "it needs another rank");
-  if (argc > 1 && !strcmp(argv[1], "blocking")) {
+  if (argc > 1 && !strcmp(argv[1], "collective")) {
+    int x = 1, sum = 0; /* once on every rank: the layer's fast path knows MPI_SUM from then */
+    D_MPI(MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    D_EQ_INT(sum, d_size());
+  }
+  if (argc > 1 && !strcmp(argv[1], "collective") && d_rank() == 0) {
+    int x = 1, sum = 0;
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    D_FAIL("an allreduce only rank 0 entered returned (sum = %d)", sum);
+    return d_finish();
+  }
+  if (argc > 1) { /* blocking, and collective's other ranks */
     int x = -1;
     MPI_Recv(&x, 1, MPI_INT, d_next(), 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     D_FAIL("a blocking receive nobody sends returned (x = %d)", x);
