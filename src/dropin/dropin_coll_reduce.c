@@ -205,14 +205,14 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype ty
   gmpi_comm_t twin;
   gmpi_op_t gop;
   const dropin_type_row_t *row = dropin_coll_fast(comm, type, count, &twin);
-  MPI_Comm wire;
-  if (dropin_coll_fast_op(row, op, &gop) &&
-      (wire = dropin_coll_wire(sendbuf, recvbuf, "MPI_Allreduce", count)) != MPI_COMM_NULL)
-    return dropin_wire_done(comm, PMPI_Allreduce(sendbuf, recvbuf, count, type, op, wire));
-  if (dropin_coll_fast_op(row, op, &gop)) /* allreduce_start's call */
+  if (dropin_coll_fast_op(row, op, &gop)) { /* allreduce_start's call, or MPI's on the wire */
+    MPI_Comm wire = dropin_coll_wire(sendbuf, recvbuf, "MPI_Allreduce", count);
+    if (wire != MPI_COMM_NULL)
+      return dropin_wire_done(comm, PMPI_Allreduce(sendbuf, recvbuf, count, type, op, wire));
     return dropin_coll_fast_done(
         comm, "MPI_Allreduce",
         gmpi_allreduce(in_place(sendbuf, recvbuf), recvbuf, (size_t)count, row->g, gop, twin));
+  }
   return allreduce_blocking(sendbuf, recvbuf, count, type, op, comm);
 }
 
@@ -226,13 +226,11 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
   gmpi_comm_t twin;
   gmpi_op_t gop;
   const dropin_type_row_t *row = dropin_coll_fast(comm, type, count, &twin);
-  MPI_Comm wire;
-  if (dropin_coll_fast_op(row, op, &gop) &&
-      (wire = dropin_coll_wire(sendbuf, dropin.last_rank == root ? recvbuf : NULL, "MPI_Reduce",
-                               count)) != MPI_COMM_NULL)
-    return dropin_wire_done(comm, PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, wire));
-  if (dropin_coll_fast_op(row, op, &gop)) { /* reduce_describe, _start */
+  if (dropin_coll_fast_op(row, op, &gop)) { /* reduce_describe, _start, or MPI's on the wire */
     void *rb = dropin.last_rank == root ? recvbuf : NULL;
+    MPI_Comm wire = dropin_coll_wire(sendbuf, rb, "MPI_Reduce", count);
+    if (wire != MPI_COMM_NULL)
+      return dropin_wire_done(comm, PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, wire));
     return dropin_coll_fast_done(
         comm, "MPI_Reduce",
         gmpi_reduce(in_place(sendbuf, rb), rb, (size_t)count, row->g, gop, root, twin));
